@@ -1,0 +1,26 @@
+// Small string helpers shared by the parsers: trimming, splitting and strict number parsing
+// (the whole field must be a number, no locale, no exceptions).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace baton {
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string_view> Split(std::string_view s, char sep);
+std::string ToLower(std::string_view s);
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// Strict parses: nullopt unless all of `s` (after trimming) is a number in range.
+std::optional<std::int64_t> ParseInt64(std::string_view s);
+std::optional<double> ParseDouble(std::string_view s);
+
+// "abc" -> "abc"; a string with control or non-ASCII bytes is shown escaped and cut to `max`
+// characters, so an error message never echoes a binary blob.
+std::string Printable(std::string_view s, std::size_t max = 80);
+
+}  // namespace baton

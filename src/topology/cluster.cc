@@ -347,8 +347,8 @@ Result<NvlinkDomainId> ClusterBuilder::AddNvlinkDomain(std::string name,
                                                        std::span<const NodeId> nodes) {
   RETURN_IF_ERROR(CheckName("NVLink domain", name));
   if (nodes.empty()) return InvalidArgumentError("NVLink domain " + name + " has no nodes");
-  for (const auto& d : c_.domains_) {
-    if (d.name == name) return AlreadyExistsError("duplicate NVLink domain '" + name + "'");
+  if (domain_names_.contains(name)) {
+    return AlreadyExistsError("duplicate NVLink domain '" + name + "'");
   }
   NvlinkDomainId id(static_cast<std::uint32_t>(c_.domains_.size()));
   for (NodeId n : nodes) {
@@ -361,6 +361,7 @@ Result<NvlinkDomainId> ClusterBuilder::AddNvlinkDomain(std::string name,
     }
   }
   for (NodeId n : nodes) c_.nodes_[n.value()].nvlink_domain = id;
+  domain_names_.insert(name);
   c_.domains_.push_back(NvlinkDomain{std::move(name), {nodes.begin(), nodes.end()}, {}});
   return id;
 }
@@ -371,10 +372,9 @@ Status ClusterBuilder::AddFailureDomain(FailureDomainKind kind, std::string name
   if (nodes.empty()) return InvalidArgumentError("failure domain " + name + " has no nodes");
   const auto k = static_cast<std::size_t>(kind);
   FailureDomainId id(static_cast<std::uint32_t>(c_.failure_domains_.size()));
-  for (const auto& d : c_.failure_domains_) {
-    if (d.kind == kind && d.name == name) {
-      return AlreadyExistsError(fmt::format("duplicate {} '{}'", FailureDomainKindName(kind), name));
-    }
+  std::string key = fmt::format("{}/{}", FailureDomainKindName(kind), name);
+  if (failure_names_.contains(key)) {
+    return AlreadyExistsError(fmt::format("duplicate {} '{}'", FailureDomainKindName(kind), name));
   }
   for (NodeId n : nodes) {
     if (!n.valid() || n.value() >= c_.nodes_.size()) return InvalidArgumentError("no such node");
@@ -386,6 +386,7 @@ Status ClusterBuilder::AddFailureDomain(FailureDomainKind kind, std::string name
     }
   }
   for (NodeId n : nodes) c_.nodes_[n.value()].failure_domains[k] = id;
+  failure_names_.insert(std::move(key));
   c_.failure_domains_.push_back(FailureDomain{std::move(name), kind, {nodes.begin(), nodes.end()}});
   return Status::Ok();
 }
@@ -550,6 +551,8 @@ Result<Cluster> ClusterBuilder::Build() {
   Cluster out = std::move(c_);
   c_ = Cluster();
   leaf_of_.clear();
+  domain_names_.clear();
+  failure_names_.clear();
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -242,6 +243,8 @@ class ClusterBuilder {
  private:
   Cluster c_;
   std::vector<SwitchId> leaf_of_;  // per node: the leaf it was attached to
+  std::unordered_set<std::string> domain_names_;   // NVLink domain names taken
+  std::unordered_set<std::string> failure_names_;  // "kind/name" of failure domains taken
   std::vector<bool> link_overridden_;
   std::array<double, kMaxSwitchTiers> oversubscription_{1, 1, 1, 1};
 };

@@ -1,0 +1,11 @@
+// The baton subcommands. Each Register*Command adds one subcommand (with its options and
+// --help) to the CLI11 app; the callback runs the command and sets `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace baton::cli {
+
+void RegisterTopoCommand(CLI::App& app, int& exit_code);
+
+}  // namespace baton::cli

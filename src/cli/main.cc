@@ -1,0 +1,26 @@
+// baton: the composition root. Parses the command line and hands off to one subcommand.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "core/log.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"baton: plan, schedule and simulate large-model training on GPU clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "baton 0.1.0");
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+  int exit_code = 0;
+  baton::cli::RegisterTopoCommand(app, exit_code);
+  app.parse_complete_callback([&] {
+    auto st = baton::InitLogging(log_level);
+    if (!st.ok()) throw CLI::ValidationError("--log-level", st.message());
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

@@ -1,0 +1,126 @@
+#include "topology/io/common.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+
+namespace baton::topo {
+namespace {
+
+// Length of the UTF-8 sequence at s[i], or 0 when it is malformed (overlong, surrogate, >
+// U+10FFFF).
+std::size_t Utf8Length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(k) & 0xc0) != 0x80) return 0;
+  }
+  if ((c == 0xe0 && b(1) < 0xa0) || (c == 0xed && b(1) > 0x9f) || (c == 0xf0 && b(1) < 0x90) ||
+      (c == 0xf4 && b(1) > 0x8f)) {
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+Status CheckTextInput(std::string_view text, std::string_view filename) {
+  if (text.size() > kMaxTopologyFileBytes) {
+    return ResourceExhaustedError(fmt::format("{}: {} bytes is larger than the {} MiB limit",
+                                              filename, text.size(), kMaxTopologyFileBytes >> 20));
+  }
+  int line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f) {
+      return InvalidArgumentError(fmt::format(
+          "{}:{}: binary data (control byte {:#04x}); expected a text file", filename, line, c));
+    }
+    const std::size_t n = Utf8Length(text, i);
+    if (n == 0) {
+      return InvalidArgumentError(fmt::format(
+          "{}:{}: invalid UTF-8 (byte {:#04x}); expected a text file", filename, line, c));
+    }
+    i += n;
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadFileCapped(const std::string& path, std::size_t max_bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgumentError(fmt::format("{}: is a directory", path));
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    return ResourceExhaustedError(
+        fmt::format("{}: {} bytes is larger than the {} MiB limit", path, size, max_bytes >> 20));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("{}: cannot open", path));
+  // Read at most max_bytes + 1 so that a huge file (or an endless device) is never slurped.
+  std::string data;
+  std::array<char, 1 << 16> buf;
+  while (data.size() <= max_bytes) {
+    in.read(buf.data(),
+            static_cast<std::streamsize>(std::min(buf.size(), max_bytes + 1 - data.size())));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) break;
+    data.append(buf.data(), got);
+  }
+  if (in.bad()) return InternalError(fmt::format("{}: read error", path));
+  if (data.size() > max_bytes) {
+    return ResourceExhaustedError(
+        fmt::format("{}: larger than the {} MiB limit for topology files", path, max_bytes >> 20));
+  }
+  return data;
+}
+
+std::string YamlQuote(std::string_view s) {
+  static constexpr std::string_view kReserved[] = {"true", "false", "yes", "no", "on",
+                                                   "off",  "null",  "y",   "n"};
+  bool plain = !s.empty() && ((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'));
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.' || c == '/' || c == '+';
+    plain = plain && ok;
+  }
+  for (std::string_view r : kReserved) {
+    if (plain && s.size() == r.size() &&
+        std::equal(s.begin(), s.end(), r.begin(), [](char a, char b) { return (a | 0x20) == b; })) {
+      plain = false;
+    }
+  }
+  if (plain) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::vector<SwitchId> SwitchesByTier(const Cluster& c) {
+  std::vector<SwitchId> order;
+  for (std::uint32_t i = 0; i < c.switches().size(); ++i) order.emplace_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](SwitchId a, SwitchId b) { return c.sw(a).tier < c.sw(b).tier; });
+  return order;
+}
+
+}  // namespace baton::topo

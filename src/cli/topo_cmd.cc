@@ -137,10 +137,10 @@ void RegisterTopoCommand(CLI::App& app, int& exit_code) {
       "topo", "Describe a GPU cluster: summary, where nodes meet, and exports for Slurm/K8s");
   cmd->add_option("--preset", opts->preset,
                   "Built-in cluster (default superpod-h100; see --list-presets)");
-  cmd->add_option("--file", opts->file,
-                  "Cluster file: baton YAML, or a Slurm topology.conf");
-  cmd->add_option("--slurm-conf", opts->slurm_conf,
-                  "slurm.conf whose NodeName= lines give node shapes (with a topology.conf --file)");
+  cmd->add_option("--file", opts->file, "Cluster file: baton YAML, or a Slurm topology.conf");
+  cmd->add_option(
+      "--slurm-conf", opts->slurm_conf,
+      "slurm.conf whose NodeName= lines give node shapes (with a topology.conf --file)");
   cmd->add_option("--fabric", opts->fabric,
                   "Build from parameters: fat-tree, rail-optimized or dragonfly+");
   cmd->add_option("--nodes", opts->layout.nodes, "Nodes (with --fabric)");

@@ -24,9 +24,9 @@ struct Voidify {
 
 }  // namespace baton::internal
 
-#define CHECK(condition)                                 \
-  (condition) ? (void)0                                  \
-              : ::baton::internal::Voidify() &           \
+#define CHECK(condition)                       \
+  (condition) ? (void)0                        \
+              : ::baton::internal::Voidify() & \
                     ::baton::internal::CheckFailure(__FILE__, __LINE__, #condition).stream()
 
 #define CHECK_EQ(a, b) CHECK((a) == (b))

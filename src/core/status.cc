@@ -4,16 +4,26 @@ namespace baton {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case StatusCode::kNotFound: return "NOT_FOUND";
-    case StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case StatusCode::kUnavailable: return "UNAVAILABLE";
-    case StatusCode::kInternal: return "INTERNAL";
-    case StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case StatusCode::kInternal:
+      return "INTERNAL";
+    case StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
   }
   return "UNKNOWN";
 }

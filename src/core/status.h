@@ -16,9 +16,9 @@ namespace baton {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller's input is wrong (a field, a file, a request)
-  kNotFound,          // a named thing does not exist
-  kAlreadyExists,     // a name or key is taken
+  kInvalidArgument,     // the caller's input is wrong (a field, a file, a request)
+  kNotFound,            // a named thing does not exist
+  kAlreadyExists,       // a name or key is taken
   kFailedPrecondition,  // the system is not in a state where this can be done
   kResourceExhausted,   // too big / too many
   kUnavailable,         // try again later (a peer is down)
@@ -71,7 +71,7 @@ Status UnauthenticatedError(std::string message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     CHECK(!status_.ok()) << "Result constructed from an OK status without a value";
   }
@@ -107,9 +107,9 @@ class [[nodiscard]] Result {
 #define BATON_CONCAT(a, b) BATON_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                    \
-  do {                                           \
-    ::baton::Status baton_status_ = (expr);      \
+#define RETURN_IF_ERROR(expr)                      \
+  do {                                             \
+    ::baton::Status baton_status_ = (expr);        \
     if (!baton_status_.ok()) return baton_status_; \
   } while (0)
 

@@ -1,10 +1,10 @@
 #include "core/strings.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace baton {
 

@@ -62,8 +62,12 @@ constexpr Seconds operator/(Bytes b, BytesPerSecond bw) { return Seconds(b.value
 constexpr Bytes operator*(BytesPerSecond bw, Seconds s) { return Bytes(bw.value() * s.value()); }
 constexpr Seconds operator/(Flops f, FlopsPerSecond r) { return Seconds(f.value() / r.value()); }
 constexpr Flops operator*(FlopsPerSecond r, Seconds s) { return Flops(r.value() * s.value()); }
-constexpr FlopsPerSecond operator/(Flops f, Seconds s) { return FlopsPerSecond(f.value() / s.value()); }
-constexpr BytesPerSecond operator/(Bytes b, Seconds s) { return BytesPerSecond(b.value() / s.value()); }
+constexpr FlopsPerSecond operator/(Flops f, Seconds s) {
+  return FlopsPerSecond(f.value() / s.value());
+}
+constexpr BytesPerSecond operator/(Bytes b, Seconds s) {
+  return BytesPerSecond(b.value() / s.value());
+}
 
 // Constructors in the units people write.
 constexpr Bytes KiB(double n) { return Bytes(n * 1024.0); }

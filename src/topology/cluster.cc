@@ -1,9 +1,9 @@
 #include "topology/cluster.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 #include "core/strings.h"
@@ -11,8 +11,8 @@
 namespace baton::topo {
 namespace {
 
-constexpr std::string_view kLevelNames[kLevelCount] = {
-    "gpu", "node", "nvlink-domain", "leaf", "spine", "group", "core", "none"};
+constexpr std::string_view kLevelNames[kLevelCount] = {"gpu",   "node",  "nvlink-domain", "leaf",
+                                                       "spine", "group", "core",          "none"};
 
 Status CheckName(std::string_view what, std::string_view name) {
   if (name.empty()) return InvalidArgumentError(fmt::format("{} name is empty", what));
@@ -49,43 +49,62 @@ Result<Level> ParseLevel(std::string_view name) {
 
 std::string_view NodeHealthName(NodeHealth h) {
   switch (h) {
-    case NodeHealth::kHealthy: return "healthy";
-    case NodeHealth::kSuspect: return "suspect";
-    case NodeHealth::kDraining: return "draining";
-    case NodeHealth::kDown: return "down";
+    case NodeHealth::kHealthy:
+      return "healthy";
+    case NodeHealth::kSuspect:
+      return "suspect";
+    case NodeHealth::kDraining:
+      return "draining";
+    case NodeHealth::kDown:
+      return "down";
   }
   return "?";
 }
 
 std::string_view FailureDomainKindName(FailureDomainKind k) {
   switch (k) {
-    case FailureDomainKind::kRack: return "rack";
-    case FailureDomainKind::kPdu: return "pdu";
-    case FailureDomainKind::kRow: return "row";
+    case FailureDomainKind::kRack:
+      return "rack";
+    case FailureDomainKind::kPdu:
+      return "pdu";
+    case FailureDomainKind::kRow:
+      return "row";
   }
   return "?";
 }
 
 std::string_view FabricKindName(FabricKind k) {
   switch (k) {
-    case FabricKind::kFatTree: return "fat-tree";
-    case FabricKind::kRailOptimized: return "rail-optimized";
-    case FabricKind::kDragonflyPlus: return "dragonfly+";
-    case FabricKind::kCustom: return "custom";
+    case FabricKind::kFatTree:
+      return "fat-tree";
+    case FabricKind::kRailOptimized:
+      return "rail-optimized";
+    case FabricKind::kDragonflyPlus:
+      return "dragonfly+";
+    case FabricKind::kCustom:
+      return "custom";
   }
   return "?";
 }
 
 Seconds DefaultLatency(Level level) {
   switch (level) {
-    case Level::kGpu: return Seconds(0);
-    case Level::kNode: return Microseconds(1.0);
-    case Level::kNvlinkDomain: return Microseconds(1.5);
-    case Level::kLeaf: return Microseconds(2.5);
-    case Level::kSpine: return Microseconds(3.5);
-    case Level::kGroup: return Microseconds(4.0);
-    case Level::kCore: return Microseconds(5.0);
-    case Level::kNone: return Seconds(0);
+    case Level::kGpu:
+      return Seconds(0);
+    case Level::kNode:
+      return Microseconds(1.0);
+    case Level::kNvlinkDomain:
+      return Microseconds(1.5);
+    case Level::kLeaf:
+      return Microseconds(2.5);
+    case Level::kSpine:
+      return Microseconds(3.5);
+    case Level::kGroup:
+      return Microseconds(4.0);
+    case Level::kCore:
+      return Microseconds(5.0);
+    case Level::kNone:
+      return Seconds(0);
   }
   return Seconds(0);
 }
@@ -166,9 +185,8 @@ Status Cluster::Allocate(NodeId id, std::uint64_t gpu_mask) {
   Node& n = nodes_[id.value()];
   if (gpu_mask == 0) return InvalidArgumentError("empty GPU mask for node " + n.name);
   if ((gpu_mask & ~AllGpus(n.gpus)) != 0) {
-    return InvalidArgumentError(
-        fmt::format("GPU mask {:#x} names GPUs node {} does not have ({} GPUs)", gpu_mask, n.name,
-                    n.gpus));
+    return InvalidArgumentError(fmt::format(
+        "GPU mask {:#x} names GPUs node {} does not have ({} GPUs)", gpu_mask, n.name, n.gpus));
   }
   if ((gpu_mask & n.allocated_mask) != 0) {
     return FailedPreconditionError(fmt::format("GPUs {:#x} of node {} are already allocated",
@@ -238,7 +256,8 @@ ClusterBuilder::ClusterBuilder(std::string name, FabricKind fabric) {
 Result<NodeShapeId> ClusterBuilder::AddShape(NodeShape shape) {
   RETURN_IF_ERROR(CheckName("node shape", shape.name));
   auto bad = [&](std::string_view field, std::string_view why) {
-    return InvalidArgumentError(fmt::format("node shape '{}': field '{}': {}", shape.name, field, why));
+    return InvalidArgumentError(
+        fmt::format("node shape '{}': field '{}': {}", shape.name, field, why));
   };
   if (shape.gpu == nullptr) return bad("gpu", "missing GPU type");
   if (shape.gpus < 1 || shape.gpus > kMaxGpusPerNode) {
@@ -284,8 +303,10 @@ Result<NodeId> ClusterBuilder::AddNode(std::string name, NodeShapeId shape) {
 }
 
 Status ClusterBuilder::AddLabel(NodeId node, std::string key, std::string value) {
-  if (!node.valid() || node.value() >= c_.nodes_.size()) return InvalidArgumentError("no such node");
-  if (key.empty()) return InvalidArgumentError("label key is empty on node " + c_.nodes_[node.value()].name);
+  if (!node.valid() || node.value() >= c_.nodes_.size())
+    return InvalidArgumentError("no such node");
+  if (key.empty())
+    return InvalidArgumentError("label key is empty on node " + c_.nodes_[node.value()].name);
   auto& labels = c_.nodes_[node.value()].labels;
   for (auto& [k, v] : labels) {
     if (k == key) {
@@ -309,14 +330,17 @@ Result<SwitchId> ClusterBuilder::AddSwitch(std::string name) {
 }
 
 Status ClusterBuilder::AttachNode(SwitchId leaf, NodeId node) {
-  if (!leaf.valid() || leaf.value() >= c_.switches_.size()) return InvalidArgumentError("no such switch");
-  if (!node.valid() || node.value() >= c_.nodes_.size()) return InvalidArgumentError("no such node");
+  if (!leaf.valid() || leaf.value() >= c_.switches_.size())
+    return InvalidArgumentError("no such switch");
+  if (!node.valid() || node.value() >= c_.nodes_.size())
+    return InvalidArgumentError("no such node");
   SwitchId& current = leaf_of_[node.value()];
   const std::string& sname = c_.switches_[leaf.value()].name;
   const std::string& nname = c_.nodes_[node.value()].name;
   if (current.valid()) {
     if (current == leaf) {
-      return AlreadyExistsError(fmt::format("node {} is listed twice under switch {}", nname, sname));
+      return AlreadyExistsError(
+          fmt::format("node {} is listed twice under switch {}", nname, sname));
     }
     return InvalidArgumentError(fmt::format("node {} is under two leaf switches: {} and {}", nname,
                                             c_.switches_[current.value()].name, sname));
@@ -397,8 +421,8 @@ Status ClusterBuilder::SetTierLevels(std::vector<Level> levels) {
   }
   for (std::size_t i = 0; i < levels.size(); ++i) {
     if (levels[i] < Level::kLeaf || levels[i] == Level::kNone) {
-      return InvalidArgumentError(fmt::format("tier {}: level '{}' is not a switch level", i,
-                                              LevelName(levels[i])));
+      return InvalidArgumentError(
+          fmt::format("tier {}: level '{}' is not a switch level", i, LevelName(levels[i])));
     }
     if (i > 0 && levels[i] < levels[i - 1]) {
       return InvalidArgumentError("tier levels must go from the leaf upwards");
@@ -428,7 +452,8 @@ Status ClusterBuilder::SetOversubscription(int tier, double ratio) {
 
 Result<NodeId> ClusterBuilder::FindNode(std::string_view name) const {
   auto it = c_.node_index_.find(std::string(name));
-  if (it == c_.node_index_.end()) return NotFoundError(fmt::format("no node '{}'", Printable(name)));
+  if (it == c_.node_index_.end())
+    return NotFoundError(fmt::format("no node '{}'", Printable(name)));
   return it->second;
 }
 
@@ -440,12 +465,14 @@ Result<Cluster> ClusterBuilder::Build() {
   const std::size_t ns = c.switches_.size();
   for (const Switch& s : c.switches_) {
     if (s.child_nodes.empty() && s.child_switches.empty()) {
-      return InvalidArgumentError(fmt::format("switch {} has no children (no Nodes= or Switches=)", s.name));
+      return InvalidArgumentError(
+          fmt::format("switch {} has no children (no Nodes= or Switches=)", s.name));
     }
     if (!s.child_nodes.empty() && !s.child_switches.empty()) {
       return InvalidArgumentError(
           fmt::format("switch {} has both nodes and switches below it; a switch is either a leaf "
-                      "(nodes) or an upper switch (switches)", s.name));
+                      "(nodes) or an upper switch (switches)",
+                      s.name));
     }
   }
   // Tiers: process bottom-up with a post-order walk from each root; a switch never reached from a
@@ -484,7 +511,8 @@ Result<Cluster> ClusterBuilder::Build() {
     }
   }
   for (std::uint32_t i = 0; i < ns; ++i) {
-    if (tier[i] < 0) return InvalidArgumentError("switch " + c.switches_[i].name + " is on a cycle");
+    if (tier[i] < 0)
+      return InvalidArgumentError("switch " + c.switches_[i].name + " is on a cycle");
   }
 
   // Ancestors by tier, and reachability.
@@ -492,9 +520,8 @@ Result<Cluster> ClusterBuilder::Build() {
     Node& n = c.nodes_[i];
     if (!leaf_of_[i].valid()) {
       if (ns > 0) {
-        return InvalidArgumentError(
-            fmt::format("node {} is not attached to any switch (every node must hang off a leaf)",
-                        n.name));
+        return InvalidArgumentError(fmt::format(
+            "node {} is not attached to any switch (every node must hang off a leaf)", n.name));
       }
       continue;
     }

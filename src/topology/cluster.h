@@ -211,7 +211,8 @@ class Cluster {
 // ClusterBuilder collects a cluster description and validates it in Build(). Every Add*/Attach*
 // returns an error for input that can never be valid (an empty or duplicate name, a count out of
 // range); whole-structure checks (a switch with no children, a node under two leaves, a node no
-// switch reaches, a cycle) run in Build(). `context` strings (e.g. "cluster.yaml:12") prefix errors.
+// switch reaches, a cycle) run in Build(). `context` strings (e.g. "cluster.yaml:12") prefix
+// errors.
 class ClusterBuilder {
  public:
   explicit ClusterBuilder(std::string name, FabricKind fabric = FabricKind::kCustom);
@@ -242,7 +243,7 @@ class ClusterBuilder {
 
  private:
   Cluster c_;
-  std::vector<SwitchId> leaf_of_;  // per node: the leaf it was attached to
+  std::vector<SwitchId> leaf_of_;                  // per node: the leaf it was attached to
   std::unordered_set<std::string> domain_names_;   // NVLink domain names taken
   std::unordered_set<std::string> failure_names_;  // "kind/name" of failure domains taken
   std::vector<bool> link_overridden_;

@@ -101,9 +101,14 @@ TEST(ClusterTest, IncrementalCountsMatchRecount) {
     NodeId n(static_cast<std::uint32_t>(rng.UniformInt(0, 7)));
     std::uint64_t mask = 1ULL << rng.UniformInt(0, 7);
     switch (rng.UniformInt(0, 2)) {
-      case 0: (void)c.Allocate(n, mask); break;
-      case 1: (void)c.Release(n, mask); break;
-      default: c.SetHealth(n, static_cast<NodeHealth>(rng.UniformInt(0, 3)));
+      case 0:
+        (void)c.Allocate(n, mask);
+        break;
+      case 1:
+        (void)c.Release(n, mask);
+        break;
+      default:
+        c.SetHealth(n, static_cast<NodeHealth>(rng.UniformInt(0, 3)));
     }
   }
   for (std::uint32_t s = 0; s < c.switches().size(); ++s) {

@@ -14,10 +14,10 @@ namespace {
 // 1.1 PF tf32, 180 GB, 7.7 TB/s, NVLink5 1.8 TB/s total = 900 per direction. GB200 (NVL72, per
 // GPU): 2.5 PF bf16, 5 PF fp8, 1.25 PF tf32, 186 GB, 8 TB/s, NVLink5 900 per direction.
 const std::array<GpuSpec, 7> kGpus = {{
-    {"A100-40GB", "a100", "NVIDIA-A100-SXM4-40GB", "ampere", TFlops(19.5), TFlops(156),
-     TFlops(312), TFlops(0), GB(40), GBps(1555), GBps(300)},
-    {"A100-80GB", "a100", "NVIDIA-A100-SXM4-80GB", "ampere", TFlops(19.5), TFlops(156),
-     TFlops(312), TFlops(0), GB(80), GBps(2039), GBps(300)},
+    {"A100-40GB", "a100", "NVIDIA-A100-SXM4-40GB", "ampere", TFlops(19.5), TFlops(156), TFlops(312),
+     TFlops(0), GB(40), GBps(1555), GBps(300)},
+    {"A100-80GB", "a100", "NVIDIA-A100-SXM4-80GB", "ampere", TFlops(19.5), TFlops(156), TFlops(312),
+     TFlops(0), GB(80), GBps(2039), GBps(300)},
     {"H100-SXM", "h100", "NVIDIA-H100-80GB-HBM3", "hopper", TFlops(66.9), TFlops(494.7),
      TFlops(989.4), TFlops(1978.9), GB(80), GBps(3350), GBps(450)},
     {"H800", "h800", "NVIDIA-H800", "hopper", TFlops(66.9), TFlops(494.7), TFlops(989.4),
@@ -35,20 +35,25 @@ struct Alias {
   std::string_view name;
 };
 constexpr Alias kAliases[] = {
-    {"a100", "A100-80GB"},          {"a100-sxm4-80gb", "A100-80GB"}, {"a100-sxm4-40gb", "A100-40GB"},
-    {"a100-80g", "A100-80GB"},      {"a100-40g", "A100-40GB"},       {"h100", "H100-SXM"},
-    {"h100-80gb", "H100-SXM"},      {"h100-sxm5", "H100-SXM"},       {"h100-sxm5-80gb", "H100-SXM"},
+    {"a100", "A100-80GB"},     {"a100-sxm4-80gb", "A100-80GB"}, {"a100-sxm4-40gb", "A100-40GB"},
+    {"a100-80g", "A100-80GB"}, {"a100-40g", "A100-40GB"},       {"h100", "H100-SXM"},
+    {"h100-80gb", "H100-SXM"}, {"h100-sxm5", "H100-SXM"},       {"h100-sxm5-80gb", "H100-SXM"},
 };
 
 }  // namespace
 
 std::string_view DtypeName(Dtype d) {
   switch (d) {
-    case Dtype::kFp32: return "fp32";
-    case Dtype::kTf32: return "tf32";
-    case Dtype::kBf16: return "bf16";
-    case Dtype::kFp16: return "fp16";
-    case Dtype::kFp8: return "fp8";
+    case Dtype::kFp32:
+      return "fp32";
+    case Dtype::kTf32:
+      return "tf32";
+    case Dtype::kBf16:
+      return "bf16";
+    case Dtype::kFp16:
+      return "fp16";
+    case Dtype::kFp8:
+      return "fp8";
   }
   return "?";
 }
@@ -63,11 +68,15 @@ Result<Dtype> ParseDtype(std::string_view name) {
 
 FlopsPerSecond GpuSpec::Peak(Dtype d) const {
   switch (d) {
-    case Dtype::kFp32: return fp32;
-    case Dtype::kTf32: return tf32;
+    case Dtype::kFp32:
+      return fp32;
+    case Dtype::kTf32:
+      return tf32;
     case Dtype::kBf16:
-    case Dtype::kFp16: return bf16;
-    case Dtype::kFp8: return fp8;
+    case Dtype::kFp16:
+      return bf16;
+    case Dtype::kFp8:
+      return fp8;
   }
   return FlopsPerSecond(0);
 }

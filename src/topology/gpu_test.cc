@@ -6,8 +6,7 @@ namespace baton::topo {
 namespace {
 
 TEST(GpuCatalogTest, HasTheSevenIssueTypes) {
-  for (const char* name :
-       {"A100-40GB", "A100-80GB", "H100-SXM", "H800", "H200", "B200", "GB200"}) {
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100-SXM", "H800", "H200", "B200", "GB200"}) {
     auto g = FindGpu(name);
     ASSERT_TRUE(g.ok()) << name;
     EXPECT_EQ((*g)->name, name);

@@ -1,8 +1,8 @@
 #include "topology/summary.h"
 
-#include <map>
-
 #include <fmt/format.h>
+
+#include <map>
 
 namespace baton::topo {
 

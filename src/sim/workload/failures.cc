@@ -1,9 +1,9 @@
 #include "sim/workload/failures.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/strings.h"
 
@@ -21,8 +21,9 @@ FailureModel FailureModel::Llama3() {
 
 Status FailureModel::Validate() const {
   if (!(interruptions_per_gpu_day >= 0) || interruptions_per_gpu_day > 100) {
-    return InvalidArgumentError(fmt::format(
-        "field 'interruptions_per_gpu_day': {} is out of range (0..100)", interruptions_per_gpu_day));
+    return InvalidArgumentError(
+        fmt::format("field 'interruptions_per_gpu_day': {} is out of range (0..100)",
+                    interruptions_per_gpu_day));
   }
   if (causes.empty()) return InvalidArgumentError("field 'causes': at least one cause is needed");
   double total = 0;
@@ -32,10 +33,12 @@ Status FailureModel::Validate() const {
       return InvalidArgumentError(fmt::format("cause {}: field 'share': must be >= 0", c.name));
     }
     if (!(c.repair_median.value() > 0)) {
-      return InvalidArgumentError(fmt::format("cause {}: field 'repair_median': must be > 0", c.name));
+      return InvalidArgumentError(
+          fmt::format("cause {}: field 'repair_median': must be > 0", c.name));
     }
     if (!(c.repair_sigma >= 0) || c.repair_sigma > 5) {
-      return InvalidArgumentError(fmt::format("cause {}: field 'repair_sigma': out of range (0..5)", c.name));
+      return InvalidArgumentError(
+          fmt::format("cause {}: field 'repair_sigma': out of range (0..5)", c.name));
     }
     total += c.share;
   }
@@ -98,7 +101,8 @@ Result<std::optional<FailureEvent>> FailureTraceReader::Next() {
     };
     if (line_ == 1 && v.starts_with("time_s")) continue;
     auto f = Split(v, ',');
-    if (f.size() != 4) return bad(fmt::format("expected 4 fields (time_s,node,cause,repair_s), found {}", f.size()));
+    if (f.size() != 4)
+      return bad(fmt::format("expected 4 fields (time_s,node,cause,repair_s), found {}", f.size()));
     auto t = ParseDouble(f[0]);
     if (!t || *t < 0) return bad("field 'time_s': must be a number >= 0");
     if (Seconds(*t) < last_) return bad("field 'time_s': failures must be in time order");

@@ -19,9 +19,9 @@ namespace baton::sim {
 
 struct FailureCause {
   std::string name;
-  double share = 0;          // fraction of all interruptions
-  Seconds repair_median;     // repair times are log-normal around this median
-  double repair_sigma = 1.0; // of the underlying normal
+  double share = 0;           // fraction of all interruptions
+  Seconds repair_median;      // repair times are log-normal around this median
+  double repair_sigma = 1.0;  // of the underlying normal
 };
 
 struct FailureModel {

@@ -49,7 +49,8 @@ TEST(FailureModelTest, DeterministicAndValidated) {
 TEST(FailureTraceTest, ReadsAndRejectsWithLineNumbers) {
   auto cluster = topo::BuildPreset("superpod-h100");
   ASSERT_TRUE(cluster.ok());
-  std::istringstream in("time_s,node,cause,repair_s\n10,gpu001,xid79,3600\n20,gpu002,link,60\n5,gpu003,xid,1\n");
+  std::istringstream in(
+      "time_s,node,cause,repair_s\n10,gpu001,xid79,3600\n20,gpu002,link,60\n5,gpu003,xid,1\n");
   FailureTraceReader r(in, "f.csv", *cluster);
   auto a = r.Next();
   ASSERT_TRUE(a.ok() && a->has_value());

@@ -1,9 +1,9 @@
 #include "sim/workload/trace.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
@@ -23,7 +23,8 @@ class LineReader : public TraceReader {
       ++stats_.lines;
       if (too_long_) {
         too_long_ = false;
-        RETURN_IF_ERROR(Malformed(fmt::format("line longer than {} bytes", options_.max_line_bytes)));
+        RETURN_IF_ERROR(
+            Malformed(fmt::format("line longer than {} bytes", options_.max_line_bytes)));
         continue;
       }
       std::string_view view = line;
@@ -87,13 +88,17 @@ class LineReader : public TraceReader {
 
 Result<double> Number(std::string_view field, std::string_view text) {
   auto v = ParseDouble(text);
-  if (!v) return InvalidArgumentError(fmt::format("field '{}': '{}' is not a number", field, Printable(text, 40)));
+  if (!v)
+    return InvalidArgumentError(
+        fmt::format("field '{}': '{}' is not a number", field, Printable(text, 40)));
   return *v;
 }
 
 Result<std::int64_t> Integer(std::string_view field, std::string_view text) {
   auto v = ParseInt64(text);
-  if (!v) return InvalidArgumentError(fmt::format("field '{}': '{}' is not an integer", field, Printable(text, 40)));
+  if (!v)
+    return InvalidArgumentError(
+        fmt::format("field '{}': '{}' is not an integer", field, Printable(text, 40)));
   return *v;
 }
 
@@ -104,7 +109,8 @@ Status NonNegative(std::string_view field, double v) {
 
 Status GpuCount(std::string_view field, std::int64_t v) {
   if (v < 0 || v > 1'000'000) {
-    return InvalidArgumentError(fmt::format("field '{}': {} GPUs is out of range (0..1000000)", field, v));
+    return InvalidArgumentError(
+        fmt::format("field '{}': {} GPUs is out of range (0..1000000)", field, v));
   }
   return Status::Ok();
 }
@@ -112,7 +118,8 @@ Status GpuCount(std::string_view field, std::int64_t v) {
 Result<std::vector<std::string_view>> Fields(std::string_view line, char sep, std::size_t want) {
   auto f = Split(line, sep);
   if (f.size() != want) {
-    return InvalidArgumentError(fmt::format("expected {} fields, found {} (truncated line?)", want, f.size()));
+    return InvalidArgumentError(
+        fmt::format("expected {} fields, found {} (truncated line?)", want, f.size()));
   }
   return f;
 }
@@ -187,13 +194,27 @@ class SwfReader final : public LineReader {
       if (i > start) f.push_back(t.substr(start, i - start));
     }
     if (f.size() != 18) {
-      return InvalidArgumentError(fmt::format("expected 18 SWF fields, found {} (truncated line?)", f.size()));
+      return InvalidArgumentError(
+          fmt::format("expected 18 SWF fields, found {} (truncated line?)", f.size()));
     }
-    static constexpr const char* kNames[18] = {
-        "job_number", "submit_time", "wait_time", "run_time", "allocated_processors",
-        "average_cpu_time", "used_memory", "requested_processors", "requested_time",
-        "requested_memory", "status", "user_id", "group_id", "executable", "queue",
-        "partition", "preceding_job", "think_time"};
+    static constexpr const char* kNames[18] = {"job_number",
+                                               "submit_time",
+                                               "wait_time",
+                                               "run_time",
+                                               "allocated_processors",
+                                               "average_cpu_time",
+                                               "used_memory",
+                                               "requested_processors",
+                                               "requested_time",
+                                               "requested_memory",
+                                               "status",
+                                               "user_id",
+                                               "group_id",
+                                               "executable",
+                                               "queue",
+                                               "partition",
+                                               "preceding_job",
+                                               "think_time"};
     double v[18];
     for (int k = 0; k < 18; ++k) {
       ASSIGN_OR_RETURN(v[k], Number(kNames[k], f[k]));
@@ -233,7 +254,8 @@ class OpenbReader final : public LineReader {
     ASSIGN_OR_RETURN(double created, Number("creation_time", f[8]));
     RETURN_IF_ERROR(GpuCount("num_gpu", gpus));
     if (milli < 0 || milli > 1000) {
-      return InvalidArgumentError(fmt::format("field 'gpu_milli': {} is out of range (0..1000)", milli));
+      return InvalidArgumentError(
+          fmt::format("field 'gpu_milli': {} is out of range (0..1000)", milli));
     }
     RETURN_IF_ERROR(NonNegative("creation_time", created));
     if (gpus == 0 || milli == 0) return Filtered();  // CPU-only pod
@@ -271,7 +293,10 @@ class JsonlReader final : public LineReader {
       if (key == "id" || key == "tenant" || key == "gpu_type" || key == "kind") {
         if (!value.is_string()) return bad("must be a string");
         std::string s = value.get<std::string>();
-        (key == "id" ? j.id : key == "tenant" ? j.tenant : key == "gpu_type" ? j.gpu_type : j.kind) = s;
+        (key == "id"         ? j.id
+         : key == "tenant"   ? j.tenant
+         : key == "gpu_type" ? j.gpu_type
+                             : j.kind) = s;
       } else if (key == "submit_s" || key == "duration_s" || key == "requested_time_s") {
         if (!value.is_number()) return bad("must be a number");
         double v = value.get<double>();
@@ -283,7 +308,8 @@ class JsonlReader final : public LineReader {
         if (!value.is_number_integer()) return bad("must be an integer");
         auto v = value.get<std::int64_t>();
         if (key == "gpus") {
-          if (v <= 0 || v > 1'000'000) return bad(fmt::format("{} GPUs is out of range (1..1000000)", v));
+          if (v <= 0 || v > 1'000'000)
+            return bad(fmt::format("{} GPUs is out of range (1..1000000)", v));
           j.gpus = static_cast<int>(v);
         } else if (key == "gpu_milli") {
           if (v <= 0 || v > 1000) return bad(fmt::format("{} is out of range (1..1000)", v));
@@ -321,11 +347,16 @@ class OwningReader final : public TraceReader {
 
 std::string_view TraceFormatName(TraceFormat f) {
   switch (f) {
-    case TraceFormat::kItp: return "itp";
-    case TraceFormat::kPhilly: return "philly";
-    case TraceFormat::kSwf: return "swf";
-    case TraceFormat::kOpenb: return "openb";
-    case TraceFormat::kJsonl: return "jsonl";
+    case TraceFormat::kItp:
+      return "itp";
+    case TraceFormat::kPhilly:
+      return "philly";
+    case TraceFormat::kSwf:
+      return "swf";
+    case TraceFormat::kOpenb:
+      return "openb";
+    case TraceFormat::kJsonl:
+      return "jsonl";
   }
   return "?";
 }
@@ -349,14 +380,19 @@ Result<TraceFormat> GuessTraceFormat(std::string_view path, std::string_view fir
       "{}: cannot tell the trace format from its name or first line; pass it explicitly", path));
 }
 
-std::unique_ptr<TraceReader> MakeTraceReader(TraceFormat format, std::istream& in,
-                                             std::string name, TraceOptions options) {
+std::unique_ptr<TraceReader> MakeTraceReader(TraceFormat format, std::istream& in, std::string name,
+                                             TraceOptions options) {
   switch (format) {
-    case TraceFormat::kItp: return std::make_unique<ItpReader>(in, std::move(name), options);
-    case TraceFormat::kPhilly: return std::make_unique<PhillyReader>(in, std::move(name), options);
-    case TraceFormat::kSwf: return std::make_unique<SwfReader>(in, std::move(name), options);
-    case TraceFormat::kOpenb: return std::make_unique<OpenbReader>(in, std::move(name), options);
-    case TraceFormat::kJsonl: return std::make_unique<JsonlReader>(in, std::move(name), options);
+    case TraceFormat::kItp:
+      return std::make_unique<ItpReader>(in, std::move(name), options);
+    case TraceFormat::kPhilly:
+      return std::make_unique<PhillyReader>(in, std::move(name), options);
+    case TraceFormat::kSwf:
+      return std::make_unique<SwfReader>(in, std::move(name), options);
+    case TraceFormat::kOpenb:
+      return std::make_unique<OpenbReader>(in, std::move(name), options);
+    case TraceFormat::kJsonl:
+      return std::make_unique<JsonlReader>(in, std::move(name), options);
   }
   CHECK(false) << "unknown trace format";
   return nullptr;

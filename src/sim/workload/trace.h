@@ -27,21 +27,21 @@ Result<TraceFormat> GuessTraceFormat(std::string_view path, std::string_view fir
 // One job as a trace records it. Fields a format does not carry keep their defaults.
 struct TraceJob {
   std::string id;
-  Seconds submit;                   // since the start of the trace
-  std::optional<Seconds> duration;  // measured run time, when the trace has it
+  Seconds submit;                         // since the start of the trace
+  std::optional<Seconds> duration;        // measured run time, when the trace has it
   std::optional<Seconds> requested_time;  // the user's wall-time limit (SWF)
-  int gpus = 0;                     // whole GPUs (a fractional request counts as 1 here)
-  int gpu_milli = 1000;             // per GPU: 1000 = whole; less = a shared fraction (openb)
-  std::string tenant;               // user, group or virtual cluster
-  std::string gpu_type;             // requested GPU model, when the trace says
-  std::string kind;                 // model / job type, when the trace says
-  std::int64_t total_steps = 0;     // training steps (Philly/Gavel), 0 when unknown
+  int gpus = 0;                           // whole GPUs (a fractional request counts as 1 here)
+  int gpu_milli = 1000;                   // per GPU: 1000 = whole; less = a shared fraction (openb)
+  std::string tenant;                     // user, group or virtual cluster
+  std::string gpu_type;                   // requested GPU model, when the trace says
+  std::string kind;                       // model / job type, when the trace says
+  std::int64_t total_steps = 0;           // training steps (Philly/Gavel), 0 when unknown
   int priority = 0;
 };
 
 struct TraceOptions {
-  bool strict = false;          // first malformed line is fatal
-  int swf_procs_per_gpu = 1;    // SWF processors that make one GPU
+  bool strict = false;        // first malformed line is fatal
+  int swf_procs_per_gpu = 1;  // SWF processors that make one GPU
   std::size_t max_line_bytes = 1 << 20;
   std::size_t max_warnings = 20;  // warnings kept (all are counted)
 };
@@ -63,8 +63,8 @@ class TraceReader {
 };
 
 // Reads from `in`, which must outlive the reader; `name` prefixes messages.
-std::unique_ptr<TraceReader> MakeTraceReader(TraceFormat format, std::istream& in,
-                                             std::string name, TraceOptions options = {});
+std::unique_ptr<TraceReader> MakeTraceReader(TraceFormat format, std::istream& in, std::string name,
+                                             TraceOptions options = {});
 // Opens a file (format guessed when nullopt). The reader owns the stream.
 Result<std::unique_ptr<TraceReader>> OpenTrace(const std::string& path,
                                                std::optional<TraceFormat> format = std::nullopt,

@@ -63,7 +63,8 @@ TEST(TraceTest, StrictStopsAtFirstMalformedLine) {
 }
 
 TEST(TraceTest, PhillySwfOpenbJsonl) {
-  auto philly = Read(TraceFormat::kPhilly, "ResNet-18 (batch size 32)\tcmd\t--num_steps\t1\t1104675\t6.000000\t4\n");
+  auto philly = Read(TraceFormat::kPhilly,
+                     "ResNet-18 (batch size 32)\tcmd\t--num_steps\t1\t1104675\t6.000000\t4\n");
   ASSERT_EQ(philly.jobs.size(), 1u);
   EXPECT_EQ(philly.jobs[0].gpus, 4);
   EXPECT_EQ(philly.jobs[0].total_steps, 1104675);
@@ -74,8 +75,10 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   swf_options.swf_procs_per_gpu = 4;
   auto swf = Read(TraceFormat::kSwf,
                   "; comment\n"
-                  "    1        0     -1   1451  128     -1    -1   -1     -1    -1 -1   1   1  -1 -1 -1 -1 -1\n"
-                  "    2     1460     -1     -1   -1     -1    -1   -1     -1    -1 -1   1   1  -1 -1 -1 -1 -1\n"
+                  "    1        0     -1   1451  128     -1    -1   -1     -1    -1 -1   1   1  -1 "
+                  "-1 -1 -1 -1\n"
+                  "    2     1460     -1     -1   -1     -1    -1   -1     -1    -1 -1   1   1  -1 "
+                  "-1 -1 -1 -1\n"
                   "    3     1460     -1   10 2\n",
                   swf_options);
   ASSERT_EQ(swf.jobs.size(), 1u);
@@ -85,7 +88,8 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   EXPECT_EQ(swf.stats.malformed, 1);
 
   auto openb = Read(TraceFormat::kOpenb,
-                    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+                    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_"
+                    "time,deletion_time,scheduled_time\n"
                     "p0,12000,16384,1,460,,LS,Running,0,100,10\n"
                     "p1,12000,16384,0,0,,LS,Running,0,100,10\n"
                     "p2,12000,16384,2,1000,V100M32,BE,Pending,5,,\n"
@@ -115,7 +119,8 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
 TEST(TraceTest, BinaryAndOverlongLinesAreMalformedNotFatal) {
   TraceOptions small;
   small.max_line_bytes = 16;
-  auto r = Read(TraceFormat::kItp, std::string("\x00\x01\xff,,\n", 6) + std::string(100, 'x') + "\na,1,1,1\n", small);
+  auto r = Read(TraceFormat::kItp,
+                std::string("\x00\x01\xff,,\n", 6) + std::string(100, 'x') + "\na,1,1,1\n", small);
   EXPECT_EQ(r.jobs.size(), 1u);
   EXPECT_EQ(r.stats.malformed, 2);
   EXPECT_NE(r.stats.warnings[1].find("longer than 16 bytes"), std::string::npos);
@@ -124,7 +129,8 @@ TEST(TraceTest, BinaryAndOverlongLinesAreMalformedNotFatal) {
 TEST(TraceTest, FormatNames) {
   EXPECT_EQ(*ParseTraceFormat("SWF"), TraceFormat::kSwf);
   EXPECT_FALSE(ParseTraceFormat("csv").ok());
-  EXPECT_EQ(*GuessTraceFormat("x.csv", "job_id,submission_time,duration,num_gpu"), TraceFormat::kItp);
+  EXPECT_EQ(*GuessTraceFormat("x.csv", "job_id,submission_time,duration,num_gpu"),
+            TraceFormat::kItp);
   EXPECT_FALSE(GuessTraceFormat("x.txt", "hello").ok());
 }
 
@@ -152,8 +158,9 @@ TEST(TraceTest, RealTracesReadCleanly) {
       ++n;
     }
     EXPECT_GE(n, w.min_jobs) << w.path;
-    EXPECT_EQ((*reader)->stats().malformed, 0) << w.path << ": "
-                                               << ((*reader)->stats().warnings.empty() ? "" : (*reader)->stats().warnings[0]);
+    EXPECT_EQ((*reader)->stats().malformed, 0)
+        << w.path << ": "
+        << ((*reader)->stats().warnings.empty() ? "" : (*reader)->stats().warnings[0]);
   }
 }
 

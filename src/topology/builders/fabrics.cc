@@ -1,10 +1,10 @@
 #include "topology/builders/fabrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace baton::topo {
 namespace {
@@ -25,7 +25,8 @@ std::string Numbered(std::string_view prefix, long long i, long long count) {
 }
 
 Status CheckLayout(const NodeLayout& l, bool allow_zero_nodes) {
-  if (!(allow_zero_nodes && l.nodes == 0)) RETURN_IF_ERROR(CheckPositive("nodes", l.nodes, 1 << 22));
+  if (!(allow_zero_nodes && l.nodes == 0))
+    RETURN_IF_ERROR(CheckPositive("nodes", l.nodes, 1 << 22));
   RETURN_IF_ERROR(CheckPositive("gpus_per_node", l.gpus_per_node, kMaxGpusPerNode));
   RETURN_IF_ERROR(CheckPositive("nodes_per_nvlink_domain", l.nodes_per_nvlink_domain, 1024));
   RETURN_IF_ERROR(CheckPositive("nodes_per_rack", l.nodes_per_rack, 1024));
@@ -81,21 +82,22 @@ Result<std::vector<NodeId>> AddNodes(ClusterBuilder& b, const NodeLayout& l) {
   const int per_pdu = std::max(1, l.nodes_per_rack / l.pdus_per_rack);
   for (int r = 0; r < racks; ++r) {
     std::size_t begin = static_cast<std::size_t>(r) * l.nodes_per_rack;
-    auto rack_nodes = all.subspan(begin, std::min<std::size_t>(l.nodes_per_rack, ids.size() - begin));
+    auto rack_nodes =
+        all.subspan(begin, std::min<std::size_t>(l.nodes_per_rack, ids.size() - begin));
     std::string rack = Numbered("rack", r + 1, racks);
     RETURN_IF_ERROR(b.AddFailureDomain(FailureDomainKind::kRack, rack, rack_nodes));
     for (std::size_t p = 0, k = 1; p < rack_nodes.size(); p += per_pdu, ++k) {
       auto pdu_nodes = rack_nodes.subspan(p, std::min<std::size_t>(per_pdu, rack_nodes.size() - p));
-      RETURN_IF_ERROR(b.AddFailureDomain(FailureDomainKind::kPdu, fmt::format("{}-pdu{}", rack, k),
-                                         pdu_nodes));
+      RETURN_IF_ERROR(
+          b.AddFailureDomain(FailureDomainKind::kPdu, fmt::format("{}-pdu{}", rack, k), pdu_nodes));
     }
   }
   for (int w = 0; w < rows; ++w) {
     std::size_t begin = static_cast<std::size_t>(w) * l.racks_per_row * l.nodes_per_rack;
-    std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(l.racks_per_row) * l.nodes_per_rack,
-                                          ids.size() - begin);
-    RETURN_IF_ERROR(
-        b.AddFailureDomain(FailureDomainKind::kRow, Numbered("row", w + 1, rows), all.subspan(begin, n)));
+    std::size_t n = std::min<std::size_t>(
+        static_cast<std::size_t>(l.racks_per_row) * l.nodes_per_rack, ids.size() - begin);
+    RETURN_IF_ERROR(b.AddFailureDomain(FailureDomainKind::kRow, Numbered("row", w + 1, rows),
+                                       all.subspan(begin, n)));
   }
   return ids;
 }
@@ -107,7 +109,8 @@ Result<std::vector<SwitchId>> AddParents(ClusterBuilder& b, std::span<const Swit
   std::vector<SwitchId> parents;
   for (long long p = 0; p < count; ++p) {
     ASSIGN_OR_RETURN(SwitchId s, b.AddSwitch(Numbered(prefix, p + 1, count)));
-    for (std::size_t i = p * fanout; i < std::min<std::size_t>(children.size(), (p + 1) * fanout); ++i) {
+    for (std::size_t i = p * fanout; i < std::min<std::size_t>(children.size(), (p + 1) * fanout);
+         ++i) {
       RETURN_IF_ERROR(b.AttachSwitch(s, children[i]));
     }
     parents.push_back(s);
@@ -117,11 +120,13 @@ Result<std::vector<SwitchId>> AddParents(ClusterBuilder& b, std::span<const Swit
 
 Result<std::vector<SwitchId>> AddLeaves(ClusterBuilder& b, std::span<const NodeId> nodes,
                                         int nodes_per_leaf, std::string_view prefix) {
-  const long long count = (static_cast<long long>(nodes.size()) + nodes_per_leaf - 1) / nodes_per_leaf;
+  const long long count =
+      (static_cast<long long>(nodes.size()) + nodes_per_leaf - 1) / nodes_per_leaf;
   std::vector<SwitchId> leaves;
   for (long long l = 0; l < count; ++l) {
     ASSIGN_OR_RETURN(SwitchId s, b.AddSwitch(Numbered(prefix, l + 1, count)));
-    for (std::size_t i = l * nodes_per_leaf; i < std::min<std::size_t>(nodes.size(), (l + 1) * nodes_per_leaf); ++i) {
+    for (std::size_t i = l * nodes_per_leaf;
+         i < std::min<std::size_t>(nodes.size(), (l + 1) * nodes_per_leaf); ++i) {
       RETURN_IF_ERROR(b.AttachNode(s, nodes[i]));
     }
     leaves.push_back(s);
@@ -217,8 +222,10 @@ Result<Cluster> BuildDragonflyPlus(const DragonflyPlusParams& p) {
     ASSIGN_OR_RETURN(auto global, AddParents(b, groups, static_cast<int>(groups.size()), "global"));
     (void)global;
   }
-  RETURN_IF_ERROR(b.SetOversubscription(0, p.leaf_oversubscription).WithPrefix("field 'leaf_oversubscription'"));
-  RETURN_IF_ERROR(b.SetOversubscription(1, p.global_oversubscription).WithPrefix("field 'global_oversubscription'"));
+  RETURN_IF_ERROR(b.SetOversubscription(0, p.leaf_oversubscription)
+                      .WithPrefix("field 'leaf_oversubscription'"));
+  RETURN_IF_ERROR(b.SetOversubscription(1, p.global_oversubscription)
+                      .WithPrefix("field 'global_oversubscription'"));
   RETURN_IF_ERROR(b.SetTierLevels({Level::kLeaf, Level::kGroup, Level::kCore}));
   return b.Build();
 }
@@ -226,7 +233,8 @@ Result<Cluster> BuildDragonflyPlus(const DragonflyPlusParams& p) {
 namespace {
 
 constexpr std::array<Preset, 6> kPresets = {{
-    {"superpod-h100", "DGX SuperPOD H100: 4 scalable units x 32 nodes x 8 GPUs, rail-optimised NDR"},
+    {"superpod-h100",
+     "DGX SuperPOD H100: 4 scalable units x 32 nodes x 8 GPUs, rail-optimised NDR"},
     {"fat-tree-h100", "512 HGX H100 nodes on a 3-tier fat-tree, 2:1 oversubscribed above the leaf"},
     {"dragonfly-a100", "Dragonfly+ of 8 groups x 16 leaves x 16 A100 nodes (HDR 200G)"},
     {"gb200-nvl72", "8 GB200 NVL72 racks (18 nodes x 4 GPUs, one NVLink domain per rack)"},

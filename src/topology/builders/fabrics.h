@@ -23,8 +23,8 @@ struct NodeLayout {
   double memory_gib = 2048;
   int numa_nodes = 2;
   int gpus_per_pcie_switch = 2;
-  int nics = 8;            // compute NICs per node
-  double nic_gbps = 400;   // per NIC (NDR InfiniBand)
+  int nics = 8;                     // compute NICs per node
+  double nic_gbps = 400;            // per NIC (NDR InfiniBand)
   int nodes_per_nvlink_domain = 1;  // 18 for a GB200 NVL72 rack (4 GPUs per node)
   int nodes_per_rack = 4;
   int pdus_per_rack = 2;
@@ -34,10 +34,10 @@ struct NodeLayout {
 struct FatTreeParams {
   std::string name = "fat-tree";
   NodeLayout layout;
-  int tiers = 3;                // 2 = leaf + spine, 3 = leaf + spine + core
+  int tiers = 3;  // 2 = leaf + spine, 3 = leaf + spine + core
   int nodes_per_leaf = 32;
-  int leaf_radix = 64;          // node-facing ports of a leaf (one per node, per rail)
-  int leaves_per_spine = 16;    // leaves under one spine group (a "pod")
+  int leaf_radix = 64;        // node-facing ports of a leaf (one per node, per rail)
+  int leaves_per_spine = 16;  // leaves under one spine group (a "pod")
   double leaf_oversubscription = 1.0;
   double spine_oversubscription = 1.0;
 };
@@ -45,9 +45,9 @@ struct FatTreeParams {
 struct RailOptimizedParams {
   std::string name = "superpod";
   NodeLayout layout;
-  int nodes_per_su = 32;        // a DGX SuperPOD scalable unit
-  int rail_switch_radix = 64;   // ports of each rail (leaf) switch facing nodes
-  int sus_per_spine = 4;        // scalable units under one spine group
+  int nodes_per_su = 32;       // a DGX SuperPOD scalable unit
+  int rail_switch_radix = 64;  // ports of each rail (leaf) switch facing nodes
+  int sus_per_spine = 4;       // scalable units under one spine group
   double spine_oversubscription = 1.0;
 };
 

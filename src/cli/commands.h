@@ -7,5 +7,6 @@
 namespace baton::cli {
 
 void RegisterTopoCommand(CLI::App& app, int& exit_code);
+void RegisterPlanCommand(CLI::App& app, int& exit_code);
 
 }  // namespace baton::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   int exit_code = 0;
   baton::cli::RegisterTopoCommand(app, exit_code);
+  baton::cli::RegisterPlanCommand(app, exit_code);
   app.parse_complete_callback([&] {
     auto st = baton::InitLogging(log_level);
     if (!st.ok()) throw CLI::ValidationError("--log-level", st.message());

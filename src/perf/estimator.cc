@@ -1,0 +1,486 @@
+#include "perf/estimator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace baton::perf {
+
+std::string_view RejectionName(Rejection r) {
+  switch (r) {
+    case Rejection::kNone:
+      return "none";
+    case Rejection::kGpuCount:
+      return "gpu-count";
+    case Rejection::kTensorParallel:
+      return "tensor-parallel";
+    case Rejection::kPipeline:
+      return "pipeline";
+    case Rejection::kVirtualStages:
+      return "virtual-stages";
+    case Rejection::kContextParallel:
+      return "context-parallel";
+    case Rejection::kExpertParallel:
+      return "expert-parallel";
+    case Rejection::kBatch:
+      return "batch";
+    case Rejection::kSequenceParallel:
+      return "sequence-parallel";
+    case Rejection::kZero:
+      return "zero-stage";
+    case Rejection::kOutOfMemory:
+      return "out-of-memory";
+    case Rejection::kCount:
+      break;
+  }
+  return "?";
+}
+
+std::string_view GroupName(Group g) {
+  switch (g) {
+    case Group::kTp:
+      return "tp";
+    case Group::kCp:
+      return "cp";
+    case Group::kEp:
+      return "ep";
+    case Group::kDp:
+      return "dp";
+    case Group::kPp:
+      return "pp";
+  }
+  return "?";
+}
+
+double GroupSpan::size() const {
+  double s = 1;
+  for (double f : factor) s *= f;
+  return s;
+}
+
+int GroupSpan::top_tier() const {
+  for (int i = kMaxTiers - 1; i > 0; --i) {
+    if (factor[i] > 1.0 + 1e-9) return i;
+  }
+  return 0;
+}
+
+EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const SystemSpec& s)
+    : model(m), training(t), system(s) {
+  peak_flops = s.gpu.Peak(t.dtype).value();
+  hbm_bytes_per_s = s.gpu.hbm_bandwidth.value() * s.calib.hbm_efficiency;
+  tier_count = std::max(1, s.tier_count);
+  for (int i = 0; i < kMaxTiers; ++i) {
+    const NetworkTier& tier = s.tiers[std::min(i, tier_count - 1)];
+    bool nvlink = tier.level <= topo::Level::kNvlinkDomain;
+    double eff = nvlink ? s.calib.nvlink_efficiency : s.calib.network_efficiency;
+    tier_bw[i] = std::max(tier.link.bandwidth.value() * eff, 1.0);
+    tier_latency[i] = tier.link.latency.value();
+    tier_gpus[i] = i < s.tier_count ? tier.gpus : std::numeric_limits<int>::max();
+  }
+}
+
+namespace {
+
+// Ring or tree (whichever is cheaper in latency), hierarchically over the tiers a group spans:
+// reduce-scatter up the tiers, then all-gather down, each level on 1/k of the data below it.
+double AllReduceTime(const EvalContext& ctx, const GroupSpan& g, double bytes) {
+  double t = g.size() > 1.0 + 1e-9 ? ctx.system.calib.collective_overhead_s : 0.0;
+  double b = bytes;
+  for (int i = 0; i < ctx.tier_count; ++i) {
+    double k = g.factor[i];
+    if (k <= 1.0 + 1e-9) continue;
+    double ring_steps = 2 * (k - 1);
+    double tree_steps = 2 * std::ceil(std::log2(k));
+    t += 2 * (k - 1) / k * b / ctx.tier_bw[i] +
+         std::min(ring_steps, tree_steps) * ctx.tier_latency[i];
+    b /= k;
+  }
+  return t;
+}
+
+// Reduce-scatter or all-gather: half the traffic of an all-reduce.
+double HalfCollectiveTime(const EvalContext& ctx, const GroupSpan& g, double bytes) {
+  double t = g.size() > 1.0 + 1e-9 ? ctx.system.calib.collective_overhead_s : 0.0;
+  double b = bytes;
+  for (int i = 0; i < ctx.tier_count; ++i) {
+    double k = g.factor[i];
+    if (k <= 1.0 + 1e-9) continue;
+    t += (k - 1) / k * b / ctx.tier_bw[i] + (k - 1) * ctx.tier_latency[i];
+    b /= k;
+  }
+  return t;
+}
+
+// All-to-all where each GPU holds `bytes`: the share bound for peers meeting at tier i travels at
+// that tier's bandwidth.
+double AllToAllTime(const EvalContext& ctx, const GroupSpan& g, double bytes) {
+  double size = g.size();
+  if (size <= 1.0 + 1e-9) return 0;
+  double t = ctx.system.calib.collective_overhead_s;
+  double inner = 1;
+  for (int i = 0; i < ctx.tier_count; ++i) {
+    double k = g.factor[i];
+    if (k <= 1.0 + 1e-9) continue;
+    double peers = inner * (k - 1);
+    t += bytes * peers / size / ctx.tier_bw[i] + ctx.tier_latency[i];
+    inner *= k;
+  }
+  return t;
+}
+
+double P2pTime(const EvalContext& ctx, const GroupSpan& g, double bytes) {
+  int tier = g.top_tier();
+  return bytes / ctx.tier_bw[tier] + ctx.tier_latency[tier] +
+         ctx.system.calib.collective_overhead_s;
+}
+
+GroupSpan SpanFromStride(const EvalContext& ctx, double stride, double size) {
+  GroupSpan g;
+  double below = 1;
+  for (int i = 0; i < ctx.tier_count; ++i) {
+    double domain = ctx.tier_gpus[i];
+    double members = i == ctx.tier_count - 1 ? size
+                     : stride >= domain      ? 1.0
+                                             : std::min(size, std::floor(domain / stride));
+    members = std::max(members, below);
+    g.factor[i] = members / below;
+    below = members;
+  }
+  return g;
+}
+
+inline double SwigluMats(const ModelSpec& m) { return m.ffn_kind == FfnKind::kSwiGlu ? 3.0 : 2.0; }
+
+}  // namespace
+
+GroupSpans RankOrderSpans(const EvalContext& ctx, const ParallelPlan& p) {
+  GroupSpans s;
+  s.groups[static_cast<int>(Group::kTp)] = SpanFromStride(ctx, 1, p.tp);
+  s.groups[static_cast<int>(Group::kCp)] = SpanFromStride(ctx, p.tp, p.cp);
+  s.groups[static_cast<int>(Group::kEp)] = SpanFromStride(ctx, p.tp, p.ep);
+  if (p.order == RankOrder::kTpCpEpDpPp) {
+    // Gradients reduce over data and context parallel ranks together.
+    s.groups[static_cast<int>(Group::kDp)] = SpanFromStride(ctx, p.tp, double(p.cp) * p.dp);
+    s.groups[static_cast<int>(Group::kPp)] = SpanFromStride(ctx, double(p.tp) * p.cp * p.dp, p.pp);
+  } else {
+    // tp-cp-ep-pp-dp: the cp part stays at stride tp, the dp part strides over the pipeline.
+    GroupSpan cp_part = SpanFromStride(ctx, p.tp, p.cp);
+    GroupSpan dp_part = SpanFromStride(ctx, double(p.tp) * p.cp * p.pp, p.dp);
+    GroupSpan& dp = s.groups[static_cast<int>(Group::kDp)];
+    for (int i = 0; i < kMaxTiers; ++i) dp.factor[i] = cp_part.factor[i] * dp_part.factor[i];
+    s.groups[static_cast<int>(Group::kPp)] = SpanFromStride(ctx, double(p.tp) * p.cp, p.pp);
+  }
+  return s;
+}
+
+Flops ForwardFlopsPerSequence(const ModelSpec& m) {
+  double s = m.seq, h = m.hidden, kvd = double(m.kv_heads) * m.head_dim();
+  double attn = 2 * s * (h * (h + 2 * kvd) + h * h) + 4 * s * s * h;
+  double dense_mlp = 2 * s * SwigluMats(m) * h * m.ffn;
+  double moe_mlp =
+      2 * s * SwigluMats(m) * h * double(m.moe.expert_ffn) * (m.moe.top_k + m.moe.shared_experts) +
+      2 * s * h * m.moe.experts;
+  int moe_l = m.moe_layers();
+  double layers = (m.layers - moe_l) * (attn + dense_mlp) + moe_l * (attn + moe_mlp);
+  return Flops(layers + 2 * s * h * m.vocab);
+}
+
+Flops MegatronModelFlops(const ModelSpec& m, double batch) {
+  double s = m.seq, l = m.layers, h = m.hidden, v = m.vocab;
+  return Flops(72 * batch * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h)));
+}
+
+Flops MegatronHardwareFlopsFullRecompute(const ModelSpec& m, double batch) {
+  double s = m.seq, l = m.layers, h = m.hidden, v = m.vocab;
+  return Flops(96 * batch * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)));
+}
+
+Rejection CheckPlan(const EvalContext& ctx, const ParallelPlan& p, int gpus) {
+  const ModelSpec& m = ctx.model;
+  if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0 || p.cp <= 0 || p.ep <= 0 || p.mbs <= 0 || p.vp <= 0) {
+    return Rejection::kGpuCount;
+  }
+  if (gpus > 0 && p.gpus() != gpus) return Rejection::kGpuCount;
+  if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0 || m.ffn % p.tp != 0) {
+    return Rejection::kTensorParallel;
+  }
+  if (p.pp > m.layers) return Rejection::kPipeline;
+  int stage_layers = (m.layers + p.pp - 1) / p.pp;
+  if (m.layers % p.pp != 0 && (!p.uneven_pp || stage_layers * (p.pp - 1) >= m.layers)) {
+    return Rejection::kPipeline;
+  }
+  if (p.cp > 1 && m.seq % (2 * p.cp) != 0) return Rejection::kContextParallel;
+  if (p.ep > 1 && (!m.is_moe() || m.moe.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0)) {
+    return Rejection::kExpertParallel;
+  }
+  long long per_step = static_cast<long long>(p.dp) * p.mbs;
+  if (ctx.training.global_batch % per_step != 0) return Rejection::kBatch;
+  int micro = static_cast<int>(ctx.training.global_batch / per_step);
+  if (p.vp > 1 && (p.pp == 1 || stage_layers % p.vp != 0 || micro % p.pp != 0)) {
+    return Rejection::kVirtualStages;
+  }
+  if (p.sequence_parallel && p.tp == 1) return Rejection::kSequenceParallel;
+  if (p.zero < 0 || p.zero > 3) return Rejection::kZero;
+  return Rejection::kNone;
+}
+
+void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const GroupSpans* spans,
+              StepEstimate* out, bool time_if_oom) {
+  *out = StepEstimate{};
+  Rejection rejection = CheckPlan(ctx, plan, gpus);
+  if (rejection != Rejection::kNone) {
+    out->rejection = rejection;
+    return;
+  }
+  const ModelSpec& m = ctx.model;
+  const Calibration& c = ctx.system.calib;
+  const bool flash = ctx.training.flash_attention;
+  const double t = plan.tp, p = plan.pp, v = plan.vp, d = double(plan.dp) * plan.cp;
+  const int micro = ctx.training.global_batch / (plan.dp * plan.mbs);
+  const double mb = micro;
+  const double seq = m.seq, sl = seq / plan.cp, h = m.hidden, tokens = plan.mbs * sl;
+  const double kvd = double(m.kv_heads) * m.head_dim(), ffn = m.ffn, vocab = m.vocab;
+  const double mats = SwigluMats(m);
+  const double stage_layers = (m.layers + plan.pp - 1) / plan.pp;
+  const double moe_share = double(m.moe_layers()) / m.layers;
+  const double ls_moe = stage_layers * moe_share, ls_dense = stage_layers - ls_moe;
+  const double active_experts = m.moe.top_k + m.moe.shared_experts;
+  const double eff_ffn = double(m.moe.expert_ffn);
+  const double sp_div = plan.sequence_parallel ? t : 1.0;
+
+  // ---- Memory of the heaviest (first) stage.
+  double attn_params = m.AttentionParams();
+  double expert_params = mats * h * eff_ffn;
+  double dense_layer = m.DenseLayerParams();
+  double moe_layer = attn_params +
+                     (double(m.moe.experts) / plan.ep + m.moe.shared_experts) * expert_params +
+                     h * m.moe.experts;
+  double stage_params = (ls_dense * dense_layer + ls_moe * moe_layer) / t;
+  double embed =
+      plan.pp == 1 ? m.EmbeddingParams() : vocab * h + (m.learned_positions ? seq * h : 0.0);
+  stage_params += embed / t;
+  MemoryEstimate& mem = out->memory;
+  mem.capacity = ctx.system.gpu.hbm;
+  mem.weights = Bytes(stage_params * 2 / (plan.zero >= 3 ? d : 1.0));
+  mem.gradients = Bytes(stage_params * 4 / (plan.zero >= 2 ? d : 1.0));
+  mem.optimizer = Bytes(stage_params * 12 / (plan.zero >= 1 ? d : 1.0));
+  // Korthikanti et al. per-layer activations in bytes, generalised to GQA, SwiGLU and MoE.
+  double replicated = (8 + (m.dropout ? 2 : 0)) * tokens * h / sp_div;
+  double attn_split = 2 * tokens * (h + kvd) + 2 * tokens * kvd + 2 * tokens * h;
+  double mlp_dense = (mats == 3 ? 6 : 4) * tokens * ffn / t;
+  double mlp_moe = (mats == 3 ? 6 : 4) * tokens * eff_ffn * active_experts / t + 4 * tokens * h;
+  double scores = flash ? 0.0 : (m.dropout ? 5.0 : 2.0) * plan.mbs * m.heads * sl * seq / t;
+  double layer_act;
+  switch (plan.recompute) {
+    case Recompute::kFull:
+      layer_act = 2 * tokens * h / sp_div;
+      break;
+    case Recompute::kSelective:
+      scores = 0;
+      [[fallthrough]];
+    case Recompute::kNone:
+    default:
+      layer_act = replicated + attn_split / t + scores +
+                  (ls_dense * mlp_dense + ls_moe * mlp_moe) / stage_layers;
+  }
+  // Uneven stages give the first stage the remainder (Llama 3 405B: 7 of 126 layers on 16).
+  double first_layers = plan.uneven_pp ? std::floor(double(m.layers) / plan.pp) : stage_layers;
+  double in_flight = std::min(p, mb);
+  double interleave = plan.vp > 1 ? 1 + (p - 1) / (p * v) : 1.0;
+  mem.activations = Bytes(layer_act * first_layers * in_flight * interleave);
+  double buffers = 2 * tokens * h / sp_div * in_flight;  // embedding output
+  if (plan.pp == 1) buffers += 6 * tokens * vocab / t;   // fp16 logits + fp32 softmax
+  if (plan.zero >= 3) buffers += 2 * 2 * std::max(dense_layer, moe_layer) / t;
+  mem.buffers = Bytes(buffers);
+  if (mem.total() > mem.capacity) {
+    out->rejection = Rejection::kOutOfMemory;
+    if (!time_if_oom) return;
+  }
+
+  // ---- Compute per micro-batch on the slowest stage.
+  const double peak = ctx.peak_flops;
+  const double hbm = ctx.hbm_bytes_per_s;
+  auto gemm_rate = [&](double dim) {
+    return peak * c.gemm_peak_fraction * dim / (dim + c.gemm_half_dim) * tokens /
+           (tokens + c.gemm_half_tokens);
+  };
+  const double rate = gemm_rate(h / t);
+  double attn_model_flops = 4 * tokens * seq * h / t;
+  double t_attn_core;
+  if (flash) {
+    double block = sl / (sl + c.flash_half_length);
+    t_attn_core = 0.5 * attn_model_flops / (peak * c.flash_attention_fraction * block);
+  } else {
+    double softmax_elems = (m.dropout ? 4.5 : 2.0) * plan.mbs * (m.heads / t) * sl * seq;
+    t_attn_core = attn_model_flops / gemm_rate(m.head_dim()) + 2 * softmax_elems / hbm;
+  }
+  double attn_gemm = 2 * tokens * (h * (h + 2 * kvd) + h * h) / t;
+  double norm_bytes = 2 * (m.dropout ? 15.0 : 10.0) * tokens * h / sp_div;
+  double common = attn_gemm / rate + t_attn_core + norm_bytes / hbm + c.layer_overhead_s;
+  double dense_fwd = common + 2 * tokens * mats * h * ffn / t / rate +
+                     2 * (mats == 3 ? 3.0 : 2.0) * tokens * ffn / t / hbm;
+  double moe_fwd =
+      common +
+      (2 * tokens * mats * h * eff_ffn * active_experts / t + 2 * tokens * h * m.moe.experts) /
+          rate +
+      2 * (mats == 3 ? 3.0 : 2.0) * tokens * eff_ffn * active_experts / t / hbm;
+  double layers_fwd = ls_dense * dense_fwd + ls_moe * moe_fwd;
+  double logits_fwd = 2 * tokens * h * vocab / t / gemm_rate(std::min(h, vocab / t)) +
+                      12 * tokens * vocab / t / hbm;
+  double fwd = layers_fwd + logits_fwd;
+  double bwd = 2 * fwd;
+  double rc = plan.recompute == Recompute::kFull        ? layers_fwd
+              : plan.recompute == Recompute::kSelective ? stage_layers * t_attn_core
+                                                        : 0.0;
+
+  // ---- Communication per micro-batch.
+  GroupSpans rank_order;
+  if (spans == nullptr) {
+    rank_order = RankOrderSpans(ctx, plan);
+    spans = &rank_order;
+  }
+  const GroupSpan& tp_g = spans->groups[static_cast<int>(Group::kTp)];
+  const GroupSpan& cp_g = spans->groups[static_cast<int>(Group::kCp)];
+  const GroupSpan& ep_g = spans->groups[static_cast<int>(Group::kEp)];
+  const GroupSpan& dp_g = spans->groups[static_cast<int>(Group::kDp)];
+  const GroupSpan& pp_g = spans->groups[static_cast<int>(Group::kPp)];
+  double tp_layer = plan.tp > 1
+                        ? (1 - c.tp_overlap_fraction) * 2 * AllReduceTime(ctx, tp_g, 2 * tokens * h)
+                        : 0.0;
+  double cp_layer = 0;
+  if (plan.cp > 1) {
+    double chunk = 2 * 2 * tokens * kvd / t;  // K and V of the local chunk
+    double ring = (plan.cp - 1) * P2pTime(ctx, cp_g, chunk);
+    cp_layer = std::max(0.0, ring - t_attn_core);
+  }
+  double ep_layer = 0;
+  if (plan.ep > 1) {
+    double a2a_bytes = 2 * tokens * h * m.moe.top_k / sp_div;
+    ep_layer = 2 * AllToAllTime(ctx, ep_g, a2a_bytes);  // dispatch + combine
+  }
+  double comm_fwd_tp = stage_layers * tp_layer;
+  double comm_fwd_cp = stage_layers * cp_layer;
+  double comm_fwd_ep = ls_moe * ep_layer;
+  double rc_comm =
+      plan.recompute == Recompute::kFull ? comm_fwd_tp + comm_fwd_cp + comm_fwd_ep : 0.0;
+  double rc_tp = plan.recompute == Recompute::kFull ? comm_fwd_tp : 0.0;
+  double rc_cp = plan.recompute == Recompute::kFull ? comm_fwd_cp : 0.0;
+  double rc_ep = plan.recompute == Recompute::kFull ? comm_fwd_ep : 0.0;
+  double t_fwd = fwd + comm_fwd_tp + comm_fwd_cp + comm_fwd_ep;
+  double t_bwd = bwd + 2 * (comm_fwd_tp + comm_fwd_cp + comm_fwd_ep) + rc + rc_comm;
+  double t_mb = t_fwd + t_bwd;
+
+  out->micro_batches = micro;
+  out->compute = Seconds(mb * (fwd + bwd));
+  out->recompute = Seconds(mb * rc);
+  out->tp_comm = Seconds(mb * (3 * comm_fwd_tp + rc_tp));
+  out->cp_comm = Seconds(mb * (3 * comm_fwd_cp + rc_cp));
+  out->ep_comm = Seconds(mb * (3 * comm_fwd_ep + rc_ep));
+  out->bubble = Seconds(plan.pp > 1 ? (p - 1) / v * t_mb : 0.0);
+  if (plan.pp > 1) {
+    double p2p_bytes = 2 * tokens * h / t;  // Megatron's scatter-gather across TP ranks
+    out->pp_comm = Seconds(2 * (v * mb + p - 1) * P2pTime(ctx, pp_g, p2p_bytes));
+  }
+
+  // ---- Data parallel gradient reduction, ZeRO gathers and the optimizer.
+  double dp_time = 0;
+  if (d > 1) {
+    const topo::Dtype dt = ctx.training.dtype;
+    double grad_bytes = (dt == topo::Dtype::kFp16 ? 2.0 : 4.0) * stage_params;
+    double param_bytes = 2 * stage_params;
+    double hide = plan.overlap_dp_comm ? c.dp_overlap_fraction : 0.0;
+    if (plan.zero <= 2) {
+      double reduce = plan.zero == 0 ? AllReduceTime(ctx, dp_g, grad_bytes)
+                                     : HalfCollectiveTime(ctx, dp_g, grad_bytes);
+      dp_time += std::max(0.0, reduce - hide * t_bwd);
+      if (plan.zero >= 1) {
+        double gather = HalfCollectiveTime(ctx, dp_g, param_bytes);
+        dp_time += std::max(0.0, gather - hide * t_fwd);
+      }
+    } else {
+      double per_mb = 2 * HalfCollectiveTime(ctx, dp_g, param_bytes) +
+                      HalfCollectiveTime(ctx, dp_g, grad_bytes);
+      dp_time += mb * std::max(0.0, per_mb - hide * t_mb);
+    }
+  }
+  out->dp_comm = Seconds(dp_time);
+  double opt_params = stage_params / (plan.zero >= 1 ? d : 1.0);
+  out->optimizer = Seconds(opt_params * 32 / hbm);
+
+  out->step = out->compute + out->recompute + out->tp_comm + out->cp_comm + out->ep_comm +
+              out->pp_comm + out->dp_comm + out->bubble + out->optimizer;
+
+  // ---- Rates.
+  const double gbs = ctx.training.global_batch;
+  double fwd_seq = ForwardFlopsPerSequence(m).value();
+  double model_flops = 3 * gbs * fwd_seq;
+  double rc_flops = 0;
+  double layer_share = 1 - 2 * seq * h * vocab / fwd_seq;
+  if (plan.recompute == Recompute::kFull) rc_flops = gbs * fwd_seq * layer_share;
+  if (plan.recompute == Recompute::kSelective) rc_flops = gbs * 4 * seq * seq * h * m.layers;
+  out->model_flops_per_step = Flops(model_flops);
+  out->hardware_flops_per_step = Flops(model_flops + rc_flops);
+  double world = plan.gpus();
+  double s = out->step.value();
+  out->tokens_per_step = gbs * seq;
+  out->tokens_per_second = out->tokens_per_step / s;
+  out->mfu = model_flops / (s * world * peak);
+  out->hfu = (model_flops + rc_flops) / (s * world * peak);
+}
+
+std::string ExplainRejection(const EvalContext& ctx, const ParallelPlan& plan,
+                             const StepEstimate& e) {
+  if (e.feasible()) return "";
+  if (e.rejection == Rejection::kOutOfMemory) {
+    return fmt::format("needs {:.1f} GiB per GPU, has {:.1f}", ToGiB(e.memory.total()),
+                       ToGiB(e.memory.capacity));
+  }
+  Status st = ValidatePlan(ctx.model, plan, ctx.training, 0);
+  if (!st.ok()) return st.message();
+  return std::string(RejectionName(e.rejection));
+}
+
+Result<StepEstimate> Estimate(const ModelSpec& model, const ParallelPlan& plan,
+                              const TrainingSpec& training, const SystemSpec& system) {
+  RETURN_IF_ERROR(ValidateModel(model));
+  RETURN_IF_ERROR(ValidateTraining(training));
+  if (system.gpu.Peak(training.dtype).value() <= 0) {
+    return InvalidArgumentError(fmt::format("training.dtype: {} is not supported by {}",
+                                            topo::DtypeName(training.dtype), system.gpu.name));
+  }
+  if (system.tier_count <= 0) return InvalidArgumentError("system: no network tiers");
+  RETURN_IF_ERROR(ValidatePlan(model, plan, training, system.gpus));
+  EvalContext ctx(model, training, system);
+  StepEstimate e;
+  Evaluate(ctx, plan, system.gpus, nullptr, &e);
+  return e;
+}
+
+Seconds EstimateStepTime(const ModelSpec& model, const ParallelPlan& plan,
+                         const TrainingSpec& training, const SystemSpec& system) {
+  auto e = Estimate(model, plan, training, system);
+  if (!e.ok() || !e->feasible()) return Seconds(std::numeric_limits<double>::infinity());
+  return e->step;
+}
+
+TrainingTotals ComputeTotals(const ModelSpec& model, const TrainingSpec& training,
+                             const StepEstimate& e, int gpus) {
+  TrainingTotals tt;
+  if (e.feasible() && training.tokens_to_train > 0 && e.tokens_per_step > 0) {
+    double steps = std::ceil(training.tokens_to_train / e.tokens_per_step);
+    tt.time_to_train = e.step * steps;
+    tt.gpu_hours = tt.time_to_train.value() * gpus / 3600.0;
+    tt.cost_dollars = tt.gpu_hours * training.dollars_per_gpu_hour;
+  }
+  // bf16 weights + fp32 master weights + Adam m and v.
+  tt.checkpoint_size = Bytes(model.TotalParams() * 14);
+  tt.checkpoint_write = tt.checkpoint_size / training.checkpoint_bandwidth;
+  tt.checkpoint_interval =
+      Seconds(std::sqrt(2.0 * tt.checkpoint_write.value() * training.mtbf.value()));
+  return tt;
+}
+
+}  // namespace baton::perf

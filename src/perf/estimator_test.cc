@@ -1,0 +1,270 @@
+#include "perf/estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "topology/builders/fabrics.h"
+
+namespace baton::perf {
+namespace {
+
+ModelSpec Model(const char* name) {
+  auto m = FindModel(name);
+  CHECK(m.ok()) << m.status().ToString();
+  return *m;
+}
+
+SystemSpec A100s(int gpus) {
+  ShortSystem s;
+  s.gpu = "A100-80GB";
+  s.gpus = gpus;
+  s.nic_gbits_per_gpu = 200;
+  auto sys = SystemFromShort(s);
+  CHECK(sys.ok());
+  return *sys;
+}
+
+TrainingSpec Training(int gbs, topo::Dtype dtype = topo::Dtype::kFp16) {
+  TrainingSpec t;
+  t.global_batch = gbs;
+  t.dtype = dtype;
+  t.flash_attention = false;
+  return t;
+}
+
+StepEstimate EstimateOf(const ModelSpec& m, const ParallelPlan& p, const TrainingSpec& t,
+                        const SystemSpec& s) {
+  EvalContext ctx(m, t, s);
+  StepEstimate e;
+  Evaluate(ctx, p, p.gpus(), nullptr, &e, /*time_if_oom=*/true);
+  return e;
+}
+
+TEST(EstimatorTest, FlopsMatchMegatronClosedForm) {
+  for (const char* name : {"gpt3-175b", "megatron-1t", "gpt-1.7b", "mt-nlg-530b"}) {
+    ModelSpec m = Model(name);
+    double ours = 3 * 64 * ForwardFlopsPerSequence(m).value();
+    double megatron = MegatronModelFlops(m, 64).value();
+    EXPECT_NEAR(ours / megatron, 1.0, 1e-12) << name;
+
+    ParallelPlan p{.tp = 8, .pp = 1, .dp = 8, .mbs = 1, .recompute = Recompute::kFull};
+    StepEstimate e = EstimateOf(m, p, Training(64), A100s(64));
+    EXPECT_NEAR(e.model_flops_per_step.value() / megatron, 1.0, 1e-12) << name;
+    EXPECT_NEAR(
+        e.hardware_flops_per_step.value() / MegatronHardwareFlopsFullRecompute(m, 64).value(), 1.0,
+        1e-12)
+        << name;
+  }
+}
+
+TEST(EstimatorTest, GqaAndSwigluFlops) {
+  ModelSpec m = Model("llama3-70b");
+  double s = m.seq, h = m.hidden, kvd = 8.0 * 128, f = m.ffn;
+  double per_layer = 2 * s * (h * h + 2 * h * kvd + h * h + 3 * h * f) + 4 * s * s * h;
+  double expected = m.layers * per_layer + 2 * s * h * m.vocab;
+  EXPECT_NEAR(ForwardFlopsPerSequence(m).value() / expected, 1.0, 1e-12);
+  // ~6 N per token plus attention.
+  double six_n = 6 * m.TotalParams() * s;
+  EXPECT_GT(3 * expected, six_n);
+  EXPECT_LT(3 * expected, 1.3 * six_n);
+}
+
+// Korthikanti et al. (MLSys'23) Table 2: activations per layer = s b h (10 + 24/t + 5 a s/(h t))
+// with tensor parallelism, 34 s b h / t with sequence parallelism + selective recompute, 2 s b h
+// with full recompute; the first stage holds L layers' worth (times 1 + (p-1)/(p v) interleaved).
+TEST(EstimatorTest, ActivationsMatchKorthikanti) {
+  ModelSpec m = Model("gpt3-175b");
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8, p = 8, L = 96;
+  SystemSpec sys = A100s(64);
+  struct Case {
+    Recompute rc;
+    bool sp;
+    int vp;
+    double per_layer;
+  };
+  for (Case c : {Case{Recompute::kNone, false, 1, s * b * h * (10 + 24 / t + 5 * a * s / (h * t))},
+                 Case{Recompute::kNone, false, 3, s * b * h * (10 + 24 / t + 5 * a * s / (h * t))},
+                 Case{Recompute::kSelective, true, 1, 34 * s * b * h / t},
+                 Case{Recompute::kNone, true, 1, s * b * h * (34 + 5 * a * s / h) / t},
+                 Case{Recompute::kFull, false, 1, 2 * s * b * h},
+                 Case{Recompute::kFull, true, 1, 2 * s * b * h / t}}) {
+    ParallelPlan plan{.tp = 8,
+                      .pp = 8,
+                      .dp = 1,
+                      .mbs = 1,
+                      .vp = c.vp,
+                      .recompute = c.rc,
+                      .sequence_parallel = c.sp};
+    StepEstimate e = EstimateOf(m, plan, Training(64), sys);
+    double interleave = c.vp > 1 ? 1 + (p - 1) / (p * c.vp) : 1.0;
+    EXPECT_NEAR(e.memory.activations.value() / (c.per_layer * L * interleave), 1.0, 1e-9)
+        << RecomputeName(c.rc) << " sp=" << c.sp << " vp=" << c.vp;
+  }
+}
+
+TEST(EstimatorTest, StateMemoryIs18BytesPerParameterWithoutZero) {
+  ModelSpec m = Model("megatron-22b");
+  ParallelPlan plan{.tp = 8, .pp = 1, .dp = 1, .mbs = 4};
+  StepEstimate e = EstimateOf(m, plan, Training(4), A100s(8));
+  double params = m.TotalParams() / 8;
+  EXPECT_NEAR(e.memory.weights_grads_optimizer().value() / (18 * params), 1.0, 1e-3);
+  // ZeRO stages shard optimizer, then gradients, then weights over dp.
+  SystemSpec sys = A100s(64);
+  double prev = 1e30;
+  for (int zero = 0; zero <= 3; ++zero) {
+    ParallelPlan z{.tp = 8, .pp = 1, .dp = 8, .mbs = 1, .zero = zero};
+    StepEstimate ez = EstimateOf(m, z, Training(64), sys);
+    EXPECT_LT(ez.memory.weights_grads_optimizer().value(), prev) << zero;
+    prev = ez.memory.weights_grads_optimizer().value();
+  }
+}
+
+TEST(EstimatorTest, BubbleIsPMinusOneOverVM) {
+  ModelSpec m = Model("gpt3-175b");
+  SystemSpec sys = A100s(512);
+  for (int vp : {1, 2, 3}) {
+    for (int gbs : {64, 256}) {
+      ParallelPlan plan{.tp = 8,
+                        .pp = 8,
+                        .dp = 8,
+                        .mbs = 1,
+                        .vp = vp,
+                        .recompute = Recompute::kSelective,
+                        .sequence_parallel = true};
+      StepEstimate e = EstimateOf(m, plan, Training(gbs), sys);
+      ASSERT_TRUE(e.feasible()) << RejectionName(e.rejection);
+      double m_count = gbs / 8.0;
+      double busy = (e.compute + e.recompute + e.tp_comm + e.cp_comm + e.ep_comm).value();
+      EXPECT_NEAR(e.bubble.value() / busy, 7.0 / (vp * m_count), 1e-9) << vp << " " << gbs;
+    }
+  }
+}
+
+TEST(EstimatorTest, PartsAddUpAndRatesAreConsistent) {
+  ModelSpec m = Model("llama3-70b");
+  TrainingSpec t = Training(512, topo::Dtype::kBf16);
+  t.flash_attention = true;
+  ShortSystem s;
+  s.gpus = 512;
+  auto sys = SystemFromShort(s);
+  ASSERT_TRUE(sys.ok());
+  ParallelPlan plan{.tp = 8,
+                    .pp = 4,
+                    .dp = 16,
+                    .mbs = 1,
+                    .vp = 5,
+                    .recompute = Recompute::kSelective,
+                    .sequence_parallel = true,
+                    .zero = 1};
+  auto e = Estimate(m, plan, t, *sys);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_TRUE(e->feasible()) << ExplainRejection(EvalContext(m, t, *sys), plan, *e);
+  double sum = (e->compute + e->recompute + e->tp_comm + e->cp_comm + e->ep_comm + e->pp_comm +
+                e->dp_comm + e->bubble + e->optimizer)
+                   .value();
+  EXPECT_NEAR(sum, e->step.value(), 1e-12 * sum);
+  EXPECT_NEAR(e->tokens_per_second, 512.0 * m.seq / e->step.value(), 1e-6);
+  EXPECT_GT(e->mfu, 0.2);
+  EXPECT_LT(e->mfu, 0.7);
+  EXPECT_GE(e->hfu, e->mfu);
+  EXPECT_EQ(EstimateStepTime(m, plan, t, *sys), e->step);
+}
+
+TEST(EstimatorTest, IsDeterministic) {
+  ModelSpec m = Model("megatron-1t");
+  SystemSpec sys = A100s(3072);
+  ParallelPlan plan{.tp = 8, .pp = 64, .dp = 6, .mbs = 1, .vp = 2, .recompute = Recompute::kFull};
+  StepEstimate a = EstimateOf(m, plan, Training(3072), sys);
+  StepEstimate b = EstimateOf(m, plan, Training(3072), sys);
+  EXPECT_EQ(std::memcmp(&a.step, &b.step, sizeof(Seconds)), 0);
+  EXPECT_EQ(a.mfu, b.mfu);
+  EXPECT_EQ(a.memory.total(), b.memory.total());
+}
+
+TEST(EstimatorTest, OutOfMemoryIsAValueWithAReason) {
+  ModelSpec m = Model("megatron-22b");
+  SystemSpec sys = A100s(8);
+  TrainingSpec t = Training(4);
+  ParallelPlan plan{.tp = 8, .pp = 1, .dp = 1, .mbs = 4, .recompute = Recompute::kNone};
+  auto e = Estimate(m, plan, t, sys);
+  ASSERT_TRUE(e.ok());
+  EXPECT_FALSE(e->feasible());
+  EXPECT_EQ(e->rejection, Rejection::kOutOfMemory);
+  std::string why = ExplainRejection(EvalContext(m, t, sys), plan, *e);
+  EXPECT_NE(why.find("needs "), std::string::npos) << why;
+  EXPECT_NE(why.find("GiB per GPU, has 74.5"), std::string::npos) << why;
+  EXPECT_TRUE(std::isinf(EstimateStepTime(m, plan, t, sys).value()));
+}
+
+TEST(EstimatorTest, BadInputNamesTheField) {
+  ModelSpec m = Model("gpt3-175b");
+  SystemSpec sys = A100s(64);
+  struct Case {
+    ParallelPlan plan;
+    int gbs;
+    const char* field;
+  };
+  for (Case c : {Case{{.tp = 5, .pp = 8, .dp = 1, .mbs = 1}, 64, "plan.tp"},
+                 Case{{.tp = 8, .pp = 7, .dp = 1, .mbs = 1}, 64, "plan.pp"},
+                 Case{{.tp = 8, .pp = 8, .dp = 1, .mbs = 1}, -5, "training.global_batch"},
+                 Case{{.tp = 8, .pp = 4, .dp = 1, .mbs = 1}, 64, "plan.dp"},
+                 Case{{.tp = 8, .pp = 8, .dp = 1, .mbs = 3}, 64, "plan.mbs"},
+                 Case{{.tp = 8, .pp = 8, .dp = 1, .mbs = 1, .vp = 5}, 64, "plan.vp"},
+                 Case{{.tp = 8, .pp = 8, .dp = 1, .mbs = 1, .zero = 4}, 64, "plan.zero"},
+                 Case{{.tp = 1, .pp = 8, .dp = 8, .mbs = 1, .sequence_parallel = true},
+                      64,
+                      "plan.sequence_parallel"},
+                 Case{{.tp = 8, .pp = 8, .dp = 1, .ep = 2, .mbs = 1}, 64, "plan.ep"}}) {
+    auto e = Estimate(m, c.plan, Training(c.gbs), sys);
+    ASSERT_FALSE(e.ok()) << c.field;
+    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(e.status().message().find(c.field), std::string::npos) << e.status().ToString();
+  }
+  TrainingSpec fp8 = Training(64, topo::Dtype::kFp8);
+  auto e = Estimate(m, ParallelPlan{.tp = 8, .pp = 8, .dp = 1}, fp8, sys);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("training.dtype"), std::string::npos);
+}
+
+TEST(EstimatorTest, SystemFromClusterReadsTheTiers) {
+  auto cluster = topo::BuildPreset("superpod-h100");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto sys = SystemFromCluster(*cluster, 1024);
+  ASSERT_TRUE(sys.ok()) << sys.status().ToString();
+  EXPECT_EQ(sys->gpus, 1024);
+  EXPECT_EQ(sys->gpu.family, "hopper");
+  ASSERT_GE(sys->tier_count, 2);
+  EXPECT_EQ(sys->tiers[0].level, topo::Level::kNode);
+  EXPECT_EQ(sys->tiers[0].gpus, 8);
+  EXPECT_GT(sys->tiers[0].link.bandwidth, sys->tiers[1].link.bandwidth);
+  EXPECT_FALSE(SystemFromCluster(*cluster, -1).ok());
+  ShortSystem bad;
+  bad.nic_gbits_per_gpu = 0;
+  auto b = SystemFromShort(bad);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("system.nic_gbits_per_gpu"), std::string::npos);
+}
+
+TEST(EstimatorTest, CheckpointIntervalIsYoungDaly) {
+  ModelSpec m = Model("gpt3-175b");
+  TrainingSpec t = Training(1536);
+  t.tokens_to_train = 300e9;
+  t.dollars_per_gpu_hour = 2;
+  t.checkpoint_bandwidth = GBps(50);
+  t.mtbf = Hours(10);
+  ParallelPlan plan{.tp = 8, .pp = 12, .dp = 16, .mbs = 1, .recompute = Recompute::kFull};
+  StepEstimate e = EstimateOf(m, plan, t, A100s(1536));
+  TrainingTotals tt = ComputeTotals(m, t, e, 1536);
+  EXPECT_NEAR(tt.checkpoint_size.value(), 14 * m.TotalParams(), 1);
+  EXPECT_NEAR(tt.checkpoint_write.value(), tt.checkpoint_size.value() / 50e9, 1e-9);
+  EXPECT_NEAR(tt.checkpoint_interval.value(), std::sqrt(2 * tt.checkpoint_write.value() * 36000.0),
+              1e-9);
+  double steps = std::ceil(300e9 / (1536.0 * 2048));
+  EXPECT_NEAR(tt.time_to_train.value(), steps * e.step.value(), 1e-6);
+  EXPECT_NEAR(tt.cost_dollars, tt.gpu_hours * 2, 1e-6);
+}
+
+}  // namespace
+}  // namespace baton::perf

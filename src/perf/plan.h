@@ -1,0 +1,75 @@
+// ParallelPlan (how one training job is split over GPUs) and TrainingSpec (what the job
+// trains: batch, dtype, token budget, price). Plain values; ValidatePlan names the bad field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/units.h"
+#include "perf/model.h"
+#include "topology/gpu.h"
+
+namespace baton::perf {
+
+enum class Recompute : std::uint8_t { kNone, kSelective, kFull };
+
+// Megatron-LM rank orders (the first name varies fastest): the default, and the one
+// --use-tp-pp-dp-mapping selects.
+enum class RankOrder : std::uint8_t { kTpCpEpDpPp, kTpCpEpPpDp };
+std::string_view RankOrderName(RankOrder o);  // "tp-cp-ep-dp-pp"
+Result<RankOrder> ParseRankOrder(std::string_view name);
+std::string_view RecomputeName(Recompute r);
+Result<Recompute> ParseRecompute(std::string_view name);
+
+// One parallelisation of a job. World size = tp * cp * pp * dp; expert parallelism is carved out
+// of the data-parallel ranks (ep divides dp * cp), as in Megatron-Core.
+struct ParallelPlan {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int cp = 1;
+  int ep = 1;
+  int mbs = 1;  // micro-batch size (sequences)
+  int vp = 1;   // virtual pipeline stages per GPU (interleaved 1F1B); 1 = plain 1F1B
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+  int zero = 0;  // 0 none, 1 distributed optimizer, 2 + gradients, 3 FSDP (+ parameters)
+  bool overlap_dp_comm = true;  // overlap DP gradient reduction with the backward pass
+  // Allows pp not dividing the layers (Megatron's uneven first/last stages, as BLOOM and
+  // Llama 3 405B ran); the slowest stage then holds ceil(layers / pp) layers.
+  bool uneven_pp = false;
+  RankOrder order = RankOrder::kTpCpEpDpPp;
+
+  int gpus() const { return tp * cp * pp * dp; }
+  bool operator==(const ParallelPlan&) const = default;
+};
+
+// "tp8 pp16 dp64 cp1 ep1 mbs1 vp4 rc=selective sp zero1 overlap"
+std::string PlanToString(const ParallelPlan& p);
+
+struct TrainingSpec {
+  int global_batch = 0;  // sequences per optimizer step
+  topo::Dtype dtype = topo::Dtype::kBf16;
+  double tokens_to_train = 0;       // 0 = not asked
+  double dollars_per_gpu_hour = 0;  // 0 = not asked
+  // FlashAttention-style fused attention: no s^2 score tensor in memory, causal blocks skipped.
+  // Runs before mid-2022 (Megatron SC'21 / MLSys'23, BLOOM) did not have it.
+  bool flash_attention = true;
+  // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
+  BytesPerSecond checkpoint_bandwidth = GBps(100);
+  Seconds mtbf = Hours(24);
+};
+
+// Global batch in sequences from a token count ("4M tokens" at seq 8192 -> 512 sequences);
+// InvalidArgument naming `field` when it is not a positive whole number of sequences.
+Result<int> GlobalBatchFromTokens(double tokens, int seq, std::string_view field);
+
+Status ValidateTraining(const TrainingSpec& t);
+
+// Checks the plan against the model, the training batch and the GPU count (0 = don't check).
+// The error names the field: "plan.tp: 6 does not divide heads 64".
+Status ValidatePlan(const ModelSpec& m, const ParallelPlan& p, const TrainingSpec& t, int gpus);
+
+}  // namespace baton::perf

@@ -1,0 +1,26 @@
+// Rendering of estimates and search results: text tables, JSON, and a self-contained HTML page
+// (inline SVG, no scripts or network) with the top plans' step-time breakdowns and memory.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "perf/estimator.h"
+#include "perf/search.h"
+
+namespace baton::perf {
+
+nlohmann::json PlanToJson(const ParallelPlan& plan);
+nlohmann::json EstimateToJson(const StepEstimate& e);
+nlohmann::json SearchToJson(const SearchResult& r);
+
+// A multi-line breakdown: step, each part with its share, rates and memory.
+std::string FormatEstimate(const StepEstimate& e);
+// One line per plan: rank, plan, step, tokens/s, MFU, memory, the largest overhead.
+std::string FormatSearchTable(const SearchResult& r);
+// Rejected plans by reason, "space N = feasible F + rejected R".
+std::string FormatRejections(const SearchResult& r);
+
+std::string SearchReportHtml(const std::string& title, const SearchResult& r);
+
+}  // namespace baton::perf

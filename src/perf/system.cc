@@ -1,0 +1,153 @@
+#include "perf/system.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace baton::perf {
+
+// The calibrated constants. Sources:
+//  * gemm_peak_fraction: the best large fp16/bf16 GEMM throughput cuBLAS reaches, as a fraction
+//    of the dense peak (A100: ~250-265 of 312 TF in NVIDIA's and the Megatron papers' GEMM
+//    sweeps; H100 SXM: ~700-750 of 989 TF), then fitted jointly with gemm_half_dim and
+//    gemm_half_tokens on the A100 runs in data/published/runs.csv (3 constants for 36 rows) and
+//    checked against the 1,440 vTrain single-node measurements.
+//  * flash_attention_fraction, flash_half_length: FlashAttention-2 forward+backward reaches
+//    50-70 % of peak on A100/H100 for long sequences (Dao 2023, figures 4-7; we take the lower
+//    end for causal, head_dim 128) and roughly 60 % of that at 512 tokens, 85 % at 2k (our
+//    reading of the same figures), i.e. L / (L + 350). With context parallelism the block is
+//    the local chunk, seq / cp.
+//  * layer_overhead_s, collective_overhead_s: fixed costs per layer pass (kernel launches and
+//    small kernels) and per NCCL call; fitted together with the GEMM curve on the published
+//    A100 runs and the vTrain single-node set (which is dominated by small models where these
+//    fixed costs matter). NCCL's own small-message all-reduce latency on a DGX is ~10-20 us.
+//  * hbm_efficiency: STREAM-like element-wise kernels reach 70-80 % of HBM bandwidth.
+//  * nvlink_efficiency: nccl-tests all-reduce bus bandwidth on DGX A100 ~230 GB/s of 300 GB/s;
+//    on DGX H100 ~360-370 GB/s of 450 GB/s.
+//  * network_efficiency: nccl-tests inter-node all-reduce bus bandwidth ~ 90 % of the NIC line
+//    rate per GPU on InfiniBand (HDR 200 Gb/s -> ~23 GB/s per GPU).
+//  * dp_overlap_fraction, tp_overlap_fraction: share of the overlap window that actually hides
+//    communication (kernel contention); Megatron-LM before Transformer Engine's userbuffers did
+//    not overlap TP communication at all.
+Calibration DefaultCalibration(std::string_view gpu_family) {
+  Calibration c;
+  if (gpu_family == "ampere") {
+    c.gemm_peak_fraction = 0.78;
+    c.gemm_half_dim = 0;
+    c.gemm_half_tokens = 128;
+    c.layer_overhead_s = 200e-6;
+    c.collective_overhead_s = 20e-6;
+    c.flash_attention_fraction = 0.5;
+    c.nvlink_efficiency = 0.85;
+    c.network_efficiency = 0.9;
+  } else if (gpu_family == "hopper") {
+    c.gemm_peak_fraction = 0.68;
+    c.gemm_half_dim = 0;
+    c.gemm_half_tokens = 128;
+    c.layer_overhead_s = 200e-6;
+    c.collective_overhead_s = 20e-6;
+    c.flash_attention_fraction = 0.5;
+    c.nvlink_efficiency = 0.8;
+    c.network_efficiency = 0.9;
+    c.tp_overlap_fraction = 0.0;
+  } else {  // blackwell and unknown: hopper's curve until there are published runs to check
+    c.gemm_peak_fraction = 0.72;
+    c.gemm_half_dim = 200;
+    c.gemm_half_tokens = 768;
+    c.flash_attention_fraction = 0.5;
+    c.nvlink_efficiency = 0.8;
+    c.network_efficiency = 0.9;
+  }
+  return c;
+}
+
+Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
+  if (cluster.shapes().empty() || cluster.nodes().empty()) {
+    return InvalidArgumentError(fmt::format("system: cluster '{}' has no nodes", cluster.name()));
+  }
+  const topo::NodeShape& shape = cluster.shapes()[0];
+  if (shape.gpu == nullptr) return InvalidArgumentError("system: node shape has no GPU type");
+  SystemSpec s;
+  s.name = cluster.name();
+  s.gpu = *shape.gpu;
+  s.gpus_per_node = shape.gpus;
+  int total = cluster.counts().total;
+  if (gpus < 0 || gpus > total) {
+    return InvalidArgumentError(
+        fmt::format("system.gpus: {} is not in 1..{} (the cluster's GPUs)", gpus, total));
+  }
+  s.gpus = gpus == 0 ? total : gpus;
+  s.calib = DefaultCalibration(s.gpu.family);
+
+  auto add = [&](topo::Level level, int domain_gpus) {
+    if (s.tier_count > 0 && domain_gpus <= s.tiers[s.tier_count - 1].gpus) return;
+    if (s.tier_count == kMaxTiers) return;
+    s.tiers[s.tier_count++] = NetworkTier{level, domain_gpus, cluster.Link(level)};
+  };
+  add(topo::Level::kNode, shape.gpus);
+  std::size_t domain_nodes = 1;
+  for (const topo::NvlinkDomain& d : cluster.nvlink_domains()) {
+    domain_nodes = std::max(domain_nodes, d.nodes.size());
+  }
+  if (domain_nodes > 1) {
+    add(topo::Level::kNvlinkDomain, static_cast<int>(domain_nodes) * shape.gpus);
+  }
+  for (int t = 0; t < cluster.tier_count(); ++t) {
+    int most = 0;
+    for (const topo::Switch& sw : cluster.switches()) {
+      if (sw.tier == t) most = std::max(most, sw.counts.total);
+    }
+    add(cluster.tier_level(t), most);
+  }
+  if (s.tiers[s.tier_count - 1].gpus < total) {
+    add(topo::Level::kCore, total);
+  }
+  s.tiers[s.tier_count - 1].gpus = std::numeric_limits<int>::max();
+  return s;
+}
+
+Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
+  ASSIGN_OR_RETURN(const topo::GpuSpec* gpu, topo::FindGpu(d.gpu));
+  if (d.gpus <= 0) return InvalidArgumentError(fmt::format("system.gpus: {} must be > 0", d.gpus));
+  if (d.gpus_per_node <= 0 || d.gpus_per_node > topo::kMaxGpusPerNode) {
+    return InvalidArgumentError(
+        fmt::format("system.gpus_per_node: {} is not in 1..64", d.gpus_per_node));
+  }
+  if (d.nvlink_gbytes_per_s < 0) {
+    return InvalidArgumentError("system.nvlink_gbytes_per_s: must be >= 0");
+  }
+  if (!(d.nic_gbits_per_gpu > 0)) {
+    return InvalidArgumentError(
+        fmt::format("system.nic_gbits_per_gpu: {} must be > 0", d.nic_gbits_per_gpu));
+  }
+  if (d.nodes_per_leaf <= 0) {
+    return InvalidArgumentError(
+        fmt::format("system.nodes_per_leaf: {} must be > 0", d.nodes_per_leaf));
+  }
+  if (!(d.oversubscription >= 1.0)) {
+    return InvalidArgumentError(
+        fmt::format("system.oversubscription: {} must be >= 1", d.oversubscription));
+  }
+  SystemSpec s;
+  s.gpu = *gpu;
+  s.name = fmt::format("{}x{}", d.gpus, gpu->name);
+  s.gpus = d.gpus;
+  s.gpus_per_node = d.gpus_per_node;
+  s.calib = DefaultCalibration(gpu->family);
+  BytesPerSecond nvlink =
+      d.nvlink_gbytes_per_s > 0 ? GBps(d.nvlink_gbytes_per_s) : gpu->nvlink_per_direction;
+  BytesPerSecond nic = Gbps(d.nic_gbits_per_gpu);
+  s.tiers[0] = {
+      topo::Level::kNode, d.gpus_per_node, {nvlink, topo::DefaultLatency(topo::Level::kNode)}};
+  s.tiers[1] = {topo::Level::kLeaf,
+                d.gpus_per_node * d.nodes_per_leaf,
+                {nic, topo::DefaultLatency(topo::Level::kLeaf)}};
+  s.tiers[2] = {topo::Level::kSpine,
+                std::numeric_limits<int>::max(),
+                {nic / d.oversubscription, topo::DefaultLatency(topo::Level::kSpine)}};
+  s.tier_count = 3;
+  return s;
+}
+
+}  // namespace baton::perf

@@ -1,0 +1,84 @@
+// SystemSpec: the hardware a job runs on, as the performance model sees it — one GPU type and
+// count, and nested network tiers (node NVLink, NVLink domain, leaf, spine, ...) each with a
+// per-GPU bandwidth and per-message latency. Built from a topology or a short description.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/units.h"
+#include "topology/cluster.h"
+#include "topology/gpu.h"
+
+namespace baton::perf {
+
+// Calibrated constants of the estimator for one GPU family. Every value is documented with its
+// source in system.cc (DefaultCalibration); none is fitted per validation row.
+struct Calibration {
+  // GEMM efficiency = peak_fraction * d / (d + half_dim) * T / (T + half_tokens), where d is the
+  // per-GPU hidden size (hidden / tp) and T the tokens of one micro-batch on one GPU.
+  double gemm_peak_fraction = 0.8;
+  double gemm_half_dim = 100;
+  double gemm_half_tokens = 256;
+  // Fused (flash) attention kernels reach flash_attention_fraction of peak on their executed
+  // FLOPs for long sequences, times L / (L + flash_half_length) for a query/key block of L tokens.
+  double flash_attention_fraction = 0.5;
+  double flash_half_length = 350;
+  // Fixed time per transformer layer forward pass (kernel launches, small kernels, framework
+  // overhead); the backward pass costs twice this.
+  double layer_overhead_s = 0;
+  // Fixed cost of one collective call (NCCL kernel launch and synchronisation), on top of the
+  // per-hop latency of the links.
+  double collective_overhead_s = 0;
+  // Fraction of HBM bandwidth that element-wise kernels (norms, softmax, activations, Adam) reach.
+  double hbm_efficiency = 0.7;
+  // Fraction of link bandwidth NCCL collectives reach (bus bandwidth / link bandwidth).
+  double nvlink_efficiency = 0.75;
+  double network_efficiency = 0.85;
+  // Fraction of the last micro-batch's backward pass that hides DP gradient reduction.
+  double dp_overlap_fraction = 0.8;
+  // Fraction of TP communication hidden behind GEMMs (0 in Megatron-LM before TE comm overlap).
+  double tp_overlap_fraction = 0.0;
+};
+Calibration DefaultCalibration(std::string_view gpu_family);
+
+inline constexpr int kMaxTiers = 6;
+
+// GPUs that share one domain of a tier, and the link between two GPUs meeting at that tier.
+struct NetworkTier {
+  topo::Level level = topo::Level::kNode;
+  int gpus = 8;  // GPUs inside one domain of this tier (cumulative); the last tier spans all
+  topo::LinkSpec link;
+};
+
+struct SystemSpec {
+  std::string name;
+  topo::GpuSpec gpu;
+  int gpus = 0;  // GPUs available to the job (the planner's N)
+  int gpus_per_node = 8;
+  // Innermost first; tiers[0] is the node (NVLink). The last tier contains every GPU.
+  std::array<NetworkTier, kMaxTiers> tiers{};
+  int tier_count = 0;
+  Calibration calib;
+};
+
+// From a topology: GPU type from the (first) node shape, tiers from the NVLink domain and switch
+// structure, bandwidth/latency from Cluster::Link. `gpus` = 0 means every GPU of the cluster.
+Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus = 0);
+
+// The short description: GPUs per node, NVLink GB/s per direction (0 = the GPU's catalogue
+// value), NIC Gb/s per GPU, nodes per leaf and oversubscription above the leaf.
+struct ShortSystem {
+  std::string gpu = "H100-SXM";
+  int gpus = 8;
+  int gpus_per_node = 8;
+  double nvlink_gbytes_per_s = 0;
+  double nic_gbits_per_gpu = 400;
+  int nodes_per_leaf = 32;
+  double oversubscription = 1.0;
+};
+Result<SystemSpec> SystemFromShort(const ShortSystem& s);
+
+}  // namespace baton::perf

@@ -1,0 +1,360 @@
+#include "perf/validation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/strings.h"
+
+namespace baton::perf {
+
+std::string_view MetricName(Metric m) {
+  switch (m) {
+    case Metric::kIterationTime:
+      return "iteration_time_s";
+    case Metric::kHfuTflops:
+      return "hfu_tflops_per_gpu";
+    case Metric::kMfu:
+      return "mfu";
+    case Metric::kStateMemory:
+      return "weights_grads_optimizer_gib";
+    case Metric::kActivationMemory:
+      return "activations_gib";
+  }
+  return "?";
+}
+
+bool IsMemoryMetric(Metric m) {
+  return m == Metric::kStateMemory || m == Metric::kActivationMemory;
+}
+
+Result<ShortSystem> SystemForRun(std::string_view gpu, std::string_view network, int gpus) {
+  ShortSystem s;
+  s.gpu = std::string(gpu);
+  s.gpus = gpus;
+  s.gpus_per_node = 8;
+  std::string net = ToLower(network);
+  if (net.find("8xhdr200") != std::string::npos) {
+    s.nic_gbits_per_gpu = 200;  // DGX A100: one HDR InfiniBand NIC per GPU
+    s.nodes_per_leaf = 20;      // Selene scalable unit: 20 DGX per leaf group
+  } else if (net.find("4x100g per 8-gpu node") != std::string::npos) {
+    s.nic_gbits_per_gpu = 50;  // Jean Zay: 4 x 100 Gb/s Omni-Path per 8-GPU node
+    s.nodes_per_leaf = 16;
+  } else if (net.find("400g per gpu") != std::string::npos) {
+    s.nic_gbits_per_gpu = 400;  // Meta's RoCE clusters: one 400G NIC per GPU
+    s.nodes_per_leaf = 32;
+  } else {
+    return InvalidArgumentError(fmt::format("network: unknown description '{}'", network));
+  }
+  return s;
+}
+
+namespace {
+
+Result<int> IntField(std::string_view v, std::string_view col, bool allow_blank = false) {
+  if (allow_blank && Trim(v).empty()) return 0;
+  auto n = ParseInt64(v);
+  if (!n || *n < 0 || *n > (1 << 30)) {
+    return InvalidArgumentError(fmt::format("column {}: '{}' is not a count", col, Printable(v)));
+  }
+  return static_cast<int>(*n);
+}
+
+Result<bool> YesNo(std::string_view v, std::string_view col) {
+  if (EqualsIgnoreCase(Trim(v), "yes")) return true;
+  if (EqualsIgnoreCase(Trim(v), "no")) return false;
+  return InvalidArgumentError(fmt::format("column {}: '{}' is not yes/no", col, Printable(v)));
+}
+
+Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) {
+  PublishedRun r;
+  auto get = [&](const char* col) -> std::string_view {
+    auto it = f.find(col);
+    return it == f.end() ? std::string_view() : it->second;
+  };
+  r.id = std::string(get("id"));
+  r.source = std::string(get("source"));
+  r.confidence = std::string(get("confidence"));
+  r.network = std::string(get("network"));
+  auto base = FindModel(get("model"));
+  if (base.ok()) r.model = *base;
+  r.model.name = std::string(get("model"));
+  ASSIGN_OR_RETURN(r.model.layers, IntField(get("layers"), "layers"));
+  ASSIGN_OR_RETURN(r.model.hidden, IntField(get("hidden"), "hidden"));
+  ASSIGN_OR_RETURN(r.model.heads, IntField(get("heads"), "heads"));
+  ASSIGN_OR_RETURN(r.model.kv_heads, IntField(get("kv_heads"), "kv_heads"));
+  ASSIGN_OR_RETURN(r.model.ffn, IntField(get("ffn"), "ffn"));
+  ASSIGN_OR_RETURN(r.model.seq, IntField(get("seq"), "seq"));
+  ASSIGN_OR_RETURN(r.model.vocab, IntField(get("vocab"), "vocab"));
+  RETURN_IF_ERROR(ValidateModel(r.model));
+  ASSIGN_OR_RETURN(r.training.global_batch, IntField(get("gbs"), "gbs"));
+  ASSIGN_OR_RETURN(r.plan.mbs, IntField(get("mbs"), "mbs", true));
+  r.mbs_published = r.plan.mbs > 0;
+  if (!r.mbs_published) r.plan.mbs = 1;
+  ASSIGN_OR_RETURN(int gpus, IntField(get("gpus"), "gpus"));
+  ASSIGN_OR_RETURN(r.system, SystemForRun(get("gpu"), get("network"), gpus));
+  ASSIGN_OR_RETURN(r.plan.tp, IntField(get("tp"), "tp"));
+  ASSIGN_OR_RETURN(r.plan.pp, IntField(get("pp"), "pp"));
+  ASSIGN_OR_RETURN(r.plan.dp, IntField(get("dp"), "dp"));
+  ASSIGN_OR_RETURN(r.plan.cp, IntField(get("cp"), "cp"));
+  ASSIGN_OR_RETURN(r.plan.vp, IntField(get("vp"), "vp", true));
+  r.vp_published = r.plan.vp > 0;
+  if (!r.vp_published) r.plan.vp = 1;
+  ASSIGN_OR_RETURN(r.plan.recompute, ParseRecompute(get("recompute")));
+  ASSIGN_OR_RETURN(r.plan.sequence_parallel, YesNo(get("seq_parallel"), "seq_parallel"));
+  ASSIGN_OR_RETURN(r.plan.zero, IntField(get("zero"), "zero"));
+  // Megatron-LM of that era reduced gradients after the backward pass, without overlap.
+  r.plan.overlap_dp_comm = false;
+  r.plan.uneven_pp = r.model.layers % r.plan.pp != 0;
+  ASSIGN_OR_RETURN(r.training.dtype, topo::ParseDtype(get("dtype")));
+  ASSIGN_OR_RETURN(r.training.flash_attention, YesNo(get("flash_attention"), "flash_attention"));
+  std::string_view metric = Trim(get("metric"));
+  bool found = false;
+  for (Metric m : {Metric::kIterationTime, Metric::kHfuTflops, Metric::kMfu, Metric::kStateMemory,
+                   Metric::kActivationMemory}) {
+    if (metric == MetricName(m)) {
+      r.metric = m;
+      found = true;
+    }
+  }
+  if (!found) {
+    return InvalidArgumentError(fmt::format("column metric: unknown '{}'", Printable(metric)));
+  }
+  auto value = ParseDouble(get("value"));
+  if (!value || !(*value > 0)) {
+    return InvalidArgumentError(
+        fmt::format("column value: '{}' is not a positive number", Printable(get("value"))));
+  }
+  r.value = *value;
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> ParsePublishedRuns(std::string_view csv,
+                                                     std::string_view source) {
+  std::vector<PublishedRun> runs;
+  std::vector<std::string_view> header;
+  int line_no = 0;
+  for (std::string_view line : Split(csv, '\n')) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (Trim(line).empty()) continue;
+    std::vector<std::string_view> cells = Split(line, ',');
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    if (cells.size() != header.size()) {
+      return InvalidArgumentError(fmt::format("{}:{}: {} columns, header has {}", source, line_no,
+                                              cells.size(), header.size()));
+    }
+    std::map<std::string, std::string_view> fields;
+    for (std::size_t i = 0; i < cells.size(); ++i) fields[std::string(Trim(header[i]))] = cells[i];
+    auto run = ParseRow(fields);
+    if (!run.ok()) return run.status().WithPrefix(fmt::format("{}:{}", source, line_no));
+    runs.push_back(std::move(run).value());
+  }
+  if (runs.empty()) return InvalidArgumentError(fmt::format("{}: no rows", source));
+  return runs;
+}
+
+Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return ParsePublishedRuns(buf.str(), path);
+}
+
+namespace {
+
+double Predicted(const PublishedRun& run, const ParallelPlan& plan, const StepEstimate& e) {
+  switch (run.metric) {
+    case Metric::kIterationTime:
+      return e.step.value();
+    case Metric::kHfuTflops: {
+      // Megatron's reporting formula, so both sides count FLOPs the same way.
+      double flops =
+          plan.recompute == Recompute::kFull
+              ? MegatronHardwareFlopsFullRecompute(run.model, run.training.global_batch).value()
+              : e.hardware_flops_per_step.value();
+      return flops / (e.step.value() * plan.gpus()) / 1e12;
+    }
+    case Metric::kMfu:
+      return e.mfu;
+    case Metric::kStateMemory:
+      return ToGiB(e.memory.weights_grads_optimizer());
+    case Metric::kActivationMemory:
+      return ToGiB(e.memory.activations);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<ValidationRow> ValidateRun(const PublishedRun& run, const Calibration* calibration) {
+  ASSIGN_OR_RETURN(SystemSpec system, SystemFromShort(run.system));
+  if (calibration != nullptr) system.calib = *calibration;
+  EvalContext ctx(run.model, run.training, system);
+  ValidationRow row;
+  row.run = run;
+  bool memory = IsMemoryMetric(run.metric);
+  std::vector<int> mbs_options = {run.plan.mbs};
+  if (!run.mbs_published) mbs_options = {1, 2, 4, 8};
+  std::vector<int> vp_options = {run.plan.vp};
+  if (!run.vp_published) vp_options = {1, 2, 3, 4, 5, 6, 8};
+  bool have = false;
+  for (int mbs : mbs_options) {
+    for (int vp : vp_options) {
+      ParallelPlan plan = run.plan;
+      plan.mbs = mbs;
+      plan.vp = vp;
+      StepEstimate e;
+      Evaluate(ctx, plan, run.system.gpus, nullptr, &e, /*time_if_oom=*/true);
+      // The published plan ran, so a plan the memory model calls out-of-memory is still timed
+      // (and reported); Korthikanti's "none" memory baseline never fitted.
+      bool usable = e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory;
+      if (!usable) continue;
+      bool better =
+          !have ||
+          (!memory && ((e.feasible() && !row.estimate.feasible()) ||
+                       (e.feasible() == row.estimate.feasible() && e.step < row.estimate.step)));
+      if (better) {
+        row.plan = plan;
+        row.estimate = e;
+        have = true;
+      }
+    }
+  }
+  if (!have) {
+    StepEstimate e;
+    Evaluate(ctx, run.plan, run.system.gpus, nullptr, &e);
+    return FailedPreconditionError(fmt::format("{}: no feasible plan ({}: {})", run.id,
+                                               RejectionName(e.rejection),
+                                               ExplainRejection(ctx, run.plan, e)));
+  }
+  row.predicted = Predicted(run, row.plan, row.estimate);
+  row.error = (row.predicted - run.value) / run.value;
+  return row;
+}
+
+Result<ValidationReport> RunValidation(const std::vector<PublishedRun>& runs,
+                                       const Calibration* calibration) {
+  ValidationReport rep;
+  int perf_n = 0, mem_n = 0;
+  for (const PublishedRun& run : runs) {
+    ASSIGN_OR_RETURN(ValidationRow row, ValidateRun(run, calibration));
+    double err = std::abs(row.error);
+    if (IsMemoryMetric(run.metric)) {
+      rep.memory_mae += err;
+      rep.memory_max = std::max(rep.memory_max, err);
+      ++mem_n;
+    } else {
+      rep.perf_mae += err;
+      rep.perf_max = std::max(rep.perf_max, err);
+      ++perf_n;
+    }
+    rep.rows.push_back(std::move(row));
+  }
+  if (perf_n > 0) rep.perf_mae /= perf_n;
+  if (mem_n > 0) rep.memory_mae /= mem_n;
+  return rep;
+}
+
+Result<VtrainReport> ValidateVtrain(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
+  std::string line;
+  std::getline(in, line);  // header
+  std::vector<double> errors;
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (Trim(line).empty()) continue;
+    std::vector<std::string_view> cells = Split(line, ',');
+    std::vector<double> v;
+    for (std::string_view c : cells) {
+      auto d = ParseDouble(c);
+      if (!d)
+        return InvalidArgumentError(
+            fmt::format("{}:{}: '{}' is not a number", path, line_no, Printable(c)));
+      v.push_back(*d);
+    }
+    if (v.size() != 11) {
+      return InvalidArgumentError(fmt::format("{}:{}: expected 11 columns", path, line_no));
+    }
+    ModelSpec m;
+    m.name = "vtrain-gpt";
+    m.hidden = static_cast<int>(v[3]);
+    m.heads = m.kv_heads = static_cast<int>(v[4]);
+    m.layers = static_cast<int>(v[5]);
+    m.seq = static_cast<int>(v[6]);
+    m.ffn = 4 * m.hidden;
+    m.vocab = 50304;  // GPT-2's 50,257 padded to a multiple of 128, as Megatron does
+    m.learned_positions = true;
+    RETURN_IF_ERROR(ValidateModel(m).WithPrefix(fmt::format("{}:{}", path, line_no)));
+    TrainingSpec t;
+    t.global_batch = static_cast<int>(v[1]);
+    t.dtype = topo::Dtype::kFp16;
+    t.flash_attention = false;
+    ShortSystem sh;
+    sh.gpu = "A100-80GB";
+    sh.gpus = static_cast<int>(v[0]);
+    sh.nic_gbits_per_gpu = 200;
+    ASSIGN_OR_RETURN(SystemSpec system, SystemFromShort(sh));
+    ParallelPlan p;
+    p.tp = static_cast<int>(v[7]);
+    p.dp = static_cast<int>(v[8]);
+    p.pp = static_cast<int>(v[9]);
+    p.mbs = static_cast<int>(v[2]);
+    p.recompute = Recompute::kFull;
+    p.overlap_dp_comm = false;
+    EvalContext ctx(m, t, system);
+    StepEstimate e;
+    Evaluate(ctx, p, sh.gpus, nullptr, &e, /*time_if_oom=*/true);
+    if (e.rejection != Rejection::kNone && e.rejection != Rejection::kOutOfMemory) {
+      return InvalidArgumentError(
+          fmt::format("{}:{}: plan rejected ({})", path, line_no, RejectionName(e.rejection)));
+    }
+    double measured = v[10] / 1000.0;
+    errors.push_back((e.step.value() - measured) / measured);
+  }
+  VtrainReport rep;
+  rep.points = static_cast<int>(errors.size());
+  if (errors.empty()) return InvalidArgumentError(fmt::format("{}: no rows", path));
+  for (double e : errors) {
+    rep.mae += std::abs(e);
+    rep.max = std::max(rep.max, std::abs(e));
+  }
+  rep.mae /= errors.size();
+  std::sort(errors.begin(), errors.end());
+  rep.median = errors[errors.size() / 2];
+  return rep;
+}
+
+std::string FormatValidationReport(const ValidationReport& rep) {
+  std::string out = fmt::format("{:<24} {:<27} {:>10} {:>10} {:>7}  {}\n", "run", "metric",
+                                "published", "estimate", "error", "plan");
+  for (const ValidationRow& r : rep.rows) {
+    out += fmt::format("{:<24} {:<27} {:>10.4g} {:>10.4g} {:>+6.1f}%  {}\n", r.run.id,
+                       MetricName(r.run.metric), r.run.value, r.predicted, 100 * r.error,
+                       PlanToString(r.plan));
+    if (!IsMemoryMetric(r.run.metric) && !r.estimate.feasible()) {
+      out.pop_back();
+      out += fmt::format("  [estimator: needs {:.1f} GiB of {:.1f}]\n",
+                         ToGiB(r.estimate.memory.total()), ToGiB(r.estimate.memory.capacity));
+    }
+  }
+  out += fmt::format(
+      "time / TFLOP/s / MFU: mean |error| {:.1f}%, max {:.1f}%  (bounds 5% / 12%)\n"
+      "memory:               mean |error| {:.1f}%, max {:.1f}%  (bound 10%)\n",
+      100 * rep.perf_mae, 100 * rep.perf_max, 100 * rep.memory_mae, 100 * rep.memory_max);
+  return out;
+}
+
+}  // namespace baton::perf

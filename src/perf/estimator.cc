@@ -264,6 +264,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   stage_params += embed / t;
   MemoryEstimate& mem = out->memory;
   mem.capacity = ctx.system.gpu.hbm;
+  mem.usable = Bytes(std::max(
+      0.0, (mem.capacity.value() - GiB(c.hbm_reserved_gib).value()) * (1 - c.hbm_fragmentation)));
   mem.weights = Bytes(stage_params * 2 / (plan.zero >= 3 ? d : 1.0));
   mem.gradients = Bytes(stage_params * 4 / (plan.zero >= 2 ? d : 1.0));
   mem.optimizer = Bytes(stage_params * 12 / (plan.zero >= 1 ? d : 1.0));
@@ -295,7 +297,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   if (plan.pp == 1) buffers += 6 * tokens * vocab / t;   // fp16 logits + fp32 softmax
   if (plan.zero >= 3) buffers += 2 * 2 * std::max(dense_layer, moe_layer) / t;
   mem.buffers = Bytes(buffers);
-  if (mem.total() > mem.capacity) {
+  if (mem.total() > mem.usable) {
     out->rejection = Rejection::kOutOfMemory;
     if (!time_if_oom) return;
   }
@@ -435,8 +437,8 @@ std::string ExplainRejection(const EvalContext& ctx, const ParallelPlan& plan,
                              const StepEstimate& e) {
   if (e.feasible()) return "";
   if (e.rejection == Rejection::kOutOfMemory) {
-    return fmt::format("needs {:.1f} GiB per GPU, has {:.1f}", ToGiB(e.memory.total()),
-                       ToGiB(e.memory.capacity));
+    return fmt::format("needs {:.1f} GiB per GPU, has {:.1f} ({:.1f} usable)",
+                       ToGiB(e.memory.total()), ToGiB(e.memory.capacity), ToGiB(e.memory.usable));
   }
   Status st = ValidatePlan(ctx.model, plan, ctx.training, 0);
   if (!st.ok()) return st.message();

@@ -59,7 +59,8 @@ struct MemoryEstimate {
   Bytes optimizer;
   Bytes activations;  // transformer layers of the first pipeline stage (Korthikanti's figure)
   Bytes buffers;      // logits, gathered ZeRO-3 parameters, embedding output
-  Bytes capacity;     // the GPU's HBM
+  Bytes capacity;     // the GPU's HBM (as the driver reports it)
+  Bytes usable;       // capacity less the runtime reserve (Calibration::hbm_reserved_gib, ...)
   Bytes total() const { return weights + gradients + optimizer + activations + buffers; }
   Bytes weights_grads_optimizer() const { return weights + gradients + optimizer; }
 };
@@ -124,7 +125,7 @@ Result<StepEstimate> Estimate(const ModelSpec& model, const ParallelPlan& plan,
 Seconds EstimateStepTime(const ModelSpec& model, const ParallelPlan& plan,
                          const TrainingSpec& training, const SystemSpec& system);
 
-// "needs 93.1 GiB per GPU, has 80.0" and the like; empty when feasible.
+// "needs 93.1 GiB per GPU, has 80.0 (74.1 usable)" and the like; empty when feasible.
 std::string ExplainRejection(const EvalContext& ctx, const ParallelPlan& plan,
                              const StepEstimate& e);
 

@@ -108,6 +108,7 @@ nlohmann::json EstimateToJson(const StepEstimate& e) {
   for (const MemPart& p : kMemParts) m[std::string(p.name) + "_gib"] = ToGiB(e.memory.*(p.field));
   m["total_gib"] = ToGiB(e.memory.total());
   m["capacity_gib"] = ToGiB(e.memory.capacity);
+  m["usable_gib"] = ToGiB(e.memory.usable);
   j["memory"] = m;
   return j;
 }
@@ -144,8 +145,8 @@ std::string FormatEstimate(const StepEstimate& e) {
   for (const MemPart& p : kMemParts) {
     out += fmt::format("  {:<11} {:8.2f} GiB\n", p.name, ToGiB(e.memory.*(p.field)));
   }
-  out += fmt::format("  {:<11} {:8.2f} GiB of {:.1f}\n", "total", ToGiB(e.memory.total()),
-                     ToGiB(e.memory.capacity));
+  out += fmt::format("  {:<11} {:8.2f} GiB of {:.1f} usable ({:.1f} HBM)\n", "total",
+                     ToGiB(e.memory.total()), ToGiB(e.memory.usable), ToGiB(e.memory.capacity));
   return out;
 }
 
@@ -180,7 +181,7 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
   for (const RankedPlan& p : r.top) {
     max_step = std::max(max_step, p.estimate.step.value());
     max_mem =
-        std::max({max_mem, p.estimate.memory.total().value(), p.estimate.memory.capacity.value()});
+        std::max({max_mem, p.estimate.memory.total().value(), p.estimate.memory.usable.value()});
   }
   auto legend = [&](auto& parts) {
     std::string s = "<p class=legend>";
@@ -224,13 +225,13 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
       x += w;
     }
     double cap =
-        max_mem > 0 ? label_w + chart_w * p.estimate.memory.capacity.value() / max_mem : label_w;
+        max_mem > 0 ? label_w + chart_w * p.estimate.memory.usable.value() / max_mem : label_w;
     mem_svg += fmt::format(
         "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#000\" "
         "stroke-dasharray=\"3,2\"/><text x=\"{3:.1f}\" y=\"{4}\" class=\"val\">{5:.1f} / {6:.0f} "
         "GiB</text>",
         cap, y - 2, y + bar_h + 2, std::max(x, cap) + 6, y + 15, ToGiB(p.estimate.memory.total()),
-        ToGiB(p.estimate.memory.capacity));
+        ToGiB(p.estimate.memory.usable));
   }
   time_svg += "</svg>";
   mem_svg += "</svg>";

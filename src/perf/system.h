@@ -41,6 +41,11 @@ struct Calibration {
   double dp_overlap_fraction = 0.8;
   // Fraction of TP communication hidden behind GEMMs (0 in Megatron-LM before TE comm overlap).
   double tp_overlap_fraction = 0.0;
+  // HBM a training process cannot use for tensors: a fixed reserve (CUDA context, cuBLAS and
+  // NCCL workspaces) and a share lost to the caching allocator's fragmentation. A plan fits when
+  // its tensors need at most (hbm - hbm_reserved_gib) * (1 - hbm_fragmentation).
+  double hbm_reserved_gib = 2.0;
+  double hbm_fragmentation = 0.05;
 };
 Calibration DefaultCalibration(std::string_view gpu_family);
 

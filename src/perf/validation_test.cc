@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 
 namespace baton::perf {
 namespace {
@@ -17,12 +16,16 @@ std::string SourceDir() {
   return dir != nullptr ? dir : ".";
 }
 
-// Runs the model cannot match without a per-run factor, with the reason (see the report):
+// IsKnownOutlier() (validation.h): runs the model cannot match without a per-run factor, and why:
 // MT-NLG was trained with DeepSpeed's pipeline engine and reports 126/121/113 TFLOP/s per GPU,
 // while Megatron-LM reached 159-171 TFLOP/s for the same model, plan family and cluster
-// (Narayanan Table 2). A single calibration cannot serve both; these rows are held to a looser
-// bound so that a regression still shows.
-const std::set<std::string> kKnownOutliers = {"mtnlg-2240", "mtnlg-2800", "mtnlg-3360"};
+// (Narayanan Table 2). The estimator already times MT-NLG's plan as it ran (mbs 1, 240
+// micro-batches, plain 1F1B since 240 % 35 != 0 rules out interleaving, full recompute, no DP
+// overlap) and still comes out 18-21 % fast. The obvious DeepSpeed differences (p2p without
+// Megatron's scatter-gather, blocking sends) add by our estimate 2-4 s of a 9-11 s gap, and would
+// push BLOOM (also on the DeepSpeed pipeline engine, now within 3.2 %) up by 6-11 %; no documented
+// mechanism closes the rest. These rows are held to a looser bound so that a regression still
+// shows.
 constexpr double kOutlierBound = 0.25;
 
 TEST(ValidationTest, PublishedRunsWithinBounds) {
@@ -39,7 +42,7 @@ TEST(ValidationTest, PublishedRunsWithinBounds) {
     double err = std::abs(row.error);
     if (IsMemoryMetric(row.run.metric)) {
       EXPECT_LE(err, 0.10) << row.run.id;
-    } else if (kKnownOutliers.count(row.run.id) > 0) {
+    } else if (IsKnownOutlier(row.run.id)) {
       EXPECT_LE(err, kOutlierBound) << row.run.id;
     } else {
       sum += err;
@@ -49,8 +52,8 @@ TEST(ValidationTest, PublishedRunsWithinBounds) {
     }
   }
   ASSERT_GT(n, 0);
-  std::printf("without the known outliers: %d rows, mean |error| %.1f%%, max %.1f%%\n", n,
-              100 * sum / n, 100 * worst);
+  EXPECT_EQ(n, rep->perf_rows_checked);
+  EXPECT_NEAR(sum / n, rep->perf_mae_checked, 1e-12);
   EXPECT_LE(sum / n, 0.05);
   EXPECT_LE(worst, 0.12);
 }

@@ -13,17 +13,20 @@ namespace {
 // 400 GB/s total. H200: H100 compute, 141 GB at 4.8 TB/s. B200 (HGX): 2.25 PF bf16, 4.5 PF fp8,
 // 1.1 PF tf32, 180 GB, 7.7 TB/s, NVLink5 1.8 TB/s total = 900 per direction. GB200 (NVL72, per
 // GPU): 2.5 PF bf16, 5 PF fp8, 1.25 PF tf32, 186 GB, 8 TB/s, NVLink5 900 per direction.
+// HBM sizes are what the driver reports (nvidia-smi "MiB" totals: A100 40960 / 81920, H100 and
+// H800 81559, H200 143771), so "80 GB" parts hold about 80 GiB; B200 and GB200 use the datasheet
+// GB figures until a measured total is at hand.
 const std::array<GpuSpec, 7> kGpus = {{
     {"A100-40GB", "a100", "NVIDIA-A100-SXM4-40GB", "ampere", TFlops(19.5), TFlops(156), TFlops(312),
-     TFlops(0), GB(40), GBps(1555), GBps(300)},
+     TFlops(0), MiB(40960), GBps(1555), GBps(300)},
     {"A100-80GB", "a100", "NVIDIA-A100-SXM4-80GB", "ampere", TFlops(19.5), TFlops(156), TFlops(312),
-     TFlops(0), GB(80), GBps(2039), GBps(300)},
+     TFlops(0), MiB(81920), GBps(2039), GBps(300)},
     {"H100-SXM", "h100", "NVIDIA-H100-80GB-HBM3", "hopper", TFlops(66.9), TFlops(494.7),
-     TFlops(989.4), TFlops(1978.9), GB(80), GBps(3350), GBps(450)},
+     TFlops(989.4), TFlops(1978.9), MiB(81559), GBps(3350), GBps(450)},
     {"H800", "h800", "NVIDIA-H800", "hopper", TFlops(66.9), TFlops(494.7), TFlops(989.4),
-     TFlops(1978.9), GB(80), GBps(3350), GBps(200)},
+     TFlops(1978.9), MiB(81559), GBps(3350), GBps(200)},
     {"H200", "h200", "NVIDIA-H200", "hopper", TFlops(66.9), TFlops(494.7), TFlops(989.4),
-     TFlops(1978.9), GB(141), GBps(4800), GBps(450)},
+     TFlops(1978.9), MiB(143771), GBps(4800), GBps(450)},
     {"B200", "b200", "NVIDIA-B200", "blackwell", TFlops(75), TFlops(1100), TFlops(2250),
      TFlops(4500), GB(180), GBps(7700), GBps(900)},
     {"GB200", "gb200", "NVIDIA-GB200", "blackwell", TFlops(80), TFlops(1250), TFlops(2500),

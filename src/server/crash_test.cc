@@ -1,0 +1,225 @@
+// Crash safety of the daemon: a real baton_serve_test_daemon child is killed with SIGKILL while
+// client threads submit; after each restart every acknowledged submission must be there, with
+// the id it was acknowledged with, and no idempotency key may name two jobs. Every daemon the test
+// starts is killed (by PID) when its guard goes out of scope, pass or fail.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#ifndef BATON_SERVE_TEST_DAEMON
+#error "BATON_SERVE_TEST_DAEMON must name the daemon executable"
+#endif
+
+namespace baton::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kToken = "Bearer crash-admin-token-0123456789";
+constexpr int kRounds = 20;
+constexpr int kClients = 4;
+
+// One daemon process. The destructor SIGKILLs and reaps it if it is still running.
+class Daemon {
+ public:
+  Daemon(const fs::path& dir, int round) : dir_(dir) {
+    port_file_ = dir / "port";
+    fs::remove(port_file_);
+    std::string log = (dir / ("daemon-" + std::to_string(round) + ".log")).string();
+    std::string db = (dir / "baton.db").string();
+    std::string auth = (dir / "auth.yaml").string();
+    std::string port_file = port_file_.string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      const char* argv[] = {BATON_SERVE_TEST_DAEMON,
+                            "--db",
+                            db.c_str(),
+                            "--auth",
+                            auth.c_str(),
+                            "--port",
+                            "0",
+                            "--port-file",
+                            port_file.c_str(),
+                            nullptr};
+      ::execv(argv[0], const_cast<char**>(argv));
+      ::_exit(127);
+    }
+    log_path_ = log;
+  }
+  ~Daemon() { Kill(SIGKILL); }
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // The port once the daemon listens; 0 if it died or took longer than 20 s.
+  int WaitForPort() {
+    for (int i = 0; i < 2000; ++i) {
+      std::ifstream in(port_file_);
+      int port = 0;
+      if (in >> port && port > 0) return port;
+      int status = 0;
+      if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return 0;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return 0;
+  }
+
+  // Sends `sig` and reaps the process; returns its wait status (-1 if none was running).
+  int Kill(int sig) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+  std::string Log() const {
+    std::ifstream in(log_path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  fs::path dir_;
+  fs::path port_file_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+};
+
+httplib::Headers Headers(const std::string& key = "") {
+  httplib::Headers h{{"Authorization", kToken}};
+  if (!key.empty()) h.emplace("Idempotency-Key", key);
+  return h;
+}
+
+const char* kSpec = R"({"name": "crash", "gpus": 8})";
+
+// key → id of every job in the store; fails the test on a key that names two jobs.
+std::map<std::string, std::int64_t> AllJobs(int port, std::int64_t* total) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10);
+  std::map<std::string, std::int64_t> out;
+  *total = 0;
+  std::string cursor;
+  while (true) {
+    std::string path = "/api/v1/jobs?limit=1000" + (cursor.empty() ? "" : "&cursor=" + cursor);
+    auto res = c.Get(path.c_str(), Headers());
+    EXPECT_TRUE(res && res->status == 200);
+    if (!res || res->status != 200) return out;
+    json body = json::parse(res->body);
+    for (const auto& j : body["jobs"]) {
+      ++*total;
+      std::string key = j.value("idempotency_key", "");
+      EXPECT_TRUE(out.emplace(key, j["id"].get<std::int64_t>()).second)
+          << "idempotency key " << key << " names two jobs";
+    }
+    if (body["next_cursor"].is_null()) return out;
+    cursor = body["next_cursor"];
+  }
+}
+
+TEST(ServerCrashTest, AcknowledgedSubmissionsSurviveKill9) {
+  fs::path dir = fs::temp_directory_path() / ("baton_crash_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "auth.yaml")
+      << "principals:\n  - {name: ops, role: admin, token: crash-admin-token-0123456789}\n";
+
+  std::map<std::string, std::int64_t> acked;  // every acknowledged key, all rounds
+  std::set<std::string> in_doubt;             // sent, but no answer before the kill
+  for (int round = 0; round <= kRounds; ++round) {
+    Daemon daemon(dir, round);
+    int port = daemon.WaitForPort();
+    ASSERT_GT(port, 0) << "daemon did not start in round " << round << ":\n" << daemon.Log();
+    if (round > 0) {
+      EXPECT_NE(daemon.Log().find("recovered after an unclean shutdown"), std::string::npos)
+          << daemon.Log();
+    }
+
+    // Everything acknowledged before the kill is there, with the acknowledged id.
+    std::int64_t total = 0;
+    std::map<std::string, std::int64_t> stored = AllJobs(port, &total);
+    for (const auto& [key, id] : acked) {
+      auto it = stored.find(key);
+      ASSERT_TRUE(it != stored.end()) << "round " << round << ": acknowledged " << key << " lost";
+      EXPECT_EQ(it->second, id) << key;
+    }
+    // Submissions in doubt may or may not have been stored; retrying them with their key
+    // yields exactly one job each.
+    httplib::Client retry("127.0.0.1", port);
+    for (const std::string& key : in_doubt) {
+      auto res = retry.Post("/api/v1/jobs", Headers(key), kSpec, "application/json");
+      ASSERT_TRUE(res) << key;
+      ASSERT_TRUE(res->status == 200 || res->status == 201) << res->status << " " << res->body;
+      acked[key] = json::parse(res->body)["id"];
+    }
+    in_doubt.clear();
+    stored = AllJobs(port, &total);
+    EXPECT_EQ(static_cast<std::size_t>(total), acked.size()) << "round " << round;
+
+    if (round == kRounds) {
+      // The last daemon stops gracefully: exit 0 and a cleanly closed database.
+      int status = daemon.Kill(SIGTERM);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << daemon.Log();
+      EXPECT_FALSE(fs::exists(dir / "baton.db-wal"));
+      break;
+    }
+
+    std::mutex mu;
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> clients;
+    for (int t = 0; t < kClients; ++t) {
+      clients.emplace_back([&, t] {
+        httplib::Client c("127.0.0.1", port);
+        c.set_read_timeout(5);
+        for (int i = 0; !stop; ++i) {
+          std::string key = std::to_string(round);
+          key.append("-").append(std::to_string(t)).append("-").append(std::to_string(i));
+          auto res = c.Post("/api/v1/jobs", Headers(key), kSpec, "application/json");
+          std::lock_guard lock(mu);
+          if (res && (res->status == 201 || res->status == 200)) {
+            acked[key] = json::parse(res->body)["id"];
+          } else {
+            in_doubt.insert(key);  // the daemon died under this request
+            return;
+          }
+        }
+      });
+    }
+    // Kill at a different moment each round (30..130 ms into the load).
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 + (round * 37) % 100));
+    daemon.Kill(SIGKILL);
+    stop = true;
+    for (auto& c : clients) c.join();
+  }
+  EXPECT_GT(acked.size(), static_cast<std::size_t>(kRounds));  // the load did submit
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace baton::server

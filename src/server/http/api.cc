@@ -1,0 +1,504 @@
+#include "server/http/api.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+
+#include "core/log.h"
+#include "core/strings.h"
+#include "server/http/job_spec.h"
+
+namespace baton::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void SendJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
+
+void SendError(httplib::Response& res, int status, std::string_view code, std::string_view message,
+               std::string_view field = {}) {
+  json err = {{"code", code}, {"message", message}};
+  if (!field.empty()) err["field"] = field;
+  SendJson(res, status, json{{"error", std::move(err)}});
+}
+
+int HttpStatus(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kFailedPrecondition:
+      return 409;
+    case StatusCode::kResourceExhausted:
+      return 429;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+void SendStatus(httplib::Response& res, const Status& s, std::string_view field = {}) {
+  SendError(res, HttpStatus(s.code()), StatusCodeName(s.code()), s.message(), field);
+}
+
+std::string_view ErrorCodeForHttp(int status) {
+  switch (status) {
+    case 400:
+      return "INVALID_ARGUMENT";
+    case 401:
+      return "UNAUTHENTICATED";
+    case 403:
+      return "PERMISSION_DENIED";
+    case 404:
+      return "NOT_FOUND";
+    case 405:
+      return "METHOD_NOT_ALLOWED";
+    case 408:
+      return "REQUEST_TIMEOUT";
+    case 413:
+      return "PAYLOAD_TOO_LARGE";
+    case 414:
+      return "URI_TOO_LONG";
+    case 415:
+      return "UNSUPPORTED_MEDIA_TYPE";
+    default:
+      return status >= 500 ? "INTERNAL" : "INVALID_ARGUMENT";
+  }
+}
+
+std::string Rfc3339(TimePoint t) {
+  double secs = t.since_epoch.value();
+  auto whole = static_cast<std::time_t>(std::floor(secs));
+  int millis = static_cast<int>((secs - static_cast<double>(whole)) * 1000);
+  std::tm tm{};
+  gmtime_r(&whole, &tm);
+  char buf[40];
+  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", millis);
+  return buf;
+}
+
+json JobJson(const JobRecord& j) {
+  json spec = json::parse(j.spec_json, nullptr, /*allow_exceptions=*/false);
+  json out = {{"id", j.id},
+              {"tenant", j.tenant},
+              {"name", j.name},
+              {"state", JobStateName(j.state)},
+              {"attempts", j.attempts},
+              {"created_at", Rfc3339(j.created_at)},
+              {"updated_at", Rfc3339(j.updated_at)},
+              {"spec", spec.is_discarded() ? json(nullptr) : spec}};
+  if (!j.idempotency_key.empty()) out["idempotency_key"] = j.idempotency_key;
+  return out;
+}
+
+json NodeJson(const NodeAdminState& n) {
+  return {{"node", n.node},
+          {"admin", NodeAdminName(n.admin)},
+          {"reason", n.reason},
+          {"by", n.by},
+          {"updated_at", Rfc3339(n.updated_at)}};
+}
+
+bool ValidIdempotencyKey(std::string_view key) {
+  if (key.empty() || key.size() > 255) return false;
+  for (char c : key) {
+    if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e) return false;
+  }
+  return true;
+}
+
+// The route label of the request being handled on this thread (for the latency histogram), and
+// when it started; set by the pre-routing hook and the route wrappers.
+thread_local const char* t_route = nullptr;
+thread_local Clock::time_point t_start;
+
+enum class Access { kPublic, kAuthenticated, kAdmin };
+
+}  // namespace
+
+// The handlers, with access to the Api's members.
+struct Api::Routes {
+  using Handler =
+      std::function<void(const httplib::Request&, httplib::Response&, const Principal&)>;
+
+  Api& api;
+  httplib::Server& server;
+
+  void Add(const char* method, const std::string& pattern, const char* route, Access access,
+           Handler handler) {
+    auto wrapped = [this, route, access, handler = std::move(handler)](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+      t_route = route;
+      Principal principal;
+      if (access != Access::kPublic) {
+        Result<Principal> p = api.auth_.Authenticate(req.get_header_value("Authorization"));
+        if (!p.ok()) {
+          res.set_header("WWW-Authenticate", "Bearer");
+          SendError(res, 401, "UNAUTHENTICATED", p.status().message(), "Authorization");
+          return;
+        }
+        principal = *p;
+        if (access == Access::kAdmin && principal.role != Role::kAdmin) {
+          SendError(res, 403, "PERMISSION_DENIED",
+                    "this endpoint needs the admin role; " + principal.name + " is a tenant");
+          return;
+        }
+      }
+      handler(req, res, principal);
+    };
+    std::string m = method;
+    if (m == "GET") {
+      server.Get(pattern, wrapped);
+    } else if (m == "POST") {
+      server.Post(pattern, wrapped);
+    } else {
+      server.Delete(pattern, wrapped);
+    }
+  }
+
+  // Loads a job the principal may see; a tenant gets "not found" for other tenants' jobs, so
+  // that ids do not reveal what other tenants run.
+  std::optional<JobRecord> VisibleJob(const httplib::Request& req, httplib::Response& res,
+                                      const Principal& who) {
+    std::optional<std::int64_t> id = ParseInt64(req.matches[1].str());
+    if (!id || *id <= 0) {
+      SendError(res, 404, "NOT_FOUND", "job " + Printable(req.matches[1].str()) + " not found");
+      return std::nullopt;
+    }
+    Result<JobRecord> job = api.store_.Get(*id);
+    if (!job.ok()) {
+      SendStatus(res, job.status());
+      return std::nullopt;
+    }
+    if (who.role != Role::kAdmin && job->tenant != who.tenant) {
+      SendError(res, 404, "NOT_FOUND", "job " + std::to_string(*id) + " not found");
+      return std::nullopt;
+    }
+    return std::move(job).value();
+  }
+
+  void Submit(const httplib::Request& req, httplib::Response& res, const Principal& who) {
+    Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
+    if (!format.ok()) {
+      SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE", format.status().message(), "Content-Type");
+      return;
+    }
+    std::string field;
+    Result<JobSpec> spec = ParseJobSpec(req.body, *format, &field);
+    if (!spec.ok()) {
+      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
+      SendError(res, 400, "INVALID_ARGUMENT", spec.status().message(), field);
+      return;
+    }
+    if (spec->tenant && *spec->tenant != who.tenant && who.role != Role::kAdmin) {
+      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
+      SendError(res, 403, "PERMISSION_DENIED",
+                who.name + " may only submit jobs for tenant " + who.tenant, "tenant");
+      return;
+    }
+    if (!spec->tenant) spec->tenant = who.tenant;
+    std::string key = req.get_header_value("Idempotency-Key");
+    if (req.has_header("Idempotency-Key") && !ValidIdempotencyKey(key)) {
+      SendError(res, 400, "INVALID_ARGUMENT",
+                "Idempotency-Key must be 1-255 printable ASCII characters", "Idempotency-Key");
+      return;
+    }
+    NewJob job{*spec->tenant, spec->name, CanonicalJson(*spec), key};
+    Result<SubmitResult> r = api.store_.Submit(job);
+    if (!r.ok()) {
+      LOG_ERROR("submit for tenant {} failed: {}", job.tenant, r.status().ToString());
+      SendStatus(res, r.status());
+      return;
+    }
+    if (!r->created) {
+      if (r->job.spec_json != job.spec_json) {
+        SendError(res, 409, "IDEMPOTENCY_KEY_REUSED",
+                  "Idempotency-Key '" + key + "' was used for a different request (job " +
+                      std::to_string(r->job.id) + ")",
+                  "Idempotency-Key");
+        return;
+      }
+      api.submissions_.WithLabels({job.tenant, "replayed"}).Increment();
+      res.set_header("Idempotent-Replayed", "true");
+      SendJson(res, 200, JobJson(r->job));
+      return;
+    }
+    api.submissions_.WithLabels({job.tenant, "created"}).Increment();
+    api.controller_.OnJobSubmitted(r->job);
+    res.set_header("Location", "/api/v1/jobs/" + std::to_string(r->job.id));
+    SendJson(res, 201, JobJson(r->job));
+  }
+
+  void List(const httplib::Request& req, httplib::Response& res, const Principal& who) {
+    JobFilter filter;
+    for (const auto& [name, value] : req.params) {
+      if (name != "tenant" && name != "state" && name != "limit" && name != "cursor") {
+        SendError(res, 400, "INVALID_ARGUMENT",
+                  "unknown query parameter (expected tenant, state, limit or cursor)",
+                  Printable(name, 64));
+        return;
+      }
+    }
+    if (req.has_param("tenant")) filter.tenant = req.get_param_value("tenant");
+    if (who.role != Role::kAdmin) {
+      if (filter.tenant && *filter.tenant != who.tenant) {
+        SendError(res, 403, "PERMISSION_DENIED",
+                  who.name + " may only list jobs of tenant " + who.tenant, "tenant");
+        return;
+      }
+      filter.tenant = who.tenant;
+    }
+    if (req.has_param("state")) {
+      Result<JobState> state = ParseJobState(req.get_param_value("state"));
+      if (!state.ok())
+        return SendError(res, 400, "INVALID_ARGUMENT", state.status().message(), "state");
+      filter.state = *state;
+    }
+    if (req.has_param("limit")) {
+      std::optional<std::int64_t> limit = ParseInt64(req.get_param_value("limit"));
+      if (!limit || *limit < 1 || *limit > 1000) {
+        return SendError(res, 400, "INVALID_ARGUMENT", "limit must be an integer in 1..1000",
+                         "limit");
+      }
+      filter.limit = static_cast<int>(*limit);
+    }
+    if (req.has_param("cursor")) {
+      std::optional<std::int64_t> after = ParseInt64(req.get_param_value("cursor"));
+      if (!after || *after < 0) {
+        return SendError(res, 400, "INVALID_ARGUMENT", "cursor is not one this API returned",
+                         "cursor");
+      }
+      filter.after = *after;
+    }
+    Result<JobPage> page = api.store_.List(filter);
+    if (!page.ok()) return SendStatus(res, page.status());
+    json jobs = json::array();
+    for (const JobRecord& j : page->jobs) jobs.push_back(JobJson(j));
+    json body = {{"jobs", std::move(jobs)}, {"next_cursor", nullptr}};
+    if (page->next_after) body["next_cursor"] = std::to_string(*page->next_after);
+    SendJson(res, 200, body);
+  }
+
+  void Cancel(const httplib::Request& req, httplib::Response& res, const Principal& who) {
+    std::optional<JobRecord> job = VisibleJob(req, res, who);
+    if (!job) return;
+    if (job->state == JobState::kCancelling || job->state == JobState::kCancelled) {
+      return SendJson(res, 200, JobJson(*job));  // cancelling twice is not an error
+    }
+    std::string by = "by " + who.name;
+    Result<JobRecord> r = api.store_.Transition(
+        job->id, {{JobState::kQueued}, JobState::kCancelled, "cancelled", by});
+    if (!r.ok() && r.status().code() == StatusCode::kFailedPrecondition) {
+      r = api.store_.Transition(
+          job->id, {{JobState::kRunning}, JobState::kCancelling, "cancel_requested", by});
+    }
+    if (!r.ok()) return SendStatus(res, r.status());
+    api.controller_.OnJobCancelRequested(*r);
+    SendJson(res, 202, JobJson(*r));
+  }
+
+  void Events(const httplib::Request& req, httplib::Response& res, const Principal& who) {
+    std::optional<JobRecord> job = VisibleJob(req, res, who);
+    if (!job) return;
+    Result<std::vector<JobEvent>> events = api.store_.Events(job->id, 1000);
+    if (!events.ok()) return SendStatus(res, events.status());
+    json list = json::array();
+    for (const JobEvent& e : *events) {
+      list.push_back({{"time", Rfc3339(e.time)}, {"kind", e.kind}, {"message", e.message}});
+    }
+    SendJson(res, 200, json{{"job", job->id}, {"events", std::move(list)}});
+  }
+
+  void SetNode(const httplib::Request& req, httplib::Response& res, const Principal& who) {
+    NodeAdminState state;
+    state.node = req.matches[1].str();
+    std::string verb = req.matches[2].str();
+    state.admin = verb == "cordon"  ? NodeAdmin::kCordoned
+                  : verb == "drain" ? NodeAdmin::kDraining
+                                    : NodeAdmin::kActive;
+    state.by = who.name;
+    if (!req.body.empty()) {
+      json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+      if (body.is_discarded() || !body.is_object()) {
+        return SendError(res, 400, "INVALID_ARGUMENT", "body must be a JSON object", "");
+      }
+      for (const auto& [key, v] : body.items()) {
+        if (key != "reason") {
+          return SendError(res, 400, "INVALID_ARGUMENT", "unknown field (expected reason)",
+                           Printable(key, 64));
+        }
+        if (!v.is_string() || v.get<std::string>().size() > 1024) {
+          return SendError(res, 400, "INVALID_ARGUMENT", "must be a string of at most 1024 bytes",
+                           "reason");
+        }
+        state.reason = v.get<std::string>();
+      }
+    }
+    Status s = api.store_.SetNodeAdmin(state);
+    if (!s.ok()) return SendStatus(res, s);
+    api.controller_.OnNodeAdminChanged(state);
+    LOG_INFO("node {} set {} by {}: {}", state.node, NodeAdminName(state.admin), who.name,
+             state.reason);
+    SendJson(res, 200, NodeJson(state));
+  }
+
+  void Nodes(httplib::Response& res) {
+    Result<std::vector<NodeAdminState>> nodes = api.store_.ListNodeAdmin();
+    if (!nodes.ok()) return SendStatus(res, nodes.status());
+    json list = json::array();
+    for (const auto& n : *nodes) list.push_back(NodeJson(n));
+    SendJson(res, 200, json{{"nodes", std::move(list)}});
+  }
+
+  void Install() {
+    using R = const httplib::Request&;
+    using W = httplib::Response&;
+    using P = const Principal&;
+    const std::string job = R"(/api/v1/jobs/(\d{1,19}))";
+    Add("GET", "/healthz", "/healthz", Access::kPublic, [this](R, W res, P) {
+      JobFilter probe;
+      probe.limit = 1;
+      Result<JobPage> page = api.store_.List(probe);  // the store answers reads
+      if (!page.ok()) return SendStatus(res, page.status());
+      SendJson(res, 200, json{{"status", "ok"}});
+    });
+    Add("GET", "/metrics", "/metrics", Access::kPublic, [this](R, W res, P) {
+      res.status = 200;
+      res.set_content(api.registry_.Render(), std::string(Registry::kContentType).c_str());
+    });
+    Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, W res, P) {
+      res.status = 200;
+      res.set_content(std::string(OpenApiJson()), "application/json");
+    });
+    Add("POST", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
+        [this](R req, W res, P who) { Submit(req, res, who); });
+    Add("GET", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
+        [this](R req, W res, P who) { List(req, res, who); });
+    Add("GET", job, "/api/v1/jobs/{id}", Access::kAuthenticated, [this](R req, W res, P who) {
+      if (auto j = VisibleJob(req, res, who)) SendJson(res, 200, JobJson(*j));
+    });
+    Add("DELETE", job, "/api/v1/jobs/{id}", Access::kAuthenticated,
+        [this](R req, W res, P who) { Cancel(req, res, who); });
+    Add("POST", job + ":cancel", "/api/v1/jobs/{id}:cancel", Access::kAuthenticated,
+        [this](R req, W res, P who) { Cancel(req, res, who); });
+    Add("GET", job + "/events", "/api/v1/jobs/{id}/events", Access::kAuthenticated,
+        [this](R req, W res, P who) { Events(req, res, who); });
+    Add("GET", "/api/v1/nodes", "/api/v1/nodes", Access::kAdmin,
+        [this](R, W res, P) { Nodes(res); });
+    Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
+        "/api/v1/nodes/{node}:{action}", Access::kAdmin,
+        [this](R req, W res, P who) { SetNode(req, res, who); });
+  }
+};
+
+Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics)
+    : store_(store),
+      auth_(auth),
+      controller_(controller),
+      registry_(metrics),
+      request_duration_(metrics.AddHistogram("baton_http_request_duration_seconds",
+                                             "Time to serve an HTTP request, by route and status.",
+                                             {"method", "route", "code"}, LatencyBuckets())),
+      submissions_(
+          metrics.AddCounter("baton_submissions_total",
+                             "Job submissions by tenant and result (created, replayed, rejected).",
+                             {"tenant", "result"})),
+      jobs_(metrics.AddGauge("baton_jobs", "Jobs in the store by state.", {"state"})) {
+  metrics.AddCollectHook([this] {
+    Result<std::map<JobState, std::int64_t>> counts = store_.CountByState();
+    if (!counts.ok()) return;
+    for (const auto& [state, n] : *counts) {
+      jobs_.WithLabels({JobStateName(state)}).Set(static_cast<double>(n));
+    }
+  });
+}
+
+void Api::Register(httplib::Server& server, std::size_t max_body_bytes) {
+  server.set_payload_max_length(max_body_bytes);
+  auto routes = std::make_shared<Routes>(Routes{*this, server});
+  routes->Install();
+  // httplib keeps the handlers (which capture `routes`) alive.
+  server.set_pre_routing_handler(
+      [routes, max_body = max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+        t_route = "unmatched";
+        t_start = Clock::now();
+        // httplib reads (and discards) a too-large body before it answers 413, which is what a
+        // client that only reads after sending needs. A body far over the limit (a 1 GB upload) is
+        // refused from its Content-Length before a byte of it is read, and the connection dropped.
+        std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
+        if (length && *length / 8 > static_cast<std::int64_t>(max_body)) {
+          t_route = "rejected";
+          res.set_header("Connection", "close");
+          SendError(res, 413, "PAYLOAD_TOO_LARGE",
+                    "request body of " + std::to_string(*length) +
+                        " bytes is larger than the limit of " + std::to_string(max_body),
+                    "body");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
+  // Fills in a JSON body for errors httplib produces itself (no route, body too large, ...).
+  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message;
+    switch (res.status) {
+      case 400:
+        message = "malformed or incomplete HTTP request";
+        break;
+      case 404:
+        message = "no such endpoint";
+        break;
+      case 413:
+        message = "request body is larger than the limit";
+        break;
+      default:
+        message = "request failed with HTTP status " + std::to_string(res.status);
+    }
+    SendError(res, res.status, ErrorCodeForHttp(res.status), message,
+              res.status == 413 ? "body" : "");
+  });
+  server.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        LOG_ERROR("{} {}: unhandled exception: {}", req.method, req.path, what);
+        SendError(res, 500, "INTERNAL", "internal error");
+      });
+  server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    // Requests rejected before routing (413, malformed request lines) have no start time.
+    const char* route = t_route != nullptr ? t_route : "unmatched";
+    double seconds =
+        t_route != nullptr ? std::chrono::duration<double>(Clock::now() - t_start).count() : 0.0;
+    request_duration_.WithLabels({req.method, route, std::to_string(res.status)}).Observe(seconds);
+    LOG_DEBUG("{} {} {} {:.3f}ms", req.method, req.path, res.status, seconds * 1e3);
+    t_route = nullptr;
+  });
+}
+
+}  // namespace baton::server

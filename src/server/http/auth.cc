@@ -1,0 +1,135 @@
+#include "server/http/auth.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/strings.h"
+
+namespace baton::server {
+
+std::string_view RoleName(Role r) { return r == Role::kAdmin ? "admin" : "tenant"; }
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  // Runs over all of b whatever a holds; the only thing timing can reveal is b's length.
+  volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    diff = diff | static_cast<unsigned char>(x ^ static_cast<unsigned char>(b[i]));
+  }
+  return diff == 0;
+}
+
+namespace {
+
+constexpr std::size_t kMinTokenBytes = 16;
+
+bool ValidTenant(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<Authenticator> Authenticator::FromYaml(std::string_view yaml, std::string_view source) {
+  Authenticator auth;
+  std::string where(source);
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml));
+    YAML::Node list = root["principals"];
+    if (!list || !list.IsSequence() || list.size() == 0) {
+      return InvalidArgumentError(where + ": 'principals' must be a non-empty list");
+    }
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node& p = list[i];
+      std::string at = where + ": principals[" + std::to_string(i) + "]";
+      if (!p.IsMap()) return InvalidArgumentError(at + ": must be a mapping");
+      for (const auto& kv : p) {
+        std::string key = kv.first.as<std::string>();
+        if (key != "name" && key != "role" && key != "tenant" && key != "token") {
+          return InvalidArgumentError(at + ": unknown field '" + Printable(key) + "'");
+        }
+      }
+      Entry e;
+      if (!p["name"] || !p["name"].IsScalar() || p["name"].Scalar().empty()) {
+        return InvalidArgumentError(at + ": field 'name' is required");
+      }
+      e.principal.name = p["name"].Scalar();
+      if (!names.insert(e.principal.name).second) {
+        return InvalidArgumentError(at + ": duplicate name '" + Printable(e.principal.name) + "'");
+      }
+      std::string role = p["role"] && p["role"].IsScalar() ? p["role"].Scalar() : "";
+      if (role == "admin") {
+        e.principal.role = Role::kAdmin;
+      } else if (role == "tenant") {
+        e.principal.role = Role::kTenant;
+      } else {
+        return InvalidArgumentError(at + ": field 'role' must be admin or tenant");
+      }
+      if (p["tenant"]) {
+        e.principal.tenant = p["tenant"].IsScalar() ? p["tenant"].Scalar() : "";
+        if (!ValidTenant(e.principal.tenant)) {
+          return InvalidArgumentError(at +
+                                      ": field 'tenant' must be 1-64 characters of "
+                                      "[A-Za-z0-9._-]");
+        }
+      } else if (e.principal.role == Role::kTenant) {
+        return InvalidArgumentError(at + ": field 'tenant' is required for role tenant");
+      } else {
+        e.principal.tenant = "default";
+      }
+      e.token = p["token"] && p["token"].IsScalar() ? p["token"].Scalar() : "";
+      if (e.token.size() < kMinTokenBytes) {
+        return InvalidArgumentError(at + ": field 'token' must be at least 16 characters");
+      }
+      for (char c : e.token) {
+        if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
+          return InvalidArgumentError(at + ": field 'token' must be printable ASCII");
+        }
+      }
+      for (const Entry& other : auth.entries_) {
+        if (other.token == e.token) {
+          return InvalidArgumentError(at + ": token is the same as " + other.principal.name + "'s");
+        }
+      }
+      auth.entries_.push_back(std::move(e));
+    }
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(where + ": " + e.what());
+  }
+  return auth;
+}
+
+Result<Authenticator> Authenticator::LoadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError("cannot read auth config " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return FromYaml(ss.str(), path);
+}
+
+Result<Principal> Authenticator::Authenticate(std::string_view authorization) const {
+  if (authorization.empty()) return UnauthenticatedError("missing Authorization header");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (authorization.size() <= kBearer.size() ||
+      !EqualsIgnoreCase(authorization.substr(0, kBearer.size()), kBearer)) {
+    return UnauthenticatedError("Authorization header must be 'Bearer <token>'");
+  }
+  std::string_view token = Trim(authorization.substr(kBearer.size()));
+  const Entry* match = nullptr;
+  for (const Entry& e : entries_) {  // no early exit: every token is compared
+    if (ConstantTimeEquals(token, e.token)) match = &e;
+  }
+  if (match == nullptr) return UnauthenticatedError("unknown token");
+  return match->principal;
+}
+
+}  // namespace baton::server

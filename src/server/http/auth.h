@@ -1,0 +1,56 @@
+// Authenticator: bearer tokens → principals (a name, a role and a tenant), loaded from a YAML file
+// that the operator writes:
+//
+//   principals:
+//     - {name: ops,   role: admin,  token: "…at least 16 characters…"}
+//     - {name: alice, role: tenant, tenant: team-a, token: "…"}
+//
+// An admin sees and changes every tenant's jobs and may use the admin endpoints; a tenant
+// principal sees and changes only its own tenant's jobs. Token comparison takes the same time
+// whichever byte differs, and every configured token is compared on each request.
+//
+// Immutable after loading: Authenticate may be called concurrently.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace baton::server {
+
+enum class Role { kAdmin, kTenant };
+std::string_view RoleName(Role r);  // "admin", "tenant"
+
+struct Principal {
+  std::string name;
+  Role role = Role::kTenant;
+  std::string tenant;  // for admins: the tenant their own submissions default to ("default")
+};
+
+// True when a and b are equal; the time taken does not depend on where they differ.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+class Authenticator {
+ public:
+  // Errors (kInvalidArgument) name the file and the entry: a missing or short token, a duplicate
+  // token or name, an unknown role, a tenant principal without a tenant.
+  static Result<Authenticator> FromYaml(std::string_view yaml, std::string_view source = "auth");
+  static Result<Authenticator> LoadFile(const std::string& path);
+
+  // `authorization` is the Authorization header value. kUnauthenticated when it is missing, not
+  // "Bearer <token>", or the token is unknown.
+  Result<Principal> Authenticate(std::string_view authorization) const;
+
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::string token;
+    Principal principal;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace baton::server

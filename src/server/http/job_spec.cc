@@ -1,0 +1,340 @@
+#include "server/http/job_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/strings.h"
+#include "topology/cluster.h"
+#include "topology/gpu.h"
+
+namespace baton::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxDepth = 32;
+constexpr int kMaxYamlNodes = 100'000;
+constexpr std::size_t kMaxCommandArgs = 256;
+constexpr std::size_t kMaxArgBytes = 4096;
+
+// An error naming a field; carried out of the validators.
+struct FieldError {
+  std::string field;
+  std::string message;
+};
+
+Status Fail(std::string* out_field, const FieldError& e) {
+  if (out_field != nullptr) *out_field = e.field;
+  std::string message = e.field.empty() ? e.message : "field '" + e.field + "': " + e.message;
+  return InvalidArgumentError(std::move(message));
+}
+
+// --- YAML → JSON, so that one validator serves both formats. ---------------------------------
+
+std::optional<FieldError> YamlToJson(const YAML::Node& node, int depth, int& budget,
+                                     const std::string& path, json& out) {
+  if (depth > kMaxDepth) return FieldError{path, "nested deeper than 32 levels"};
+  // Aliases share nodes, so a small document can expand enormously ("billion laughs").
+  if (--budget < 0) return FieldError{"", "document has too many nodes"};
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      out = nullptr;
+      return std::nullopt;
+    case YAML::NodeType::Sequence: {
+      out = json::array();
+      std::size_t i = 0;
+      for (const auto& item : node) {
+        json v;
+        if (auto e = YamlToJson(item, depth + 1, budget, path + "[" + std::to_string(i) + "]", v)) {
+          return e;
+        }
+        out.push_back(std::move(v));
+        ++i;
+      }
+      return std::nullopt;
+    }
+    case YAML::NodeType::Map: {
+      out = json::object();
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) return FieldError{path, "mapping keys must be strings"};
+        std::string key = kv.first.Scalar();
+        std::string child = path.empty() ? key : path + "." + key;
+        json v;
+        if (auto e = YamlToJson(kv.second, depth + 1, budget, child, v)) return e;
+        out[key] = std::move(v);
+      }
+      return std::nullopt;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      // A quoted scalar ("8") is a string; only plain scalars take YAML's implicit types.
+      if (node.Tag() == "!") {
+        out = s;
+      } else if (s == "true" || s == "True" || s == "TRUE") {
+        out = true;
+      } else if (s == "false" || s == "False" || s == "FALSE") {
+        out = false;
+      } else if (s == "null" || s == "Null" || s == "NULL" || s == "~") {
+        out = nullptr;
+      } else if (auto i = ParseInt64(s)) {
+        out = *i;
+      } else if (auto d = ParseDouble(s); d && std::isfinite(*d)) {
+        out = *d;
+      } else {
+        out = s;
+      }
+      return std::nullopt;
+    }
+  }
+  return FieldError{path, "unsupported YAML node"};
+}
+
+// --- Field validators. -------------------------------------------------------------------------
+
+bool ValidName(std::string_view s, std::size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
+  }
+  return true;
+}
+
+std::string TypeName(const json& v) { return v.type_name(); }
+
+std::optional<FieldError> GetInt(const json& v, const std::string& field, std::int64_t lo,
+                                 std::int64_t hi, std::int64_t& out) {
+  std::string range =
+      "must be an integer between " + std::to_string(lo) + " and " + std::to_string(hi);
+  if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(hi)) {
+      return FieldError{field, range + ", got " + std::to_string(u)};
+    }
+    out = static_cast<std::int64_t>(u);
+  } else if (v.is_number_integer()) {
+    out = v.get<std::int64_t>();
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!std::isfinite(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      return FieldError{field, range + ", got " + v.dump()};
+    }
+    if (d != std::floor(d)) return FieldError{field, range + ", got " + v.dump()};
+    out = static_cast<std::int64_t>(d);
+  } else {
+    return FieldError{field, range + ", got " + TypeName(v)};
+  }
+  if (out < lo || out > hi) return FieldError{field, range + ", got " + std::to_string(out)};
+  return std::nullopt;
+}
+
+std::optional<FieldError> GetSeconds(const json& v, const std::string& field, double hi,
+                                     double& out) {
+  std::string range = "must be a number of seconds between 0 and " + json(hi).dump();
+  if (!v.is_number()) return FieldError{field, range + ", got " + TypeName(v)};
+  out = v.get<double>();
+  if (!std::isfinite(out) || out < 0 || out > hi) {
+    return FieldError{field, range + ", got " + v.dump()};
+  }
+  return std::nullopt;
+}
+
+std::optional<FieldError> GetString(const json& v, const std::string& field, std::string& out) {
+  if (!v.is_string()) return FieldError{field, "must be a string, got " + TypeName(v)};
+  out = v.get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<FieldError> GetLevel(const json& v, const std::string& field, std::string& out,
+                                   topo::Level& level) {
+  if (auto e = GetString(v, field, out)) return e;
+  Result<topo::Level> parsed = topo::ParseLevel(out);
+  if (!parsed.ok() || *parsed == topo::Level::kGpu || *parsed == topo::Level::kNone) {
+    return FieldError{field, "unknown topology level '" + Printable(out) +
+                                 "' (expected node, nvlink-domain, leaf, spine, group or core)"};
+  }
+  level = *parsed;
+  out = std::string(topo::LevelName(level));
+  return std::nullopt;
+}
+
+std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
+  if (!doc.is_object())
+    return FieldError{"", "the job spec must be an object, got " + TypeName(doc)};
+  bool has_name = false, has_gpus = false;
+  for (const auto& [key, v] : doc.items()) {
+    if (key == "name") {
+      if (auto e = GetString(v, key, spec.name)) return e;
+      if (!ValidName(spec.name, 128)) {
+        return FieldError{key,
+                          "must be 1-128 characters of [A-Za-z0-9._-] starting with a "
+                          "letter or digit, got '" +
+                              Printable(spec.name) + "'"};
+      }
+      has_name = true;
+    } else if (key == "tenant") {
+      std::string t;
+      if (auto e = GetString(v, key, t)) return e;
+      if (!ValidName(t, 64)) {
+        return FieldError{key,
+                          "must be 1-64 characters of [A-Za-z0-9._-], got '" + Printable(t) + "'"};
+      }
+      spec.tenant = std::move(t);
+    } else if (key == "gpus") {
+      if (auto e = GetInt(v, key, 1, kMaxJobGpus, spec.gpus)) return e;
+      has_gpus = true;
+    } else if (key == "gpus_per_node") {
+      std::int64_t g = 0;
+      if (auto e = GetInt(v, key, 1, topo::kMaxGpusPerNode, g)) return e;
+      spec.gpus_per_node = static_cast<int>(g);
+    } else if (key == "gpu_type") {
+      std::string t;
+      if (auto e = GetString(v, key, t)) return e;
+      Result<const topo::GpuSpec*> gpu = topo::FindGpu(t);
+      if (!gpu.ok()) return FieldError{key, gpu.status().message()};
+      spec.gpu_type = (*gpu)->name;
+    } else if (key == "priority") {
+      std::int64_t p = 0;
+      if (auto e = GetInt(v, key, -1000, 1000, p)) return e;
+      spec.priority = static_cast<int>(p);
+    } else if (key == "preemptible") {
+      if (!v.is_boolean()) return FieldError{key, "must be true or false, got " + TypeName(v)};
+      spec.preemptible = v.get<bool>();
+    } else if (key == "grace_period_s") {
+      if (auto e = GetSeconds(v, key, 86'400, spec.grace_period_s)) return e;
+    } else if (key == "estimated_runtime_s") {
+      if (auto e = GetSeconds(v, key, 365 * 86'400, spec.estimated_runtime_s)) return e;
+    } else if (key == "command") {
+      if (!v.is_array()) return FieldError{key, "must be a list of strings, got " + TypeName(v)};
+      if (v.size() > kMaxCommandArgs) return FieldError{key, "has more than 256 arguments"};
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        std::string field = "command[" + std::to_string(i) + "]";
+        std::string arg;
+        if (auto e = GetString(v[i], field, arg)) return e;
+        if (arg.size() > kMaxArgBytes) return FieldError{field, "is longer than 4096 bytes"};
+        if (arg.find('\0') != std::string::npos) return FieldError{field, "contains a NUL byte"};
+        spec.command.push_back(std::move(arg));
+      }
+    } else if (key == "topology") {
+      if (!v.is_object()) return FieldError{key, "must be an object, got " + TypeName(v)};
+      topo::Level required = topo::Level::kNone, preferred = topo::Level::kNone;
+      for (const auto& [tkey, tv] : v.items()) {
+        std::string field = "topology." + tkey;
+        if (tkey == "required") {
+          if (auto e = GetLevel(tv, field, spec.topology_required, required)) return e;
+        } else if (tkey == "preferred") {
+          if (auto e = GetLevel(tv, field, spec.topology_preferred, preferred)) return e;
+        } else {
+          return FieldError{field, "unknown field (expected required or preferred)"};
+        }
+      }
+      bool both = !spec.topology_required.empty() && !spec.topology_preferred.empty();
+      if (both && preferred > required) {
+        return FieldError{"topology.preferred", "'" + spec.topology_preferred +
+                                                    "' is looser than the required '" +
+                                                    spec.topology_required + "'"};
+      }
+    } else {
+      return FieldError{Printable(key, 64),
+                        "unknown field (expected name, tenant, gpus, gpus_per_node, gpu_type, "
+                        "priority, preemptible, grace_period_s, estimated_runtime_s, command or "
+                        "topology)"};
+    }
+  }
+  if (!has_name) return FieldError{"name", "is required"};
+  if (!has_gpus) return FieldError{"gpus", "is required"};
+  if (spec.gpus_per_node > 0) {
+    if (spec.gpus_per_node > spec.gpus) {
+      return FieldError{"gpus_per_node", "(" + std::to_string(spec.gpus_per_node) +
+                                             ") cannot exceed gpus (" + std::to_string(spec.gpus) +
+                                             ")"};
+    }
+    if (spec.gpus % spec.gpus_per_node != 0) {
+      return FieldError{"gpus_per_node", "(" + std::to_string(spec.gpus_per_node) +
+                                             ") must divide gpus (" + std::to_string(spec.gpus) +
+                                             ")"};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<BodyFormat> BodyFormatFromContentType(std::string_view content_type) {
+  std::string_view media = Trim(content_type.substr(0, content_type.find(';')));
+  if (media.empty() || EqualsIgnoreCase(media, "application/json")) return BodyFormat::kJson;
+  if (EqualsIgnoreCase(media, "application/yaml") ||
+      EqualsIgnoreCase(media, "application/x-yaml") || EqualsIgnoreCase(media, "text/yaml")) {
+    return BodyFormat::kYaml;
+  }
+  return InvalidArgumentError("unsupported Content-Type '" + Printable(media) +
+                              "' (expected application/json or application/yaml)");
+}
+
+Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::string* field) {
+  if (field != nullptr) field->clear();
+  json doc;
+  if (format == BodyFormat::kJson) {
+    // Iterative parser: deep nesting cannot overflow the stack. No exceptions: a parse error
+    // yields a "discarded" value.
+    doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+      // Re-parse with exceptions only to get the byte position for the message.
+      std::string reason = "malformed JSON";
+      try {
+        json unused = json::parse(body.begin(), body.end());
+      } catch (const json::exception& e) {
+        reason += ": ";
+        reason += e.what();
+      }
+      return Fail(field, {"", reason});
+    }
+  } else {
+    try {
+      YAML::Node root = YAML::Load(std::string(body));
+      int budget = kMaxYamlNodes;
+      if (auto e = YamlToJson(root, 0, budget, "", doc)) return Fail(field, *e);
+    } catch (const YAML::Exception& e) {
+      return Fail(field, {"", std::string("malformed YAML: ") + e.what()});
+    } catch (const std::exception& e) {
+      return Fail(field, {"", std::string("malformed YAML: ") + e.what()});
+    }
+  }
+  JobSpec spec;
+  try {
+    if (auto e = Validate(doc, spec)) return Fail(field, *e);
+  } catch (const json::exception& e) {  // not expected: every access is type-checked first
+    return Fail(field, {"", std::string("invalid job spec: ") + e.what()});
+  }
+  return spec;
+}
+
+std::string CanonicalJson(const JobSpec& spec) {
+  json j = {
+      {"name", spec.name},
+      {"gpus", spec.gpus},
+      {"gpus_per_node", spec.gpus_per_node},
+      {"gpu_type", spec.gpu_type},
+      {"priority", spec.priority},
+      {"preemptible", spec.preemptible},
+      {"grace_period_s", spec.grace_period_s},
+      {"estimated_runtime_s", spec.estimated_runtime_s},
+      {"command", spec.command},
+  };
+  // Optional fields are omitted when unset, so that the canonical form parses back.
+  if (spec.tenant) j["tenant"] = *spec.tenant;
+  json topology = json::object();
+  if (!spec.topology_required.empty()) topology["required"] = spec.topology_required;
+  if (!spec.topology_preferred.empty()) topology["preferred"] = spec.topology_preferred;
+  j["topology"] = std::move(topology);
+  if (spec.gpus_per_node == 0) j.erase("gpus_per_node");
+  if (spec.gpu_type.empty()) j.erase("gpu_type");
+  // Invalid UTF-8 cannot reach here (the parsers reject it), but never throw from dump().
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace baton::server

@@ -1,0 +1,53 @@
+// JobSpec: a job submission as the HTTP API accepts it (JSON, or YAML with the same fields),
+// strictly validated: unknown fields, wrong types and out-of-range values are rejected with the
+// offending field's name. The daemon stores the validated spec as canonical JSON (sorted keys,
+// defaults filled in), so that equal requests compare equal as strings.
+//
+// Parsing is a pure function with no shared state: safe to call from any thread. It never
+// throws; third-party parser exceptions are caught here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace baton::server {
+
+struct JobSpec {
+  std::string name;                   // [A-Za-z0-9][A-Za-z0-9._-]{0,127}
+  std::optional<std::string> tenant;  // only admins may name a tenant other than their own
+  std::int64_t gpus = 0;              // 1 .. kMaxJobGpus
+  int gpus_per_node = 0;              // 0: the scheduler decides; else 1..64 and divides gpus
+  std::string gpu_type;               // catalogue name ("H100-SXM"); empty: any
+  int priority = 0;                   // -1000 .. 1000
+  bool preemptible = true;
+  double grace_period_s = 30;        // 0 .. 86,400
+  double estimated_runtime_s = 0;    // 0 (unknown) .. one year
+  std::vector<std::string> command;  // argv; may be empty (the executor supplies one)
+  std::string topology_required;     // level name ("leaf", "spine", ...); empty: none
+  std::string topology_preferred;
+};
+
+inline constexpr std::int64_t kMaxJobGpus = 1'000'000;
+
+enum class BodyFormat { kJson, kYaml };
+
+// Maps a Content-Type header ("application/json; charset=utf-8", "application/yaml", ...) to a
+// format; empty means JSON. kInvalidArgument for anything else.
+Result<BodyFormat> BodyFormatFromContentType(std::string_view content_type);
+
+// Parses and validates a request body. On error, `*field` (when not null) is set to the dotted
+// path of the offending field ("gpus", "topology.required", "command[2]"), or to "" when the
+// body as a whole is malformed; the Status is kInvalidArgument and its message names the field
+// and the reason.
+Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::string* field);
+
+// Canonical JSON of a validated spec: sorted keys, every field present. Round-trips through
+// ParseJobSpec.
+std::string CanonicalJson(const JobSpec& spec);
+
+}  // namespace baton::server

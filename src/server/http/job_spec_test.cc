@@ -1,0 +1,153 @@
+#include "server/http/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace baton::server {
+namespace {
+
+struct BadCase {
+  const char* body;
+  const char* field;
+  const char* message_part;
+};
+
+class JobSpecRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(JobSpecRejects, NamesTheField) {
+  const BadCase& c = GetParam();
+  std::string field = "unset";
+  Result<JobSpec> r = ParseJobSpec(c.body, BodyFormat::kJson, &field);
+  ASSERT_FALSE(r.ok()) << c.body;
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(field, c.field) << r.status().message();
+  EXPECT_NE(r.status().message().find(c.message_part), std::string::npos) << r.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, JobSpecRejects,
+    ::testing::Values(
+        BadCase{"{", "", "malformed JSON"}, BadCase{"", "", "malformed JSON"},
+        BadCase{"[1,2]", "", "must be an object"}, BadCase{R"({"gpus": 8})", "name", "is required"},
+        BadCase{R"({"name": "a"})", "gpus", "is required"},
+        BadCase{R"({"name": "a", "gpus": 0})", "gpus", "between 1 and 1000000, got 0"},
+        BadCase{R"({"name": "a", "gpus": -3})", "gpus", "got -3"},
+        BadCase{R"({"name": "a", "gpus": 1000000000})", "gpus", "got 1000000000"},
+        BadCase{R"({"name": "a", "gpus": 18446744073709551615})", "gpus", "between"},
+        BadCase{R"({"name": "a", "gpus": 1e300})", "gpus", "between"},
+        BadCase{R"({"name": "a", "gpus": 8.5})", "gpus", "integer"},
+        BadCase{R"({"name": "a", "gpus": "8"})", "gpus", "got string"},
+        BadCase{R"({"name": "", "gpus": 8})", "name", "1-128"},
+        BadCase{R"({"name": "a b", "gpus": 8})", "name", "1-128"},
+        BadCase{R"({"name": 5, "gpus": 8})", "name", "must be a string"},
+        BadCase{R"({"name": "a", "gpus": 8, "gpus_per_node": 3})", "gpus_per_node", "divide"},
+        BadCase{R"({"name": "a", "gpus": 4, "gpus_per_node": 8})", "gpus_per_node", "exceed"},
+        BadCase{R"({"name": "a", "gpus": 128, "gpus_per_node": 128})", "gpus_per_node",
+                "between 1 and 64"},
+        BadCase{R"({"name": "a", "gpus": 8, "gpu_type": "TPUv5"})", "gpu_type", "TPUv5"},
+        BadCase{R"({"name": "a", "gpus": 8, "priority": 5000})", "priority", "-1000 and 1000"},
+        BadCase{R"({"name": "a", "gpus": 8, "preemptible": "yes"})", "preemptible",
+                "true or false"},
+        BadCase{R"({"name": "a", "gpus": 8, "grace_period_s": -1})", "grace_period_s", "seconds"},
+        BadCase{R"({"name": "a", "gpus": 8, "estimated_runtime_s": 1e12})", "estimated_runtime_s",
+                "seconds"},
+        BadCase{R"({"name": "a", "gpus": 8, "command": "python train.py"})", "command",
+                "list of strings"},
+        BadCase{R"({"name": "a", "gpus": 8, "command": ["python", 3]})", "command[1]",
+                "must be a string"},
+        BadCase{R"({"name": "a", "gpus": 8, "topology": {"required": "rack"}})",
+                "topology.required", "unknown topology level"},
+        BadCase{R"({"name": "a", "gpus": 8, "topology": {"prefered": "leaf"}})",
+                "topology.prefered", "unknown field"},
+        BadCase{R"({"name": "a", "gpus": 8, "topology": {"required": "node",
+                "preferred": "spine"}})",
+                "topology.preferred", "looser"},
+        BadCase{R"({"name": "a", "gpus": 8, "gpu": 8})", "gpu", "unknown field"},
+        BadCase{R"({"name": "a", "gpus": 8, "tenant": "../etc"})", "tenant", "1-64"}));
+
+TEST(JobSpecTest, AcceptsAFullSpecAndCanonicalises) {
+  std::string field;
+  Result<JobSpec> r = ParseJobSpec(R"({
+      "name": "llama-70b", "gpus": 1024, "gpus_per_node": 8, "gpu_type": "h100",
+      "priority": 10, "preemptible": false, "grace_period_s": 120,
+      "estimated_runtime_s": 86400, "command": ["torchrun", "train.py"],
+      "topology": {"required": "spine", "preferred": "leaf"}})",
+                                   BodyFormat::kJson, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gpus, 1024);
+  EXPECT_EQ(r->gpu_type, "H100-SXM");
+  EXPECT_FALSE(r->preemptible);
+  EXPECT_EQ(r->topology_required, "spine");
+  EXPECT_EQ(r->command.size(), 2u);
+  std::string canonical = CanonicalJson(*r);
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  ASSERT_TRUE(again.ok()) << canonical << ": " << again.status().ToString();
+  EXPECT_EQ(CanonicalJson(*again), canonical);
+}
+
+TEST(JobSpecTest, MinimalSpecGetsDefaults) {
+  Result<JobSpec> r = ParseJobSpec(R"({"name": "a", "gpus": 1})", BodyFormat::kJson, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->preemptible);
+  EXPECT_EQ(r->grace_period_s, 30);
+  EXPECT_FALSE(r->tenant.has_value());
+  EXPECT_EQ(CanonicalJson(*r),
+            R"({"command":[],"estimated_runtime_s":0.0,"gpus":1,"grace_period_s":30.0,)"
+            R"("name":"a","preemptible":true,"priority":0,"topology":{}})");
+}
+
+TEST(JobSpecTest, YamlBodiesUseTheSameRules) {
+  std::string field;
+  Result<JobSpec> r = ParseJobSpec(
+      "name: bert\ngpus: 16\ngpus_per_node: 8\npreemptible: false\ncommand: [python, '8']\n"
+      "topology:\n  required: leaf\n",
+      BodyFormat::kYaml, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gpus, 16);
+  EXPECT_EQ(r->command[1], "8");
+  EXPECT_EQ(r->topology_required, "leaf");
+
+  EXPECT_FALSE(ParseJobSpec("name: a\ngpus: '8'\n", BodyFormat::kYaml, &field).ok());
+  EXPECT_EQ(field, "gpus");
+  EXPECT_FALSE(ParseJobSpec("name: a\ngpus: 0\n", BodyFormat::kYaml, &field).ok());
+  EXPECT_EQ(field, "gpus");
+  EXPECT_FALSE(ParseJobSpec("name: [a\n", BodyFormat::kYaml, &field).ok());
+  EXPECT_EQ(field, "");
+  EXPECT_FALSE(
+      ParseJobSpec("name: a\ngpus: 8\ntopology: {required: x}\n", BodyFormat::kYaml, &field).ok());
+  EXPECT_EQ(field, "topology.required");
+}
+
+TEST(JobSpecTest, HostileYamlIsRejectedNotExpanded) {
+  // "Billion laughs": each level references the previous one nine times.
+  std::string doc = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    std::string name(1, c);
+    doc += name + ": &" + name + " [";
+    for (int i = 0; i < 9; ++i) doc += (i ? ", *" : "*") + prev;
+    doc += "]\n";
+    prev = name;
+  }
+  std::string field;
+  Result<JobSpec> r = ParseJobSpec(doc, BodyFormat::kYaml, &field);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("too many nodes"), std::string::npos) << r.status().message();
+
+  std::string deep(5000, '[');
+  EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kYaml, &field).ok());
+  EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kJson, &field).ok());
+}
+
+TEST(JobSpecTest, ContentTypes) {
+  EXPECT_EQ(BodyFormatFromContentType("").value(), BodyFormat::kJson);
+  EXPECT_EQ(BodyFormatFromContentType("application/json; charset=utf-8").value(),
+            BodyFormat::kJson);
+  EXPECT_EQ(BodyFormatFromContentType("application/yaml").value(), BodyFormat::kYaml);
+  EXPECT_EQ(BodyFormatFromContentType("Text/YAML").value(), BodyFormat::kYaml);
+  EXPECT_FALSE(BodyFormatFromContentType("text/plain").ok());
+}
+
+}  // namespace
+}  // namespace baton::server

@@ -1,0 +1,237 @@
+// The OpenAPI 3.0 description of the daemon's HTTP API. Kept by hand next to the handlers
+// (api.cc); api_test.cc checks that every route it serves is described here.
+#include "server/http/api.h"
+
+namespace baton::server {
+
+std::string_view OpenApiJson() {
+  static constexpr std::string_view kDocument = R"json({
+  "openapi": "3.0.3",
+  "info": {
+    "title": "baton scheduling daemon",
+    "version": "1",
+    "description": "Submit, inspect and cancel GPU training jobs; administer nodes. Authenticate with 'Authorization: Bearer <token>'. Tenants see only their own jobs; admins see all. Every error has the body {\"error\": {\"code\", \"message\", \"field\"}}."
+  },
+  "servers": [{"url": "/"}],
+  "security": [{"bearer": []}],
+  "paths": {
+    "/api/v1/jobs": {
+      "post": {
+        "summary": "Submit a job",
+        "description": "Durable when it returns 201. Repeating a request with the same Idempotency-Key (per tenant) returns the original job with 200 and creates nothing; reusing a key for a different spec is 409.",
+        "operationId": "submitJob",
+        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false,
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
+        "requestBody": {"required": true, "content": {
+          "application/json": {"schema": {"$ref": "#/components/schemas/JobSpec"}},
+          "application/yaml": {"schema": {"$ref": "#/components/schemas/JobSpec"}}}},
+        "responses": {
+          "201": {"description": "Created", "headers": {"Location": {"schema": {"type": "string"}}},
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
+          "200": {"description": "Idempotent replay: the original job",
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"},
+          "409": {"$ref": "#/components/responses/Error"},
+          "413": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      },
+      "get": {
+        "summary": "List jobs, oldest first",
+        "operationId": "listJobs",
+        "parameters": [
+          {"name": "tenant", "in": "query", "schema": {"type": "string"},
+           "description": "Admins: any tenant. Tenants: only their own (the default)."},
+          {"name": "state", "in": "query", "schema": {"$ref": "#/components/schemas/JobState"}},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+          {"name": "cursor", "in": "query", "schema": {"type": "string"},
+           "description": "next_cursor from the previous page"}
+        ],
+        "responses": {
+          "200": {"description": "A page of jobs", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["jobs", "next_cursor"],
+            "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
+                           "next_cursor": {"type": "string", "nullable": true}}}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/jobs/{id}": {
+      "parameters": [{"$ref": "#/components/parameters/JobId"}],
+      "get": {
+        "summary": "Get a job",
+        "operationId": "getJob",
+        "responses": {
+          "200": {"description": "The job", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"}
+        }
+      },
+      "delete": {
+        "summary": "Cancel a job (same as POST /api/v1/jobs/{id}:cancel)",
+        "operationId": "deleteJob",
+        "responses": {
+          "202": {"description": "Cancelled (was queued) or cancelling (was running)",
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
+          "200": {"description": "Already cancelled or cancelling",
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"},
+          "409": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/jobs/{id}:cancel": {
+      "parameters": [{"$ref": "#/components/parameters/JobId"}],
+      "post": {
+        "summary": "Cancel a job",
+        "operationId": "cancelJob",
+        "responses": {
+          "202": {"description": "Cancelled (was queued) or cancelling (was running)",
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
+          "200": {"description": "Already cancelled or cancelling",
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"},
+          "409": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/jobs/{id}/events": {
+      "parameters": [{"$ref": "#/components/parameters/JobId"}],
+      "get": {
+        "summary": "A job's history (queued, placed, preempted, failed, restarted, cancelled...), oldest first",
+        "operationId": "jobEvents",
+        "responses": {
+          "200": {"description": "Events", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["job", "events"],
+            "properties": {"job": {"type": "integer", "format": "int64"},
+                           "events": {"type": "array", "items": {"$ref": "#/components/schemas/JobEvent"}}}}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/nodes": {
+      "get": {
+        "summary": "Nodes with an administrative state (cordoned or draining). Admin only.",
+        "operationId": "listNodeAdmin",
+        "responses": {
+          "200": {"description": "Nodes", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["nodes"],
+            "properties": {"nodes": {"type": "array", "items": {"$ref": "#/components/schemas/NodeAdmin"}}}}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/nodes/{node}:{action}": {
+      "parameters": [
+        {"name": "node", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}},
+        {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["cordon", "drain", "uncordon"]}}
+      ],
+      "post": {
+        "summary": "Cordon (no new work), drain (no new work, move running jobs off) or uncordon a node. Admin only.",
+        "operationId": "setNodeAdmin",
+        "requestBody": {"required": false, "content": {"application/json": {"schema": {
+          "type": "object", "additionalProperties": false,
+          "properties": {"reason": {"type": "string", "maxLength": 1024}}}}}},
+        "responses": {
+          "200": {"description": "The node's new state", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NodeAdmin"}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/openapi.json": {
+      "get": {"summary": "This document", "operationId": "openapi", "security": [],
+              "responses": {"200": {"description": "OpenAPI 3 document", "content": {"application/json": {}}}}}
+    },
+    "/healthz": {
+      "get": {"summary": "Liveness: the daemon serves and its store answers", "operationId": "healthz", "security": [],
+              "responses": {"200": {"description": "Healthy", "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}}}}},
+                            "503": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/metrics": {
+      "get": {"summary": "Prometheus metrics, text format 0.0.4", "operationId": "metrics", "security": [],
+              "responses": {"200": {"description": "Metrics", "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}}}}}
+    }
+  },
+  "components": {
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "parameters": {
+      "JobId": {"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "format": "int64", "minimum": 1}}
+    },
+    "responses": {
+      "Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    },
+    "schemas": {
+      "Error": {
+        "type": "object", "required": ["error"],
+        "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
+          "code": {"type": "string", "example": "INVALID_ARGUMENT"},
+          "message": {"type": "string", "example": "field 'gpus': must be an integer between 1 and 1000000, got 0"},
+          "field": {"type": "string", "description": "The request field at fault (a dotted path, a header or a query parameter)", "example": "gpus"}}}}
+      },
+      "JobState": {"type": "string", "enum": ["queued", "running", "cancelling", "succeeded", "failed", "cancelled"]},
+      "JobSpec": {
+        "type": "object", "required": ["name", "gpus"], "additionalProperties": false,
+        "properties": {
+          "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
+          "tenant": {"type": "string", "description": "Defaults to the caller's tenant; only admins may name another"},
+          "gpus": {"type": "integer", "minimum": 1, "maximum": 1000000},
+          "gpus_per_node": {"type": "integer", "minimum": 1, "maximum": 64, "description": "Must divide gpus"},
+          "gpu_type": {"type": "string", "example": "H100-SXM"},
+          "priority": {"type": "integer", "minimum": -1000, "maximum": 1000, "default": 0},
+          "preemptible": {"type": "boolean", "default": true},
+          "grace_period_s": {"type": "number", "minimum": 0, "maximum": 86400, "default": 30},
+          "estimated_runtime_s": {"type": "number", "minimum": 0, "maximum": 31536000, "default": 0},
+          "command": {"type": "array", "maxItems": 256, "items": {"type": "string", "maxLength": 4096}},
+          "topology": {"type": "object", "additionalProperties": false, "properties": {
+            "required": {"$ref": "#/components/schemas/TopologyLevel"},
+            "preferred": {"$ref": "#/components/schemas/TopologyLevel"}}}
+        }
+      },
+      "TopologyLevel": {"type": "string", "enum": ["node", "nvlink-domain", "leaf", "spine", "group", "core"]},
+      "Job": {
+        "type": "object", "required": ["id", "tenant", "name", "state", "attempts", "created_at", "updated_at", "spec"],
+        "properties": {
+          "id": {"type": "integer", "format": "int64"},
+          "tenant": {"type": "string"},
+          "name": {"type": "string"},
+          "state": {"$ref": "#/components/schemas/JobState"},
+          "attempts": {"type": "integer"},
+          "created_at": {"type": "string", "format": "date-time"},
+          "updated_at": {"type": "string", "format": "date-time"},
+          "idempotency_key": {"type": "string"},
+          "spec": {"$ref": "#/components/schemas/JobSpec"}
+        }
+      },
+      "JobEvent": {
+        "type": "object", "required": ["time", "kind", "message"],
+        "properties": {"time": {"type": "string", "format": "date-time"},
+                       "kind": {"type": "string", "example": "placed"},
+                       "message": {"type": "string"}}
+      },
+      "NodeAdmin": {
+        "type": "object", "required": ["node", "admin"],
+        "properties": {"node": {"type": "string"},
+                       "admin": {"type": "string", "enum": ["active", "cordoned", "draining"]},
+                       "reason": {"type": "string"}, "by": {"type": "string"},
+                       "updated_at": {"type": "string", "format": "date-time"}}
+      }
+    }
+  }
+}
+)json";
+  return kDocument;
+}
+
+}  // namespace baton::server

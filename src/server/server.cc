@@ -1,0 +1,178 @@
+#include "server/server.h"
+
+#include <httplib.h>
+#include <signal.h>
+#include <string.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "core/log.h"
+#include "server/http/api.h"
+#include "server/http/auth.h"
+#include "server/metrics.h"
+#include "server/store/sqlite_job_store.h"
+
+namespace baton::server {
+
+struct Server::Impl {
+  ServerOptions options;
+  NullController null_controller;
+  std::unique_ptr<SqliteJobStore> store;
+  std::unique_ptr<Authenticator> auth;
+  Registry metrics;
+  std::unique_ptr<Api> api;
+  std::unique_ptr<httplib::Server> http;
+  int port = 0;
+  std::atomic<bool> serving{false};
+  std::atomic<bool> shutdown_requested{false};
+};
+
+namespace {
+
+// httplib takes whole seconds plus microseconds.
+std::pair<time_t, time_t> SplitSeconds(Seconds s) {
+  double whole = std::floor(s.value());
+  return {static_cast<time_t>(whole), static_cast<time_t>((s.value() - whole) * 1e6)};
+}
+
+}  // namespace
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() {
+  Shutdown();
+  // Members are destroyed in reverse order: the HTTP server (no handler runs any more), then the
+  // API, then the store, which finishes its pending writes and closes the database cleanly.
+}
+
+int Server::port() const { return impl_->port; }
+JobStore& Server::store() { return *impl_->store; }
+
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
+                                               Controller* controller) {
+  if (options.auth_config_path.empty()) {
+    return InvalidArgumentError("an auth config file is required (principals and tokens)");
+  }
+  if (options.port < 0 || options.port > 65535) {
+    return InvalidArgumentError("port must be in 0..65535");
+  }
+  if (options.tls_cert_path.empty() != options.tls_key_path.empty()) {
+    return InvalidArgumentError("TLS needs both a certificate and a key");
+  }
+  if (options.worker_threads < 1) return InvalidArgumentError("worker_threads must be >= 1");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+
+  ASSIGN_OR_RETURN(Authenticator auth, Authenticator::LoadFile(options.auth_config_path));
+  impl->auth = std::make_unique<Authenticator>(std::move(auth));
+
+  SqliteStoreOptions store_options;
+  store_options.path = options.db_path;
+  store_options.group_commit = options.group_commit;
+  ASSIGN_OR_RETURN(impl->store, SqliteJobStore::Open(store_options));
+  LOG_INFO("job store {}: {}", options.db_path, impl->store->open_report().ToString());
+
+  if (!options.tls_cert_path.empty()) {
+    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
+                                                      options.tls_key_path.c_str());
+    if (!https->is_valid()) {
+      return InvalidArgumentError("cannot load TLS certificate " + options.tls_cert_path +
+                                  " or key " + options.tls_key_path);
+    }
+    impl->http = std::move(https);
+  } else {
+    impl->http = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& http = *impl->http;
+  int workers = options.worker_threads;
+  http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  auto [rs, rus] = SplitSeconds(options.read_timeout);
+  http.set_read_timeout(rs, rus);
+  auto [ws, wus] = SplitSeconds(options.write_timeout);
+  http.set_write_timeout(ws, wus);
+  http.set_keep_alive_max_count(100000);
+  http.set_keep_alive_timeout(30);
+  http.set_tcp_nodelay(true);
+
+  Controller& c = controller != nullptr ? *controller : impl->null_controller;
+  impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics);
+  impl->api->Register(http, options.max_body_bytes);
+
+  if (options.port == 0) {
+    impl->port = http.bind_to_any_port(options.host);
+  } else {
+    impl->port = http.bind_to_port(options.host, options.port) ? options.port : -1;
+  }
+  if (impl->port <= 0) {
+    return UnavailableError("cannot listen on " + options.host + ":" +
+                            std::to_string(options.port) + ": " + strerror(errno));
+  }
+  LOG_INFO("listening on {}://{}:{} ({} principals, body limit {} bytes)",
+           options.tls_cert_path.empty() ? "http" : "https", options.host, impl->port,
+           impl->auth->size(), options.max_body_bytes);
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::Serve() {
+  impl_->serving = true;
+  if (impl_->options.on_listening) impl_->options.on_listening(impl_->port);
+  bool ok = impl_->shutdown_requested || impl_->http->listen_after_bind();
+  impl_->serving = false;
+  if (!ok && !impl_->shutdown_requested) return UnavailableError("the HTTP server failed");
+  return Status::Ok();
+}
+
+void Server::Shutdown() {
+  if (impl_->shutdown_requested.exchange(true)) {
+    // Already requested; still make sure a Serve that started meanwhile stops.
+  }
+  // Serve may be between setting `serving` and httplib marking itself running; wait for that
+  // so that stop() is not lost.
+  for (int i = 0; i < 1000 && impl_->serving && !impl_->http->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl_->http->stop();
+}
+
+Status RunServer(const ServerOptions& options, Controller* controller) {
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  // Blocked here, inherited by every thread started below, and taken only by sigtimedwait.
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Result<std::unique_ptr<Server>> created = Server::Create(options, controller);
+  if (!created.ok()) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    return created.status();
+  }
+  std::unique_ptr<Server> server = std::move(created).value();
+
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    while (!done) {
+      timespec tick{0, 100'000'000};
+      int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      if (sig > 0) {
+        LOG_INFO("received {}: finishing requests in flight and shutting down", strsignal(sig));
+        server->Shutdown();
+        return;
+      }
+    }
+  });
+  Status served = server->Serve();
+  done = true;
+  waiter.join();
+  server.reset();  // closes the store: pending writes finish, the WAL is checkpointed
+  LOG_INFO("stopped");
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return served;
+}
+
+}  // namespace baton::server

@@ -1,0 +1,65 @@
+// The `baton serve` daemon without its scheduler: opens the job store, loads the auth config and
+// serves the HTTP API (http/api.h) until told to stop. RunServer is the whole daemon for a main()
+// (signals included); Server is the same thing as an object, for tests and embedding.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "core/units.h"
+#include "server/controller.h"
+#include "server/store/job_store.h"
+
+namespace baton::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (see on_listening)
+  std::string db_path = "baton.db";
+  std::string auth_config_path;  // YAML, see http/auth.h; required
+  // HTTPS when both are set (cpp-httplib is built with OpenSSL); PEM files.
+  std::string tls_cert_path;
+  std::string tls_key_path;
+  std::size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+  Seconds read_timeout{10};              // per read of a request (slowloris protection)
+  Seconds write_timeout{10};
+  int worker_threads = 64;  // concurrent connections served (keep-alive holds one each)
+  bool group_commit = true;
+  // Called once the socket is bound, with the actual port, before requests are served.
+  std::function<void(int port)> on_listening;
+};
+
+class Server {
+ public:
+  // Opens the store (logging what it found), loads the auth config and binds the socket.
+  // `controller` (not owned, may be null for NullController) must outlive the Server.
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options,
+                                                Controller* controller = nullptr);
+  // Closes the store (which finishes pending writes). Serve must have returned (or never have
+  // been called).
+  ~Server();
+
+  int port() const;
+  JobStore& store();
+
+  // Serves on the calling thread until Shutdown. Returns OK after a requested shutdown.
+  Status Serve();
+  // Thread-safe and idempotent; may be called before Serve. Stops accepting connections, lets
+  // requests in flight finish, then makes Serve return.
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The daemon: Create, serve until SIGTERM or SIGINT, shut down gracefully (stop accepting, finish
+// requests in flight, close the store). Blocks those signals in the calling thread before any
+// thread starts; call it from main() before creating other threads.
+Status RunServer(const ServerOptions& options, Controller* controller = nullptr);
+
+}  // namespace baton::server

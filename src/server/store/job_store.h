@@ -1,0 +1,159 @@
+// JobStore: the daemon's durable state — jobs (spec, state, attempts, idempotency key), each
+// job's event history, and the administrative state of nodes (cordoned / draining). The daemon
+// acknowledges nothing to a client before the store has made it durable. SqliteJobStore
+// (sqlite_job_store.h) is the embedded default; a PostgreSQL implementation can sit behind the
+// same interface.
+//
+// Contract shared by every implementation:
+//  * Durability: when a mutating call (Submit, Transition, AppendEvent, SetNodeAdmin) returns OK,
+//    its effect is committed and synced to stable storage; it survives kill -9 of the process and
+//    (with the default options) power loss. A call that returns an error changed nothing.
+//  * Atomicity: each mutating call is all-or-nothing (a job and its "queued" event are written
+//    together; a transition and its event are written together).
+//  * Thread safety: every method may be called concurrently from any thread. Reads observe every
+//    write whose call has returned (read-your-writes across threads).
+//  * Errors: kNotFound for an unknown job id; kFailedPrecondition for a transition that does not
+//    apply to the job's current state; kUnavailable / kInternal for storage failures (the caller
+//    may retry a Submit with the same idempotency key without risk of duplicates).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace baton::server {
+
+// Job ids are assigned by the store, increase monotonically, and are never reused.
+using JobId = std::int64_t;
+
+// queued → running → succeeded | failed; queued → cancelled; running → cancelling → cancelled;
+// running → queued (preempted or restarted). The store only checks the `from` states a caller
+// names in a Transition; the lifecycle policy lives in the controller.
+enum class JobState : std::uint8_t {
+  kQueued,
+  kRunning,
+  kCancelling,  // cancel requested while running; the controller stops it, then marks cancelled
+  kSucceeded,
+  kFailed,
+  kCancelled,
+};
+inline constexpr JobState kAllJobStates[] = {JobState::kQueued,     JobState::kRunning,
+                                             JobState::kCancelling, JobState::kSucceeded,
+                                             JobState::kFailed,     JobState::kCancelled};
+std::string_view JobStateName(JobState s);  // "queued", "running", ...
+Result<JobState> ParseJobState(std::string_view name);
+bool IsTerminal(JobState s);
+
+struct JobRecord {
+  JobId id = 0;
+  std::string tenant;
+  std::string name;
+  std::string spec_json;        // the validated spec, canonical JSON (see http/job_spec.h)
+  std::string idempotency_key;  // empty: none was given
+  JobState state = JobState::kQueued;
+  int attempts = 0;  // times the job entered kRunning
+  TimePoint created_at;
+  TimePoint updated_at;
+};
+
+// One line of a job's history: "queued", "placed" (where and why), "preempted" (by whom),
+// "failed", "restarted", "cancel_requested", "cancelled", ...
+struct JobEvent {
+  JobId job = 0;
+  TimePoint time;
+  std::string kind;
+  std::string message;
+};
+
+struct NewJob {
+  std::string tenant;
+  std::string name;
+  std::string spec_json;
+  std::string idempotency_key;  // unique per tenant when not empty
+};
+
+struct SubmitResult {
+  JobRecord job;
+  // False when (tenant, idempotency_key) already named a job: `job` is that original job and
+  // nothing was written.
+  bool created = false;
+};
+
+// A conditional state change: applies only if the job is in one of `from` (empty: any state).
+struct StateChange {
+  std::vector<JobState> from;
+  JobState to = JobState::kQueued;
+  std::string event_kind;  // recorded with the change; empty: the new state's name
+  std::string message;
+};
+
+struct JobFilter {
+  std::optional<std::string> tenant;
+  std::optional<JobState> state;
+  JobId after = 0;  // cursor: only jobs with id > after, in increasing id order
+  int limit = 100;  // 1..1000
+};
+
+struct JobPage {
+  std::vector<JobRecord> jobs;
+  std::optional<JobId> next_after;  // set when more jobs may follow
+};
+
+enum class NodeAdmin : std::uint8_t { kActive, kCordoned, kDraining };
+std::string_view NodeAdminName(NodeAdmin a);  // "active", "cordoned", "draining"
+
+struct NodeAdminState {
+  std::string node;  // node name as in the cluster description
+  NodeAdmin admin = NodeAdmin::kActive;
+  std::string reason;
+  std::string by;  // who set it
+  TimePoint updated_at;
+};
+
+// What the store found when it opened its database; logged by the daemon at start-up.
+struct OpenReport {
+  int schema_version_found = 0;  // 0: a new, empty database
+  int schema_version = 0;        // after migrations
+  // True when the previous process did not close the database cleanly (it was killed or the
+  // machine crashed) and recovery replayed or discarded its write-ahead log.
+  bool recovered_after_crash = false;
+  std::map<JobState, std::int64_t> jobs_by_state;
+  std::int64_t node_admin_entries = 0;
+  std::string ToString() const;
+};
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
+  // Creates a queued job and its "queued" event, or returns the existing job for a repeated
+  // (tenant, idempotency_key). Durable when it returns OK.
+  virtual Result<SubmitResult> Submit(const NewJob& job) = 0;
+
+  virtual Result<JobRecord> Get(JobId id) = 0;
+  virtual Result<JobPage> List(const JobFilter& filter) = 0;
+  virtual Result<std::map<JobState, std::int64_t>> CountByState() = 0;
+
+  // Applies `change` atomically with its event; entering kRunning counts an attempt.
+  // kFailedPrecondition (naming the current state) when the job is not in `change.from`.
+  virtual Result<JobRecord> Transition(JobId id, const StateChange& change) = 0;
+
+  // Adds a history line without changing the state (e.g. "placed on n[01-04]: best leaf fit").
+  virtual Status AppendEvent(JobId id, std::string_view kind, std::string_view message) = 0;
+  // Oldest first; at most `limit` events.
+  virtual Result<std::vector<JobEvent>> Events(JobId id, int limit = 1000) = 0;
+
+  // Sets (or, with kActive, clears) a node's administrative state.
+  virtual Status SetNodeAdmin(const NodeAdminState& state) = 0;
+  virtual Result<std::vector<NodeAdminState>> ListNodeAdmin() = 0;
+
+  virtual const OpenReport& open_report() const = 0;
+};
+
+}  // namespace baton::server

@@ -1,0 +1,25 @@
+// Action: one algorithm step of a scheduling cycle (admit, allocate, backfill, preempt, ...),
+// run in the configured order over the cycle's Session. Actions decide *how* to search; every
+// policy question (order, fit, score, victims) goes to the plugins through the Session.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "core/status.h"
+#include "sched/framework/session.h"
+
+namespace baton::sched {
+
+class Action {
+ public:
+  virtual ~Action() = default;
+  virtual std::string_view Name() const = 0;
+  // Runs once per cycle. Must leave no Statement open and never throw.
+  virtual void Execute(Session& session) = 0;
+};
+
+// The built-in actions by name: admit, allocate, backfill, preempt. NotFound for others.
+Result<std::unique_ptr<Action>> MakeAction(std::string_view name);
+
+}  // namespace baton::sched

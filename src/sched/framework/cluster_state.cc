@@ -1,0 +1,238 @@
+#include "sched/framework/cluster_state.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/check.h"
+#include "core/strings.h"
+
+namespace baton::sched {
+namespace {
+
+void AddSlots(SlotCounts& c, int free_gpus, int sign) {
+  for (int k = 0; k < kSlotSizes; ++k) c[k] += sign * (free_gpus >> k);
+}
+
+}  // namespace
+
+AttributeIndex::AttributeIndex(const topo::Cluster& cluster) : nodes_(cluster.nodes().size()) {
+  for (std::uint32_t n = 0; n < cluster.nodes().size(); ++n) {
+    for (const auto& [key, value] : cluster.nodes()[n].labels) {
+      by_value_[key][value].push_back(n);
+      if (auto v = ParseDouble(value)) numeric_[key].push_back({*v, n});
+    }
+  }
+  for (auto& [key, list] : numeric_) std::sort(list.begin(), list.end());
+}
+
+std::shared_ptr<const std::vector<bool>> AttributeIndex::Match(
+    std::span<const NodeRequirement> reqs) const {
+  if (reqs.empty()) return nullptr;
+  // count[n] = requirements node n satisfies; NotIn is counted as "Exists-with-other-value or
+  // absent", computed as the complement of In.
+  std::vector<std::uint16_t> count(nodes_, 0);
+  using Op = NodeRequirement::Op;
+  for (const auto& r : reqs) {
+    std::vector<bool> hit(nodes_, false);
+    auto key = by_value_.find(r.key);
+    switch (r.op) {
+      case Op::kIn:
+      case Op::kNotIn:
+        if (key != by_value_.end()) {
+          for (const auto& v : r.values) {
+            auto it = key->second.find(v);
+            if (it == key->second.end()) continue;
+            for (std::uint32_t n : it->second) hit[n] = true;
+          }
+        }
+        if (r.op == Op::kNotIn) hit.flip();
+        break;
+      case Op::kExists:
+        if (key != by_value_.end()) {
+          for (const auto& [v, list] : key->second) {
+            for (std::uint32_t n : list) hit[n] = true;
+          }
+        }
+        break;
+      case Op::kGreaterEqual:
+      case Op::kLessEqual: {
+        auto num = numeric_.find(r.key);
+        if (num == numeric_.end()) break;
+        const auto& list = num->second;
+        if (r.op == Op::kGreaterEqual) {
+          auto it = std::lower_bound(list.begin(), list.end(), std::make_pair(r.bound, 0u));
+          for (; it != list.end(); ++it) hit[it->second] = true;
+        } else {
+          for (auto it = list.begin(); it != list.end() && it->first <= r.bound; ++it) {
+            hit[it->second] = true;
+          }
+        }
+        break;
+      }
+    }
+    for (std::size_t n = 0; n < nodes_; ++n) count[n] += hit[n] ? 1 : 0;
+  }
+  auto out = std::make_shared<std::vector<bool>>(nodes_, false);
+  for (std::size_t n = 0; n < nodes_; ++n) (*out)[n] = count[n] == reqs.size();
+  return out;
+}
+
+int SlotIndex(int gpus_per_task) {
+  CHECK_GE(gpus_per_task, 1);
+  int k = std::bit_width(static_cast<unsigned>(gpus_per_task)) - 1;
+  return std::min(k, kSlotSizes - 1);
+}
+
+ClusterState::ClusterState(topo::Cluster cluster)
+    : cluster_(std::move(cluster)), attributes_(std::make_shared<AttributeIndex>(cluster_)) {
+  const auto& c = cluster_;
+  switch_slots_.assign(c.switches().size(), SlotCounts{});
+  domain_slots_.assign(c.nvlink_domains().size(), SlotCounts{});
+  switch_free_.assign(c.switches().size(), 0);
+  domain_free_.assign(c.nvlink_domains().size(), 0);
+  leaf_domains_.resize(c.switches().size());
+  buckets_.resize(topo::kMaxGpusPerNode + 1);
+  for (std::uint32_t s = 0; s < c.switches().size(); ++s) {
+    const auto& sw = c.switches()[s];
+    if (!sw.parent.valid()) roots_.push_back(s);
+    by_tier_[sw.tier].push_back(s);
+    for (topo::NodeId n : sw.child_nodes) {
+      std::uint32_t d = c.node(n).nvlink_domain.value();
+      auto& list = leaf_domains_[s];
+      if (std::find(list.begin(), list.end(), d) == list.end()) list.push_back(d);
+    }
+  }
+  for (const auto& d : c.nvlink_domains()) {
+    if (d.nodes.size() > 1) multi_node_domains_ = true;
+  }
+  for (std::uint32_t i = 0; i < c.nodes().size(); ++i) {
+    max_node_gpus_ = std::max<int>(max_node_gpus_, c.nodes()[i].gpus);
+    Update(topo::NodeId(i), 0);
+  }
+  version_ = 0;
+}
+
+int ClusterState::FreeGpus(topo::NodeId id) const {
+  const topo::Node& n = cluster_.node(id);
+  if (n.health != topo::NodeHealth::kHealthy) return 0;
+  return n.gpus - std::popcount(n.allocated_mask);
+}
+
+void ClusterState::Update(topo::NodeId id, int free_before) {
+  const int free_after = FreeGpus(id);
+  ++version_;
+  if (free_after == free_before) return;
+  if (free_before > 0) buckets_[free_before].erase(id.value());
+  if (free_after > 0) buckets_[free_after].insert(id.value());
+  const topo::Node& n = cluster_.node(id);
+  const std::int64_t delta = free_after - free_before;
+  auto apply = [&](SlotCounts& c) {
+    AddSlots(c, free_before, -1);
+    AddSlots(c, free_after, +1);
+  };
+  apply(domain_slots_[n.nvlink_domain.value()]);
+  domain_free_[n.nvlink_domain.value()] += delta;
+  for (int t = 0; t < cluster_.tier_count(); ++t) {
+    if (!n.ancestors[t].valid()) continue;
+    apply(switch_slots_[n.ancestors[t].value()]);
+    switch_free_[n.ancestors[t].value()] += delta;
+  }
+  apply(root_slots_);
+  root_free_ += delta;
+}
+
+Status ClusterState::Allocate(topo::NodeId node, std::uint64_t gpu_mask) {
+  const int before = FreeGpus(node);
+  RETURN_IF_ERROR(cluster_.Allocate(node, gpu_mask));
+  Update(node, before);
+  return Status::Ok();
+}
+
+Status ClusterState::Release(topo::NodeId node, std::uint64_t gpu_mask) {
+  const int before = FreeGpus(node);
+  RETURN_IF_ERROR(cluster_.Release(node, gpu_mask));
+  Update(node, before);
+  return Status::Ok();
+}
+
+void ClusterState::SetHealth(topo::NodeId node, topo::NodeHealth health) {
+  const int before = FreeGpus(node);
+  cluster_.SetHealth(node, health);
+  Update(node, before);
+}
+
+std::int64_t ClusterState::Slots(Subtree s, int gpus_per_task) const {
+  const int k = SlotIndex(gpus_per_task);
+  switch (s.kind) {
+    case SubtreeKind::kNode:
+      return FreeGpus(topo::NodeId(s.index)) / gpus_per_task;
+    case SubtreeKind::kDomain:
+      return domain_slots_[s.index][k];
+    case SubtreeKind::kSwitch:
+      return switch_slots_[s.index][k];
+    case SubtreeKind::kRoot:
+      return root_slots_[k];
+  }
+  return 0;
+}
+
+std::int64_t ClusterState::Free(Subtree s) const {
+  switch (s.kind) {
+    case SubtreeKind::kNode:
+      return FreeGpus(topo::NodeId(s.index));
+    case SubtreeKind::kDomain:
+      return domain_free_[s.index];
+    case SubtreeKind::kSwitch:
+      return switch_free_[s.index];
+    case SubtreeKind::kRoot:
+      return root_free_;
+  }
+  return 0;
+}
+
+topo::Level ClusterState::LevelOf(Subtree s) const {
+  switch (s.kind) {
+    case SubtreeKind::kNode:
+      return topo::Level::kNode;
+    case SubtreeKind::kDomain:
+      return topo::Level::kNvlinkDomain;
+    case SubtreeKind::kSwitch:
+      return cluster_.tier_level(cluster_.sw(topo::SwitchId(s.index)).tier);
+    case SubtreeKind::kRoot:
+      return topo::Level::kCore;
+  }
+  return topo::Level::kNone;
+}
+
+void ClusterState::Children(Subtree s, std::vector<Subtree>* out) const {
+  out->clear();
+  switch (s.kind) {
+    case SubtreeKind::kNode:
+      return;
+    case SubtreeKind::kDomain:
+      for (topo::NodeId n : cluster_.nvlink_domain(topo::NvlinkDomainId(s.index)).nodes) {
+        out->push_back({SubtreeKind::kNode, n.value()});
+      }
+      return;
+    case SubtreeKind::kSwitch: {
+      const auto& sw = cluster_.sw(topo::SwitchId(s.index));
+      for (topo::SwitchId c : sw.child_switches) out->push_back({SubtreeKind::kSwitch, c.value()});
+      for (std::uint32_t d : leaf_domains_[s.index]) out->push_back({SubtreeKind::kDomain, d});
+      return;
+    }
+    case SubtreeKind::kRoot:
+      if (roots_.empty()) {
+        for (std::uint32_t d = 0; d < cluster_.nvlink_domains().size(); ++d) {
+          out->push_back({SubtreeKind::kDomain, d});
+        }
+      }
+      for (std::uint32_t r : roots_) out->push_back({SubtreeKind::kSwitch, r});
+      return;
+  }
+}
+
+std::span<const topo::NodeId> ClusterState::DomainNodes(std::uint32_t domain) const {
+  return cluster_.nvlink_domain(topo::NvlinkDomainId(domain)).nodes;
+}
+
+}  // namespace baton::sched

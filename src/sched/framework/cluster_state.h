@@ -1,0 +1,115 @@
+// ClusterState: the scheduler's allocation state — the topo::Cluster (GPUs allocated, node
+// health) plus the indexes placement needs: per subtree, how many tasks of 2^k GPUs its healthy
+// free GPUs could host (exact for power-of-two task sizes, an upper bound otherwise), and the
+// healthy nodes bucketed by free GPU count for best-fit packing. Every change goes through
+// Allocate / Release / SetHealth, which keep the indexes in step in O(tree depth).
+//
+// Thread safety: const methods may run concurrently; mutations need external synchronisation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sched/framework/job.h"
+#include "topology/cluster.h"
+
+namespace baton::sched {
+
+inline constexpr int kSlotSizes = 7;  // tasks of 1, 2, 4, ..., 64 GPUs
+using SlotCounts = std::array<std::int32_t, kSlotSizes>;
+
+// The slot index to use as an upper bound for tasks of `gpus_per_task` GPUs (>= 1).
+int SlotIndex(int gpus_per_task);
+
+// A subtree of the cluster: one node, one NVLink domain, one switch, or the whole cluster.
+enum class SubtreeKind : std::uint8_t { kNode, kDomain, kSwitch, kRoot };
+struct Subtree {
+  SubtreeKind kind = SubtreeKind::kRoot;
+  std::uint32_t index = 0;
+  auto operator<=>(const Subtree&) const = default;
+};
+
+// Per-attribute indexes over node labels, built once: label key -> value -> nodes, and for
+// labels whose values are numbers, key -> nodes sorted by value. A job's node requirements are
+// matched through these, touching only the nodes a requirement names.
+class AttributeIndex {
+ public:
+  explicit AttributeIndex(const topo::Cluster& cluster);
+  // The nodes satisfying every requirement (bit per node), or nullptr when `reqs` is empty.
+  std::shared_ptr<const std::vector<bool>> Match(std::span<const NodeRequirement> reqs) const;
+
+ private:
+  std::size_t nodes_ = 0;
+  std::map<std::string, std::map<std::string, std::vector<std::uint32_t>>, std::less<>> by_value_;
+  std::map<std::string, std::vector<std::pair<double, std::uint32_t>>, std::less<>> numeric_;
+};
+
+class ClusterState {
+ public:
+  explicit ClusterState(topo::Cluster cluster);
+  ClusterState(ClusterState&&) = default;
+  ClusterState& operator=(ClusterState&&) = default;
+
+  const topo::Cluster& cluster() const { return cluster_; }
+
+  // Same contracts as topo::Cluster: fail, changing nothing, on a bad or conflicting mask.
+  Status Allocate(topo::NodeId node, std::uint64_t gpu_mask);
+  Status Release(topo::NodeId node, std::uint64_t gpu_mask);
+  void SetHealth(topo::NodeId node, topo::NodeHealth health);
+
+  // Allocatable GPUs on a node: idle GPUs of a healthy node, else 0.
+  int FreeGpus(topo::NodeId node) const;
+  // Upper bound on the tasks of `gpus_per_task` GPUs the subtree's free GPUs can host (exact
+  // when gpus_per_task is a power of two).
+  std::int64_t Slots(Subtree s, int gpus_per_task) const;
+  // Free GPUs (healthy, idle) in a subtree.
+  std::int64_t Free(Subtree s) const;
+
+  // The level a subtree stands for (node, nvlink-domain, a switch tier's level, kCore for root).
+  topo::Level LevelOf(Subtree s) const;
+  // Children in a deterministic order: root -> top switches; switch -> child switches, or for a
+  // leaf the NVLink-domain groups of its nodes; domain -> nodes.
+  void Children(Subtree s, std::vector<Subtree>* out) const;
+  // Nodes of a leaf-level group (kDomain subtree restricted to the nodes under one leaf).
+  std::span<const topo::NodeId> DomainNodes(std::uint32_t domain) const;
+  // True when some NVLink domain spans several nodes (NVL72); otherwise domain == node.
+  bool has_multi_node_domains() const { return multi_node_domains_; }
+  // Healthy nodes with exactly `free` idle GPUs, ascending id. 1 <= free <= 64.
+  const std::set<std::uint32_t>& NodesWithFree(int free) const { return buckets_[free]; }
+  int max_node_gpus() const { return max_node_gpus_; }
+  // Switches of tier t (0 = leaf), ascending id.
+  std::span<const std::uint32_t> SwitchesOfTier(int tier) const { return by_tier_[tier]; }
+
+  const AttributeIndex& attributes() const { return *attributes_; }
+
+  // Bumped on every change; equal versions mean identical allocation state.
+  std::uint64_t version() const { return version_; }
+
+ private:
+  void Update(topo::NodeId node, int free_before);
+
+  topo::Cluster cluster_;
+  std::vector<SlotCounts> switch_slots_;
+  std::vector<SlotCounts> domain_slots_;
+  std::vector<std::int64_t> switch_free_;
+  std::vector<std::int64_t> domain_free_;
+  SlotCounts root_slots_{};
+  std::int64_t root_free_ = 0;
+  std::vector<std::uint32_t> roots_;
+  std::array<std::vector<std::uint32_t>, topo::kMaxSwitchTiers> by_tier_;
+  std::vector<std::vector<std::uint32_t>> leaf_domains_;  // per switch, empty unless a leaf
+  std::vector<std::set<std::uint32_t>> buckets_;
+  bool multi_node_domains_ = false;
+  int max_node_gpus_ = 0;
+  std::uint64_t version_ = 0;
+  std::shared_ptr<const AttributeIndex> attributes_;
+};
+
+}  // namespace baton::sched

@@ -1,0 +1,75 @@
+#include "sched/framework/job.h"
+
+#include <gtest/gtest.h>
+
+#include "sched/testing.h"
+
+namespace baton::sched {
+namespace {
+
+using testing::Job;
+using testing::SmallTree;
+
+struct BadCase {
+  const char* what;
+  void (*mutate)(GangJob&);
+  const char* field;
+};
+
+TEST(ValidateJobTest, RejectsBadInputNamingTheField) {
+  const topo::Cluster c = SmallTree();  // 64 GPUs
+  const BadCase cases[] = {
+      {"zero gpus", [](GangJob& j) { j.gpus = 0; }, "field 'gpus'"},
+      {"negative gpus", [](GangJob& j) { j.gpus = -8; }, "field 'gpus'"},
+      {"more than exist", [](GangJob& j) { j.gpus = 1000000000; }, "field 'gpus'"},
+      {"task too big", [](GangJob& j) { j.gpus_per_task = 16; }, "field 'gpus_per_task'"},
+      {"task does not divide", [](GangJob& j) { j.gpus_per_task = 3; }, "field 'gpus_per_task'"},
+      {"unknown gpu", [](GangJob& j) { j.gpu_types = {"TPUv9"}; }, "field 'gpu_types[0]'"},
+      {"gpu not in cluster", [](GangJob& j) { j.gpu_types = {"A100-80GB"}; }, "field 'gpu_types'"},
+      {"unknown level", [](GangJob& j) { j.topology.required = topo::Level::kGroup; },
+       "field 'topology.required'"},
+      {"preferred above required",
+       [](GangJob& j) {
+         j.topology.required = topo::Level::kLeaf;
+         j.topology.preferred = topo::Level::kSpine;
+       },
+       "field 'topology.preferred'"},
+      {"sub-group does not divide",
+       [](GangJob& j) {
+         j.sub_groups = {{24, topo::Level::kLeaf}};
+       },
+       "field 'sub_groups[0].gpus'"},
+      {"negative runtime", [](GangJob& j) { j.estimated_runtime = Seconds(-1); },
+       "field 'estimated_runtime'"},
+      {"negative grace", [](GangJob& j) { j.grace_period = Seconds(-5); }, "field 'grace_period'"},
+      {"elastic without step",
+       [](GangJob& j) {
+         j.elastic = {8, 32, 0};
+       },
+       "field 'elastic.step_gpus'"},
+      {"missing id", [](GangJob& j) { j.id = JobId(); }, "field 'id'"},
+  };
+  for (const auto& tc : cases) {
+    GangJob j = Job(1, 16);
+    tc.mutate(j);
+    Status s = ValidateJob(j, c);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << tc.what;
+    EXPECT_NE(s.message().find(tc.field), std::string::npos) << tc.what << ": " << s.message();
+  }
+}
+
+TEST(ValidateJobTest, AcceptsGoodSpecs) {
+  const topo::Cluster c = SmallTree();
+  GangJob j = Job(1, 32);
+  j.gpu_types = {"h100"};
+  j.topology.required = topo::Level::kSpine;
+  j.topology.preferred = topo::Level::kLeaf;
+  j.sub_groups = {{8, topo::Level::kNode}, {16, topo::Level::kLeaf}};
+  j.elastic = {16, 32, 16};
+  EXPECT_TRUE(ValidateJob(j, c).ok()) << ValidateJob(j, c).ToString();
+  EXPECT_EQ(EffectiveTaskGpus(j, c), 8);
+  EXPECT_EQ(EffectiveTaskGpus(Job(2, 3), c), 3);
+}
+
+}  // namespace
+}  // namespace baton::sched

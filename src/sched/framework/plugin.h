@@ -1,0 +1,119 @@
+// The scheduler's extension points, one small interface each (after the Kubernetes scheduling
+// framework). A plugin is a Plugin plus the extension interfaces it implements; the framework
+// finds them with dynamic_cast when it builds the plugin set from the configuration. Each
+// interface comment is its contract: when it is called, what each answer means, what it may
+// change. Plugins never read a clock, do I/O or touch globals; everything they may look at is in
+// PluginContext. The framework stamps the plugin's name on every non-success status.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/framework/cycle_state.h"
+#include "sched/framework/plugin_status.h"
+#include "sched/framework/types.h"
+
+namespace baton::sched {
+
+// What a plugin may look at during a cycle. `state` reflects every decision made so far in the
+// cycle (including an open Statement's tentative allocations during Propose / Score / Permit).
+struct PluginContext {
+  TimePoint now;
+  const ClusterState& state;
+  const JobTable& jobs;
+  CycleState& cycle;
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  virtual std::string_view Name() const = 0;
+};
+
+// Orders the pending queue. Called many times per cycle: Less must be a strict weak order,
+// cheap, and deterministic (break ties by submit time, then job id). PrepareSort runs once per
+// cycle before sorting and may cache per-job keys in the CycleState. Exactly one per config.
+class QueueSortPlugin {
+ public:
+  virtual ~QueueSortPlugin() = default;
+  virtual void PrepareSort(const PluginContext& /*ctx*/) {}
+  virtual bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const = 0;
+};
+
+// Called once per placement attempt, before any node is looked at. Success: go on.
+// Unschedulable: not now (quota exhausted, waiting out a restart cost). Unresolvable: never.
+// May cache per-job data in the CycleState; must not change anything else.
+class PreFilterPlugin {
+ public:
+  virtual ~PreFilterPlugin() = default;
+  virtual PluginStatus PreFilter(const PluginContext& ctx, const JobInfo& job) = 0;
+};
+
+// Whether one node may host tasks of `job`. Called per node examined (hot path: no allocation on
+// success). Unschedulable / Unresolvable as for PreFilter, for this node only. Must not mutate.
+class FilterPlugin {
+ public:
+  virtual ~FilterPlugin() = default;
+  virtual PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) = 0;
+};
+
+// The framework's filter chain, handed to the placement plugin.
+class NodeFilter {
+ public:
+  virtual ~NodeFilter() = default;
+  virtual bool Fits(topo::NodeId node) const = 0;
+};
+
+// Proposes up to `max_candidates` complete placements for the whole gang (job.spec.gpus GPUs in
+// tasks of job.task_gpus), every node of which passes `filter` and has the GPUs free in
+// ctx.state, best first. Success with no candidates is not allowed: say Unschedulable (no room
+// now) or Unresolvable (the constraints can never be met) with a reason. Must not mutate.
+// Exactly one per config.
+class PlacementPlugin {
+ public:
+  virtual ~PlacementPlugin() = default;
+  virtual PluginStatus Propose(const PluginContext& ctx, const JobInfo& job,
+                               const NodeFilter& filter, int max_candidates,
+                               std::vector<Placement>* out) = 0;
+};
+
+// Scores one candidate placement: higher is better, in [0, 100]. The framework multiplies by the
+// configured weight and sums; ties keep the placement plugin's order. Must not mutate.
+class ScorePlugin {
+ public:
+  virtual ~ScorePlugin() = default;
+  virtual double Score(const PluginContext& ctx, const JobInfo& job, const Placement& p) = 0;
+};
+
+// Reserve is called after the gang's GPUs are allocated in the open Statement, to update plugin
+// bookkeeping (quota usage) in the CycleState; Unreserve undoes exactly that when the Statement is
+// discarded. Neither may fail.
+class ReservePlugin {
+ public:
+  virtual ~ReservePlugin() = default;
+  virtual void Reserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) = 0;
+  virtual void Unreserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) = 0;
+};
+
+// The last word before a placement commits. Success: bind. Anything else: the Statement is
+// discarded and the job stays pending with this status. Must not mutate.
+class PermitPlugin {
+ public:
+  virtual ~PermitPlugin() = default;
+  virtual PluginStatus Permit(const PluginContext& ctx, const JobInfo& job, const Placement& p) = 0;
+};
+
+// Prices evicting a running job `victim` on behalf of `preemptor`: nullopt = not a candidate
+// (not preemptible, not lower priority); otherwise a cost, lower evicted first. The preempt action
+// then keeps the cheapest set of whole gangs that makes room. Must not mutate.
+class VictimSelectionPlugin {
+ public:
+  virtual ~VictimSelectionPlugin() = default;
+  virtual std::optional<double> VictimCost(const PluginContext& ctx, const JobInfo& preemptor,
+                                           const JobInfo& victim) = 0;
+};
+
+}  // namespace baton::sched

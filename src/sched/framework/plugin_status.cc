@@ -1,0 +1,24 @@
+#include "sched/framework/plugin_status.h"
+
+namespace baton::sched {
+
+std::string_view StatusKindName(StatusKind kind) {
+  switch (kind) {
+    case StatusKind::kSuccess:
+      return "success";
+    case StatusKind::kUnschedulable:
+      return "unschedulable";
+    case StatusKind::kUnresolvable:
+      return "unresolvable";
+  }
+  return "?";
+}
+
+std::string PluginStatus::ToString() const {
+  std::string out(StatusKindName(kind_));
+  if (!plugin_.empty()) out += " (" + plugin_ + ")";
+  if (!reason_.empty()) out += ": " + reason_;
+  return out;
+}
+
+}  // namespace baton::sched

@@ -1,0 +1,322 @@
+#include "sched/framework/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <optional>
+#include <set>
+
+#include "sched/actions/action.h"
+#include "sched/plugins/builtin_plugins.h"
+
+namespace baton::sched {
+namespace {
+
+// Compiles a validated spec's constraints once.
+void Compile(const ClusterState& state, JobInfo* job) {
+  const topo::Cluster& cluster = state.cluster();
+  job->task_gpus = EffectiveTaskGpus(job->spec, cluster);
+  job->allowed_nodes = state.attributes().Match(job->spec.node_requirements);
+  job->accepted_gpus.clear();
+  for (const auto& t : job->spec.gpu_types) {
+    auto g = topo::FindGpu(t);
+    if (g.ok() && std::find(job->accepted_gpus.begin(), job->accepted_gpus.end(), *g) ==
+                      job->accepted_gpus.end()) {
+      job->accepted_gpus.push_back(*g);
+    }
+  }
+  std::sort(job->accepted_gpus.begin(), job->accepted_gpus.end(),
+            [](const topo::GpuSpec* a, const topo::GpuSpec* b) { return a->name < b->name; });
+}
+
+bool Accepts(const JobInfo& job, const topo::Cluster& c, topo::NodeId n) {
+  if (job.accepted_gpus.empty()) return true;
+  const topo::GpuSpec* g = c.shape_of(n).gpu;
+  return std::find(job.accepted_gpus.begin(), job.accepted_gpus.end(), g) !=
+         job.accepted_gpus.end();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
+                                                     SchedulerOptions options) {
+  const PluginRegistry& registry = options.registry ? *options.registry : BuiltinPlugins();
+  ASSIGN_OR_RETURN(PluginSet plugins,
+                   BuildPluginSet(config, registry, PluginDeps{options.estimator}));
+  std::vector<std::unique_ptr<Action>> actions;
+  for (std::size_t i = 0; i < config.actions.size(); ++i) {
+    auto a = MakeAction(config.actions[i]);
+    if (!a.ok()) return a.status().WithPrefix(fmt::format("field 'actions[{}]'", i));
+    actions.push_back(std::move(a).value());
+  }
+  return std::unique_ptr<Scheduler>(new Scheduler(ClusterState(std::move(cluster)),
+                                                  std::move(config), options, std::move(plugins),
+                                                  std::move(actions)));
+}
+
+Scheduler::Scheduler(ClusterState state, SchedulerConfig config, SchedulerOptions options,
+                     PluginSet plugins, std::vector<std::unique_ptr<Action>> actions)
+    : state_(std::move(state)),
+      config_(std::move(config)),
+      options_(options),
+      plugins_(std::move(plugins)),
+      actions_(std::move(actions)) {}
+
+Scheduler::~Scheduler() = default;
+
+const JobInfo* Scheduler::job(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void Scheduler::ReleaseJob(JobInfo& job, TimePoint now) {
+  for (const auto& a : job.placement.nodes) {
+    Status s = state_.Release(a.node, a.mask);
+    CHECK(s.ok()) << "job " << job.spec.name << " did not hold its GPUs: " << s.ToString();
+  }
+  job.attained_gpu_seconds += std::max(0.0, (now - job.start).value()) * job.placement.gpus();
+  job.placement = {};
+}
+
+void Scheduler::Requeue(JobInfo& job) {
+  job.phase = JobPhase::kPending;
+  job.preempted_for = JobId();
+  job.nominated = false;
+}
+
+void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
+  const topo::Cluster& c = state_.cluster();
+  std::vector<JobId> hit;
+  for (auto& [id, job] : jobs_) {
+    if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kTerminating) continue;
+    for (const auto& a : job.placement.nodes) {
+      if (a.node == node) {
+        hit.push_back(id);
+        break;
+      }
+    }
+  }
+  for (JobId id : hit) {
+    JobInfo& job = jobs_.at(id);
+    const double lost = std::max(0.0, (now - std::max(job.start, job.last_checkpoint)).value()) *
+                        job.placement.gpus();
+    ++job.failures;
+    job.bad_nodes.insert(std::lower_bound(job.bad_nodes.begin(), job.bad_nodes.end(), node), node);
+    const std::string why = fmt::format("node {} is down", c.node(node).name);
+    if (job.failures > job.spec.max_retries) {
+      ReleaseJob(job, now);
+      out->rejections.push_back({id, "health",
+                                 fmt::format("{}; retries exhausted ({} failures, max_retries {})",
+                                             why, job.failures, job.spec.max_retries)});
+      jobs_.erase(id);
+      continue;
+    }
+    // A running gang may continue with a replacement node when every constraint still holds:
+    // the new node meets the old one at or below the required level and every sub-group level
+    // (the tree is ultrametric, so then it meets every other node of the gang there too).
+    if (job.phase == JobPhase::kRunning && !job.spec.spread) {
+      topo::Level limit = job.spec.topology.required.value_or(topo::Level::kCore);
+      for (const auto& sg : job.spec.sub_groups) {
+        if (sg.gpus > job.task_gpus) limit = std::min(limit, sg.level);
+      }
+      std::size_t slot = 0;
+      while (job.placement.nodes[slot].node != node) ++slot;
+      const int need = std::popcount(job.placement.nodes[slot].mask);
+      topo::NodeId best;
+      topo::Level best_level = topo::Level::kNone;
+      for (int f = need; f <= state_.max_node_gpus() && limit >= topo::Level::kNvlinkDomain; ++f) {
+        for (std::uint32_t n : state_.NodesWithFree(f)) {
+          topo::NodeId cand(n);
+          if (!Accepts(job, c, cand) ||
+              std::binary_search(job.bad_nodes.begin(), job.bad_nodes.end(), cand)) {
+            continue;
+          }
+          bool in_job = false;
+          for (const auto& a : job.placement.nodes) in_job |= a.node == cand;
+          if (in_job) continue;
+          topo::Level l = c.Meet(cand, node);
+          if (l <= limit && l < best_level) {
+            best = cand;
+            best_level = l;
+          }
+        }
+        if (best.valid()) break;
+      }
+      if (best.valid()) {
+        std::uint64_t free_mask = ~c.node(best).allocated_mask;
+        std::uint64_t mask = 0;
+        for (int i = 0, taken = 0; i < c.node(best).gpus && taken < need; ++i) {
+          if ((free_mask >> i) & 1) {
+            mask |= 1ULL << i;
+            ++taken;
+          }
+        }
+        CHECK(state_.Release(node, job.placement.nodes[slot].mask).ok());
+        CHECK(state_.Allocate(best, mask).ok());
+        job.placement.nodes[slot] = {best, mask};
+        job.placement.span = SpanOf(c, job.placement.nodes);
+        job.attained_gpu_seconds += std::max(0.0, (now - job.start).value()) * job.placement.gpus();
+        job.start = now;
+        job.last_checkpoint = now;
+        out->replacements.push_back({id, node, best, job.placement, lost});
+        continue;
+      }
+    }
+    ReleaseJob(job, now);
+    Requeue(job);
+    job.eligible_at = now + job.spec.restart_cost;
+    out->requeues.push_back({id, why, lost});
+  }
+}
+
+void Scheduler::Apply(const Event& e, TimePoint now, Decisions* out) {
+  const topo::Cluster& c = state_.cluster();
+  auto find = [&](JobId id) -> JobInfo* {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? nullptr : &it->second;
+  };
+  switch (e.kind) {
+    case Event::Kind::kSubmit:
+    case Event::Kind::kAdopt: {
+      if (find(e.job.id) != nullptr) {
+        out->rejections.push_back({e.job.id, "admission", "field 'id': job id already in use"});
+        return;
+      }
+      if (Status s = ValidateJob(e.job, c); !s.ok()) {
+        out->rejections.push_back({e.job.id, "admission", s.message()});
+        return;
+      }
+      JobInfo job;
+      job.spec = e.job;
+      if (job.spec.submit_time == TimePoint{}) job.spec.submit_time = now;
+      Compile(state_, &job);
+      job.phase = JobPhase::kPending;
+      job.eligible_at = now;
+      if (e.kind == Event::Kind::kAdopt) {
+        if (e.placement.gpus() != job.spec.gpus) {
+          out->rejections.push_back(
+              {e.job.id, "admission",
+               fmt::format("field 'placement': holds {} GPUs, job asks for {}", e.placement.gpus(),
+                           job.spec.gpus)});
+          return;
+        }
+        Statement stmt(&state_);
+        for (const auto& a : e.placement.nodes) {
+          if (!a.node.valid() || a.node.value() >= c.nodes().size()) {
+            out->rejections.push_back({e.job.id, "admission", "field 'placement': unknown node"});
+            return;
+          }
+          if (Status s = stmt.Allocate(a.node, a.mask); !s.ok()) {
+            out->rejections.push_back({e.job.id, "admission", "field 'placement': " + s.message()});
+            return;  // the statement discards what it allocated
+          }
+        }
+        stmt.Commit();
+        job.phase = JobPhase::kRunning;
+        job.placement = e.placement;
+        job.placement.span = SpanOf(c, job.placement.nodes);
+        job.start = e.adopted_start;
+        job.last_checkpoint = e.adopted_start;
+        job.attempts = 1;
+      }
+      jobs_.emplace(job.spec.id, std::move(job));
+      return;
+    }
+    case Event::Kind::kCancel: {
+      JobInfo* j = find(e.job_id);
+      if (j == nullptr) return;
+      if (j->phase == JobPhase::kRunning || j->phase == JobPhase::kTerminating) ReleaseJob(*j, now);
+      jobs_.erase(e.job_id);
+      return;
+    }
+    case Event::Kind::kFinish: {
+      JobInfo* j = find(e.job_id);
+      if (j == nullptr) return;
+      if (j->phase == JobPhase::kTerminating) {
+        ReleaseJob(*j, now);
+        Requeue(*j);
+      } else if (j->phase == JobPhase::kRunning) {
+        ReleaseJob(*j, now);
+        jobs_.erase(e.job_id);
+      }
+      return;
+    }
+    case Event::Kind::kCheckpoint: {
+      JobInfo* j = find(e.job_id);
+      if (j != nullptr && j->phase != JobPhase::kPending) j->last_checkpoint = now;
+      return;
+    }
+    case Event::Kind::kNodeHealth: {
+      if (!e.node.valid() || e.node.value() >= c.nodes().size()) return;
+      state_.SetHealth(e.node, e.health);
+      if (e.health == topo::NodeHealth::kDown) NodeDown(e.node, now, out);
+      return;
+    }
+  }
+}
+
+Decisions Scheduler::RunCycle(const CycleInput& input) {
+  const TimePoint now = std::max(input.now, last_now_);
+  last_now_ = now;
+  Decisions out;
+  for (const Event& e : input.what_happened) Apply(e, now, &out);
+  // Victims whose grace period is over free their GPUs and wait again; a job stays nominated
+  // only while victims are terminating on its behalf.
+  // One pass over the table: victims whose grace period is over free their GPUs and wait again;
+  // collect what the session needs.
+  std::set<JobId> awaited;
+  std::optional<TimePoint> next_deadline;
+  std::vector<JobId> pending;
+  std::optional<int> lowest_victim;
+  for (auto& [id, job] : jobs_) {
+    if (job.phase == JobPhase::kTerminating && job.evict_deadline <= now) {
+      ReleaseJob(job, now);
+      Requeue(job);
+    }
+    switch (job.phase) {
+      case JobPhase::kTerminating:
+        awaited.insert(job.preempted_for);
+        if (!next_deadline || job.evict_deadline < *next_deadline)
+          next_deadline = job.evict_deadline;
+        break;
+      case JobPhase::kPending:
+        pending.push_back(id);
+        break;
+      case JobPhase::kRunning:
+        if (job.spec.preemptible && (!lowest_victim || job.spec.priority < *lowest_victim)) {
+          lowest_victim = job.spec.priority;
+        }
+        break;
+      case JobPhase::kSubmitted:
+        break;
+    }
+  }
+  // A job stays nominated only while victims are terminating on its behalf.
+  for (JobId id : pending) {
+    JobInfo& job = jobs_.at(id);
+    if (job.nominated && !awaited.contains(id)) job.nominated = false;
+  }
+  cycle_.Clear();
+  Session session(now, &state_, &jobs_, &plugins_, &config_, &cycle_, &out, options_.timer,
+                  std::move(pending), lowest_victim);
+  for (const auto& a : actions_) {
+    const TimePoint t0 = options_.timer ? options_.timer->Now() : TimePoint{};
+    a->Execute(session);
+    if (options_.timer) {
+      session.AddTiming("action/" + std::string(a->Name()), (options_.timer->Now() - t0).value());
+    }
+  }
+  for (JobId id : session.pending_at_start()) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.phase == JobPhase::kPending &&
+        it->second.eligible_at > now) {
+      session.WakeAt(it->second.eligible_at);
+    }
+  }
+  if (next_deadline) session.WakeAt(*next_deadline);
+  session.Finish();
+  return out;
+}
+
+}  // namespace baton::sched

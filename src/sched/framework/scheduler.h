@@ -1,0 +1,86 @@
+// Scheduler: baton's decision core. Drivers (the simulator, the daemon) report what happened and
+// get back what to do:
+//
+//   Decisions d = scheduler.RunCycle({now, events});
+//
+// Pure: no I/O, no clock reads (`now` comes in; an optional timer is used only to fill
+// Decisions::timings), no globals; the same sequence of inputs gives the same decisions.
+//
+// The scheduler owns the allocation state (a ClusterState built from the topo::Cluster it is
+// given) and the job table; together they are the snapshot a cycle works on, changed only by
+// events and by the scheduler's own decisions. A Bind in the returned decisions is already
+// reflected in state(): the driver launches it and reports Finish when it exits. A Preemption
+// keeps the victim's GPUs until its release_at (or until the driver reports the victim's Finish),
+// after which the scheduler frees them and requeues the victim by itself; call RunCycle again at
+// wake_at. A node reported down ends its jobs' attempts (requeue from the last checkpoint after
+// the job's restart cost, at most max_retries times, never again on that node).
+//
+// Not thread-safe: one RunCycle at a time.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/framework/config.h"
+#include "sched/framework/registry.h"
+#include "sched/framework/session.h"
+#include "sched/framework/types.h"
+#include "topology/cluster.h"
+
+namespace baton::sched {
+
+class Action;
+
+struct CycleInput {
+  TimePoint now;
+  std::span<const Event> what_happened;
+};
+
+struct SchedulerOptions {
+  // Used only to time actions and plugins into Decisions::timings. Not owned; may be null.
+  const Clock* timer = nullptr;
+  // For placement scoring of jobs with a plan. Not owned; may be null.
+  StepTimeEstimator* estimator = nullptr;
+  // Plugin table; null means BuiltinPlugins(). Not owned.
+  const PluginRegistry* registry = nullptr;
+};
+
+class Scheduler {
+ public:
+  // Errors: unknown plugin or action names, a bad plugin argument, no placement plugin.
+  static Result<std::unique_ptr<Scheduler>> Create(topo::Cluster cluster, SchedulerConfig config,
+                                                   SchedulerOptions options = {});
+  ~Scheduler();
+
+  // Applies the events in order, then runs the actions. `now` must not go backwards (an earlier
+  // `now` is treated as the last one seen).
+  Decisions RunCycle(const CycleInput& input);
+
+  const ClusterState& state() const { return state_; }
+  const JobTable& jobs() const { return jobs_; }
+  const JobInfo* job(JobId id) const;
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  Scheduler(ClusterState state, SchedulerConfig config, SchedulerOptions options, PluginSet plugins,
+            std::vector<std::unique_ptr<Action>> actions);
+  void Apply(const Event& e, TimePoint now, Decisions* out);
+  // Frees a running or terminating job's GPUs and adds its service to attained_gpu_seconds.
+  void ReleaseJob(JobInfo& job, TimePoint now);
+  void Requeue(JobInfo& job);
+  void NodeDown(topo::NodeId node, TimePoint now, Decisions* out);
+
+  ClusterState state_;
+  JobTable jobs_;
+  SchedulerConfig config_;
+  SchedulerOptions options_;
+  PluginSet plugins_;
+  std::vector<std::unique_ptr<Action>> actions_;
+  CycleState cycle_;
+  TimePoint last_now_;
+};
+
+}  // namespace baton::sched

@@ -1,0 +1,311 @@
+#include "sched/framework/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace baton::sched {
+namespace {
+
+template <typename Ext>
+void AddIf(Plugin* p, double weight, std::vector<PluginEntry<Ext>>* list) {
+  if (auto* e = dynamic_cast<Ext*>(p)) list->push_back({p, e, weight});
+}
+
+// Times a scope into the session when a timer is configured.
+class ScopedTiming {
+ public:
+  ScopedTiming(Session* s, std::string_view name) : s_(s), name_(name) {
+    if (s_->timer()) start_ = s_->timer()->Now();
+  }
+  ~ScopedTiming() {
+    if (s_->timer()) s_->AddTiming(name_, (s_->timer()->Now() - start_).value());
+  }
+  ScopedTiming(const ScopedTiming&) = delete;
+  ScopedTiming& operator=(const ScopedTiming&) = delete;
+
+ private:
+  Session* s_;
+  std::string_view name_;
+  TimePoint start_;
+};
+
+// The framework's filter chain plus an optional extra restriction.
+class ChainFilter final : public NodeFilter {
+ public:
+  ChainFilter(Session* s, const JobInfo& job, const NodeFilter* extra)
+      : s_(s), job_(job), extra_(extra) {}
+  bool Fits(topo::NodeId node) const override {
+    if (extra_ && !extra_->Fits(node)) return false;
+    for (const auto& f : s_->plugins().filters) {
+      if (!f.ext->Filter(s_->ctx(), job_, node).ok()) {
+        ++rejected_[f.plugin->Name()];
+        return false;
+      }
+    }
+    return true;
+  }
+  std::string Summary() const {
+    std::string out;
+    for (const auto& [name, n] : rejected_) {
+      out += fmt::format("{}{} node(s) rejected by {}", out.empty() ? "" : ", ", n, name);
+    }
+    return out;
+  }
+
+ private:
+  Session* s_;
+  const JobInfo& job_;
+  const NodeFilter* extra_;
+  mutable std::map<std::string_view, int> rejected_;
+};
+
+}  // namespace
+
+Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegistry& registry,
+                                 const PluginDeps& deps) {
+  PluginSet set;
+  std::set<std::string> seen;
+  std::vector<PluginConfig> all = config.plugins;
+  bool sort_listed = false;
+  for (const auto& p : all) sort_listed |= p.name == config.queue_sort;
+  if (!sort_listed) all.insert(all.begin(), PluginConfig{config.queue_sort, 1, {}});
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const PluginConfig& pc = all[i];
+    auto it = registry.find(pc.name);
+    if (it == registry.end()) {
+      std::string known;
+      for (const auto& [name, f] : registry) known += (known.empty() ? "" : ", ") + name;
+      return InvalidArgumentError(fmt::format("unknown plugin '{}' (known: {})", pc.name, known));
+    }
+    if (!seen.insert(pc.name).second) {
+      return InvalidArgumentError(fmt::format("plugin '{}' is listed twice", pc.name));
+    }
+    auto made = it->second(pc.args, deps);
+    if (!made.ok()) return made.status().WithPrefix("plugin '" + pc.name + "'");
+    Plugin* p = made->get();
+    set.owned.push_back(std::move(made).value());
+    if (auto* q = dynamic_cast<QueueSortPlugin*>(p); q && pc.name == config.queue_sort) {
+      set.queue_sort = {p, q, pc.weight};
+    }
+    AddIf(p, pc.weight, &set.pre_filters);
+    AddIf(p, pc.weight, &set.filters);
+    AddIf(p, pc.weight, &set.scores);
+    AddIf(p, pc.weight, &set.reserves);
+    AddIf(p, pc.weight, &set.permits);
+    AddIf(p, pc.weight, &set.victims);
+    if (auto* pl = dynamic_cast<PlacementPlugin*>(p)) {
+      if (set.placement.ext) {
+        return InvalidArgumentError(fmt::format("two placement plugins: '{}' and '{}'",
+                                                set.placement.plugin->Name(), pc.name));
+      }
+      set.placement = {p, pl, pc.weight};
+    }
+  }
+  if (!set.queue_sort.ext) {
+    return InvalidArgumentError(
+        fmt::format("field 'queue_sort': '{}' is not a queue-sort plugin", config.queue_sort));
+  }
+  if (!set.placement.ext) return InvalidArgumentError("no placement plugin (add 'topology')");
+  return set;
+}
+
+Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
+                 const SchedulerConfig* config, CycleState* cycle, Decisions* out,
+                 const Clock* timer, std::vector<JobId> pending,
+                 std::optional<int> lowest_victim_priority)
+    : ctx_{now, *state, *jobs, *cycle},
+      state_(state),
+      jobs_(jobs),
+      plugins_(plugins),
+      config_(config),
+      out_(out),
+      timer_(timer),
+      pending_at_start_(std::move(pending)),
+      lowest_victim_priority_(lowest_victim_priority) {}
+
+bool Session::HasAction(std::string_view name) const {
+  return std::find(config_->actions.begin(), config_->actions.end(), name) !=
+         config_->actions.end();
+}
+
+std::vector<JobId> Session::PendingQueue() {
+  ScopedTiming t(this, "queue-sort");
+  plugins_->queue_sort.ext->PrepareSort(ctx_);
+  std::vector<const JobInfo*> pending;
+  for (JobId id : pending_at_start_) {
+    auto it = jobs_->find(id);
+    if (it == jobs_->end()) continue;
+    const JobInfo& job = it->second;
+    if (job.phase == JobPhase::kPending && job.eligible_at <= ctx_.now) pending.push_back(&job);
+  }
+  const QueueSortPlugin* q = plugins_->queue_sort.ext;
+  std::stable_sort(pending.begin(), pending.end(), [&](const JobInfo* a, const JobInfo* b) {
+    if (q->Less(ctx_, *a, *b)) return true;
+    if (q->Less(ctx_, *b, *a)) return false;
+    if (a->spec.submit_time != b->spec.submit_time)
+      return a->spec.submit_time < b->spec.submit_time;
+    return a->spec.id < b->spec.id;
+  });
+  std::vector<JobId> ids;
+  ids.reserve(pending.size());
+  for (const JobInfo* j : pending) ids.push_back(j->spec.id);
+  return ids;
+}
+
+const PluginStatus* Session::CachedFailure(const ShapeKey& key, int gpus, double rank) const {
+  if (failures_version_ != state_->version()) return nullptr;
+  auto it = failures_.find(key);
+  if (it == failures_.end()) return nullptr;
+  for (const auto& f : it->second) {
+    if (gpus >= f.gpus && rank >= f.rank) return &f.status;
+  }
+  return nullptr;
+}
+
+PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraFilter& extra,
+                               Placement* out) {
+  for (const auto& pf : plugins_->pre_filters) {
+    PluginStatus s = pf.ext->PreFilter(ctx_, job);
+    if (!s.ok()) return s.WithPlugin(pf.plugin->Name());
+  }
+  const bool cacheable = (extra.filter == nullptr || extra.family > 0) && job.bad_nodes.empty() &&
+                         job.allowed_nodes == nullptr && job.spec.sub_groups.empty() &&
+                         !job.spec.spread.has_value();
+  const std::uint64_t family = extra.filter == nullptr ? 0 : extra.family;
+  ShapeKey key{job.task_gpus,
+               static_cast<int>(job.spec.topology.required.value_or(topo::Level::kNone)),
+               job.accepted_gpus, family};
+  if (cacheable) {
+    if (const PluginStatus* f = CachedFailure(key, job.spec.gpus, extra.rank)) return *f;
+    if (family != 0) {
+      ShapeKey plain = key;
+      plain.family = 0;
+      if (const PluginStatus* f = CachedFailure(plain, job.spec.gpus, 0)) return *f;
+    }
+  }
+  ChainFilter filter(this, job, extra.filter);
+  std::vector<Placement> candidates;
+  PluginStatus s;
+  {
+    ScopedTiming t(this, "placement");
+    s = plugins_->placement.ext->Propose(ctx_, job, filter, config_->max_candidates, &candidates);
+  }
+  if (s.ok() && candidates.empty()) s = PluginStatus::Unschedulable("no candidate placement");
+  if (!s.ok()) {
+    std::string summary = filter.Summary();
+    if (!summary.empty()) {
+      std::string reason = s.reason() + "; " + summary;
+      s = s.kind() == StatusKind::kUnresolvable ? PluginStatus::Unresolvable(std::move(reason))
+                                                : PluginStatus::Unschedulable(std::move(reason));
+    }
+    s.WithPlugin(plugins_->placement.plugin->Name());
+    if (cacheable && s.kind() == StatusKind::kUnschedulable) {
+      if (failures_version_ != state_->version()) {
+        failures_.clear();
+        failures_version_ = state_->version();
+      }
+      auto& list = failures_[key];
+      if (list.size() >= 8) list.erase(list.begin());
+      list.push_back({job.spec.gpus, extra.rank, s});
+    }
+    return s;
+  }
+  std::size_t best = 0;
+  if (candidates.size() > 1 && !plugins_->scores.empty()) {
+    ScopedTiming t(this, "score");
+    double best_score = 0;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      double total = 0;
+      for (const auto& sp : plugins_->scores) {
+        total += sp.weight * std::clamp(sp.ext->Score(ctx_, job, candidates[i]), 0.0, 100.0);
+      }
+      if (i == 0 || total > best_score) {
+        best = i;
+        best_score = total;
+      }
+    }
+  }
+  Placement& p = candidates[best];
+  for (const auto& pm : plugins_->permits) {
+    PluginStatus ps = pm.ext->Permit(ctx_, job, p);
+    if (!ps.ok()) return ps.WithPlugin(pm.plugin->Name());
+  }
+  for (const auto& a : p.nodes) {
+    Status as = stmt->Allocate(a.node, a.mask);
+    // A placement plugin proposing busy GPUs is a bug in that plugin.
+    CHECK(as.ok()) << "placement plugin proposed unavailable GPUs: " << as.ToString();
+  }
+  for (const auto& r : plugins_->reserves) r.ext->Reserve(ctx_, job, p);
+  *out = std::move(p);
+  return PluginStatus::Success();
+}
+
+void Session::Unreserve(const JobInfo& job, const Placement& p) {
+  for (auto it = plugins_->reserves.rbegin(); it != plugins_->reserves.rend(); ++it) {
+    it->ext->Unreserve(ctx_, job, p);
+  }
+}
+
+void Session::Bind(JobInfo& job, Placement p, Statement* stmt) {
+  stmt->Commit();
+  job.phase = JobPhase::kRunning;
+  job.start = ctx_.now;
+  job.last_checkpoint = ctx_.now;
+  job.nominated = false;
+  ++job.attempts;
+  const topo::Level preferred = job.spec.topology.preferred.value_or(topo::Level::kCore);
+  p.span = SpanOf(state_->cluster(), p.nodes);
+  job.placement = p;
+  waiting_.erase(job.spec.id);
+  out_->binds.push_back({job.spec.id, std::move(p), job.placement.span <= preferred});
+}
+
+void Session::Wait(const JobInfo& job, PluginStatus status) {
+  waiting_[job.spec.id] = std::move(status);
+}
+
+void Session::Reject(JobId id, std::string plugin, std::string reason) {
+  waiting_.erase(id);
+  jobs_->erase(id);
+  out_->rejections.push_back({id, std::move(plugin), std::move(reason)});
+}
+
+double Session::LostGpuSeconds(const JobInfo& job) const {
+  TimePoint since = std::max(job.start, job.last_checkpoint);
+  return std::max(0.0, (ctx_.now - since).value()) * job.placement.gpus();
+}
+
+void Session::Evict(JobInfo& victim, const JobInfo& for_job) {
+  victim.phase = JobPhase::kTerminating;
+  victim.evict_deadline = ctx_.now + victim.spec.grace_period;
+  victim.preempted_for = for_job.spec.id;
+  out_->preemptions.push_back(
+      {victim.spec.id, for_job.spec.id, victim.evict_deadline, LostGpuSeconds(victim)});
+  WakeAt(victim.evict_deadline);
+}
+
+void Session::WakeAt(TimePoint t) {
+  if (!out_->wake_at || t < *out_->wake_at) out_->wake_at = t;
+}
+
+void Session::AddTiming(std::string_view name, double seconds) {
+  auto it = timings_.find(name);
+  if (it == timings_.end())
+    it = timings_.emplace(std::string(name), Timing{std::string(name)}).first;
+  it->second.seconds += seconds;
+  ++it->second.calls;
+}
+
+void Session::Finish() {
+  for (auto& [id, status] : waiting_) {
+    auto it = jobs_->find(id);
+    if (it != jobs_->end() && it->second.phase == JobPhase::kPending) {
+      out_->waiting.push_back({id, std::move(status)});
+    }
+  }
+  for (auto& [name, t] : timings_) out_->timings.push_back(std::move(t));
+}
+
+}  // namespace baton::sched

@@ -1,0 +1,143 @@
+// Session: one scheduling cycle. It holds the plugin set, the allocation state and the job table
+// for the cycle, and offers actions the framework's algorithms: the pending queue in plugin
+// order, TryPlace (PreFilter -> Propose under the Filter chain -> Score -> Permit -> allocate in a
+// Statement -> Reserve), Bind, Evict and the bookkeeping of decisions. Actions hold algorithms;
+// plugins hold policy; the Session is the glue.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/framework/config.h"
+#include "sched/framework/cycle_state.h"
+#include "sched/framework/plugin.h"
+#include "sched/framework/registry.h"
+#include "sched/framework/statement.h"
+#include "sched/framework/types.h"
+
+namespace baton::sched {
+
+template <typename Ext>
+struct PluginEntry {
+  Plugin* plugin = nullptr;
+  Ext* ext = nullptr;
+  double weight = 1.0;
+};
+
+// The configured plugins, sorted by extension point in configuration order.
+struct PluginSet {
+  std::vector<std::unique_ptr<Plugin>> owned;
+  PluginEntry<QueueSortPlugin> queue_sort;
+  std::vector<PluginEntry<PreFilterPlugin>> pre_filters;
+  std::vector<PluginEntry<FilterPlugin>> filters;
+  PluginEntry<PlacementPlugin> placement;
+  std::vector<PluginEntry<ScorePlugin>> scores;
+  std::vector<PluginEntry<ReservePlugin>> reserves;
+  std::vector<PluginEntry<PermitPlugin>> permits;
+  std::vector<PluginEntry<VictimSelectionPlugin>> victims;
+};
+
+// Builds the plugin set named by `config` from `registry`. Errors: an unknown name, a plugin
+// listed twice, no placement plugin, or a factory's own argument error.
+Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegistry& registry,
+                                 const PluginDeps& deps);
+
+class Session {
+ public:
+  // `pending` lists the jobs pending at the start of the cycle (ascending id); `lowest_victim_
+  // priority` is the lowest priority of a preemptible running job then (nullopt: none).
+  Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
+          const SchedulerConfig* config, CycleState* cycle, Decisions* out, const Clock* timer,
+          std::vector<JobId> pending, std::optional<int> lowest_victim_priority);
+
+  TimePoint now() const { return ctx_.now; }
+  const PluginContext& ctx() const { return ctx_; }
+  ClusterState& state() { return *state_; }
+  JobTable& jobs() { return *jobs_; }
+  const PluginSet& plugins() const { return *plugins_; }
+  const SchedulerConfig& config() const { return *config_; }
+  Decisions& decisions() { return *out_; }
+  bool HasAction(std::string_view name) const;
+
+  // Pending jobs eligible now, in queue-sort order (ties by submit time, then id).
+  std::vector<JobId> PendingQueue();
+  // Jobs that were pending when the cycle started (a superset of those pending now), by id.
+  const std::vector<JobId>& pending_at_start() const { return pending_at_start_; }
+  std::optional<int> lowest_victim_priority() const { return lowest_victim_priority_; }
+
+  // Tries to place `job` in `stmt`. On success the GPUs are allocated in `stmt` (uncommitted),
+  // Reserve plugins have run and `*out` is the placement; the caller either Binds (commit) or
+  // calls Unreserve and discards. On failure nothing changed and the status names the plugin.
+  // `extra` (may be null) further restricts nodes (backfill's reserved nodes). For the failure
+  // cache, extra filters come in families (`family` > 0; 0 = no extra filter): within one family
+  // and one allocation state, a larger `rank` must never accept a node a smaller rank rejects.
+  struct ExtraFilter {
+    const NodeFilter* filter = nullptr;
+    std::uint64_t family = 0;
+    double rank = 0;
+  };
+  PluginStatus TryPlace(const JobInfo& job, Statement* stmt, const ExtraFilter& extra,
+                        Placement* out);
+  PluginStatus TryPlace(const JobInfo& job, Statement* stmt, Placement* out) {
+    return TryPlace(job, stmt, ExtraFilter{}, out);
+  }
+  void Unreserve(const JobInfo& job, const Placement& p);
+
+  // Commits `stmt` and records the job as running on `p`.
+  void Bind(JobInfo& job, Placement p, Statement* stmt);
+  // Notes why a job stays pending this cycle (the last note per job wins).
+  void Wait(const JobInfo& job, PluginStatus status);
+  // Rejects and forgets the job (frees nothing: call only for jobs holding no GPUs).
+  void Reject(JobId id, std::string plugin, std::string reason);
+  // Starts a graceful eviction of a running victim on behalf of `for_job`.
+  void Evict(JobInfo& victim, const JobInfo& for_job);
+  // Lost work if `job` stopped now: GPU-seconds since its last checkpoint (or start).
+  double LostGpuSeconds(const JobInfo& job) const;
+  void WakeAt(TimePoint t);
+
+  // Adds `seconds` to the named timer (no-op without a timer).
+  void AddTiming(std::string_view name, double seconds);
+  const Clock* timer() const { return timer_; }
+  // Emits waiting notes and timings into the decisions.
+  void Finish();
+
+ private:
+  PluginContext ctx_;
+  ClusterState* state_;
+  JobTable* jobs_;
+  const PluginSet* plugins_;
+  const SchedulerConfig* config_;
+  Decisions* out_;
+  const Clock* timer_;
+  std::vector<JobId> pending_at_start_;
+  std::optional<int> lowest_victim_priority_;
+  std::map<JobId, PluginStatus> waiting_;
+  std::map<std::string, Timing, std::less<>> timings_;
+  // Failure cache: a job with the same shape and no job-specific node restriction, at the same
+  // allocation-state version, fails again when it asks for as many or more GPUs under the same or
+  // a more restrictive extra filter (or fails without any extra filter). Sound for filters that
+  // depend only on the node, the task size and the accepted GPU types (the built-in ones).
+  struct ShapeKey {
+    int task_gpus;
+    int required;
+    std::vector<const topo::GpuSpec*> types;
+    std::uint64_t family;
+    auto operator<=>(const ShapeKey&) const = default;
+  };
+  struct ShapeFailure {
+    int gpus;
+    double rank;
+    PluginStatus status;
+  };
+  const PluginStatus* CachedFailure(const ShapeKey& key, int gpus, double rank) const;
+  std::uint64_t failures_version_ = 0;
+  std::map<ShapeKey, std::vector<ShapeFailure>> failures_;
+};
+
+}  // namespace baton::sched

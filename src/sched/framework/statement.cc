@@ -1,0 +1,35 @@
+#include "sched/framework/statement.h"
+
+#include "core/check.h"
+
+namespace baton::sched {
+
+Statement::~Statement() { Discard(); }
+
+Status Statement::Allocate(topo::NodeId node, std::uint64_t gpu_mask) {
+  RETURN_IF_ERROR(state_->Allocate(node, gpu_mask));
+  ops_.push_back({true, node, gpu_mask});
+  return Status::Ok();
+}
+
+Status Statement::Release(topo::NodeId node, std::uint64_t gpu_mask) {
+  RETURN_IF_ERROR(state_->Release(node, gpu_mask));
+  ops_.push_back({false, node, gpu_mask});
+  return Status::Ok();
+}
+
+void Statement::Commit() { ops_.clear(); }
+
+void Statement::Discard() { RollbackTo(0); }
+
+void Statement::RollbackTo(std::size_t mark) {
+  CHECK_LE(mark, ops_.size());
+  while (ops_.size() > mark) {
+    const Op& op = ops_.back();
+    Status s = op.allocate ? state_->Release(op.node, op.mask) : state_->Allocate(op.node, op.mask);
+    CHECK(s.ok()) << "undoing a statement operation failed: " << s.ToString();
+    ops_.pop_back();
+  }
+}
+
+}  // namespace baton::sched

@@ -1,0 +1,42 @@
+#include "sched/plugins/filters/filters.h"
+
+#include <algorithm>
+
+namespace baton::sched {
+
+PluginStatus HealthFilterPlugin::Filter(const PluginContext& ctx, const JobInfo&,
+                                        topo::NodeId node) {
+  if (ctx.state.cluster().node(node).health != topo::NodeHealth::kHealthy) {
+    return PluginStatus::Unschedulable("node not healthy");
+  }
+  return PluginStatus::Success();
+}
+
+PluginStatus GpuTypeFilterPlugin::Filter(const PluginContext& ctx, const JobInfo& job,
+                                         topo::NodeId node) {
+  if (job.accepted_gpus.empty()) return PluginStatus::Success();
+  const topo::GpuSpec* gpu = ctx.state.cluster().shape_of(node).gpu;
+  if (std::find(job.accepted_gpus.begin(), job.accepted_gpus.end(), gpu) ==
+      job.accepted_gpus.end()) {
+    return PluginStatus::Unresolvable("GPU type not accepted");
+  }
+  return PluginStatus::Success();
+}
+
+PluginStatus BadNodesFilterPlugin::Filter(const PluginContext&, const JobInfo& job,
+                                          topo::NodeId node) {
+  if (std::binary_search(job.bad_nodes.begin(), job.bad_nodes.end(), node)) {
+    return PluginStatus::Unresolvable("node failed under this job before");
+  }
+  return PluginStatus::Success();
+}
+
+PluginStatus NodeAttributesFilterPlugin::Filter(const PluginContext&, const JobInfo& job,
+                                                topo::NodeId node) {
+  if (job.allowed_nodes && !(*job.allowed_nodes)[node.value()]) {
+    return PluginStatus::Unresolvable("node attributes do not meet the job's requirements");
+  }
+  return PluginStatus::Success();
+}
+
+}  // namespace baton::sched

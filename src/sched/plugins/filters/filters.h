@@ -1,0 +1,37 @@
+// Node filters.
+//   health     nothing new lands on a suspect, draining or down node
+//   gpu-type   the node's GPU is one of the job's accepted types (compiled at admission)
+//   bad-nodes  never again on a node that failed under this job
+//   node-attributes  the node meets the job's label / numeric attribute requirements (compiled
+//              once per job through ClusterState's AttributeIndex)
+#pragma once
+
+#include "sched/framework/plugin.h"
+
+namespace baton::sched {
+
+class HealthFilterPlugin final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "health"; }
+  PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
+};
+
+class GpuTypeFilterPlugin final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "gpu-type"; }
+  PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
+};
+
+class BadNodesFilterPlugin final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "bad-nodes"; }
+  PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
+};
+
+class NodeAttributesFilterPlugin final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "node-attributes"; }
+  PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
+};
+
+}  // namespace baton::sched

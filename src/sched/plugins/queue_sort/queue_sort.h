@@ -1,0 +1,63 @@
+// Queue-order plugins. The framework breaks remaining ties by submit time, then job id.
+//   fifo            submit time
+//   priority        priority (higher first), then submit time ("priority + age")
+//   shortest-first  estimated runtime (unknown last)
+//   las             Tiresias-style 2D least-attained-service: jobs fall into bands by attained
+//                   GPU-hours (args thresholds[i], default 1, 10, 100), lower band first
+//   drf             fair share across tenants: lowest (allocated GPUs / weight, as of the start
+//                   of the cycle) first, then priority (args tenants.<t>.weight, default 1)
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sched/framework/config.h"
+#include "sched/framework/plugin.h"
+
+namespace baton::sched {
+
+class FifoPlugin final : public Plugin, public QueueSortPlugin {
+ public:
+  std::string_view Name() const override { return "fifo"; }
+  bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+};
+
+class PriorityPlugin final : public Plugin, public QueueSortPlugin {
+ public:
+  std::string_view Name() const override { return "priority"; }
+  bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+};
+
+class ShortestFirstPlugin final : public Plugin, public QueueSortPlugin {
+ public:
+  std::string_view Name() const override { return "shortest-first"; }
+  bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+};
+
+class LasPlugin final : public Plugin, public QueueSortPlugin {
+ public:
+  static Result<std::unique_ptr<Plugin>> Create(const PluginArgs& args);
+  std::string_view Name() const override { return "las"; }
+  bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+  int Band(const JobInfo& job) const;
+
+ private:
+  std::vector<double> thresholds_gpu_seconds_;
+};
+
+class DrfPlugin final : public Plugin, public QueueSortPlugin {
+ public:
+  static Result<std::unique_ptr<Plugin>> Create(const PluginArgs& args);
+  std::string_view Name() const override { return "drf"; }
+  void PrepareSort(const PluginContext& ctx) override;
+  bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+  double Share(const std::string& tenant) const;
+
+ private:
+  std::map<std::string, double> weights_;
+  std::map<std::string, double> share_;  // this cycle
+};
+
+}  // namespace baton::sched

@@ -1,0 +1,240 @@
+#include "sched/plugins/topology/topology.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <numeric>
+
+namespace baton::sched {
+namespace {
+
+struct Take {
+  topo::NodeId node;
+  int tasks;
+};
+
+// One placement search for one job over one state.
+class Search {
+ public:
+  Search(const PluginContext& ctx, const JobInfo& job, const NodeFilter& filter)
+      : st_(ctx.state), c_(ctx.state.cluster()), job_(job), filter_(filter), g_(job.task_gpus) {
+    quantum_.fill(1);
+    for (const auto& sg : job.spec.sub_groups) {
+      if (sg.gpus <= g_) continue;
+      const int k = sg.gpus / g_;
+      for (int l = static_cast<int>(sg.level); l < topo::kLevelCount; ++l) {
+        quantum_[l] = std::lcm(quantum_[l], k);
+      }
+    }
+  }
+
+  // Takes up to `want` tasks inside `s`; appends to takes_ and returns the count.
+  int Descend(Subtree s, int want) {
+    if (want <= 0) return 0;
+    const int q = quantum_[static_cast<int>(st_.LevelOf(s))];
+    if (s.kind == SubtreeKind::kNode) return TakeNode(topo::NodeId(s.index), want, q);
+    std::vector<Subtree> children;
+    st_.Children(s, &children);
+    std::vector<std::pair<std::int64_t, Subtree>> room;
+    room.reserve(children.size());
+    for (Subtree ch : children) {
+      std::int64_t r = st_.Slots(ch, g_);
+      if (r > 0) room.push_back({r, ch});
+    }
+    // Most room first (fewest children spanned), ties by id; but a child that can take the whole
+    // remainder goes first, the tightest such child (best fit).
+    std::stable_sort(room.begin(), room.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (!room.empty() && room[0].first >= want) {
+      std::size_t k = 0;
+      while (k + 1 < room.size() && room[k + 1].first >= want) ++k;
+      std::size_t j = k;
+      while (j > 0 && room[j - 1].first == room[k].first) --j;
+      std::rotate(room.begin(), room.begin() + static_cast<std::ptrdiff_t>(j),
+                  room.begin() + static_cast<std::ptrdiff_t>(j) + 1);
+    }
+    const std::size_t mark = takes_.size();
+    int taken = 0;
+    for (const auto& [r, ch] : room) {
+      if (taken >= want) break;
+      taken += Descend(ch, want - taken);
+    }
+    const int excess = taken % q;
+    if (excess > 0) Trim(mark, excess);
+    return taken - excess;
+  }
+
+  std::vector<Take>& takes() { return takes_; }
+  void Reset() {
+    takes_.clear();
+    used_nodes_.clear();
+    used_domains_.clear();
+  }
+
+  Placement Build() const {
+    Placement p;
+    for (const Take& t : takes_) {
+      const topo::Node& n = c_.node(t.node);
+      std::uint64_t mask = 0;
+      int need = t.tasks * g_;
+      for (int i = 0; i < n.gpus && need > 0; ++i) {
+        if (!((n.allocated_mask >> i) & 1)) {
+          mask |= 1ULL << i;
+          --need;
+        }
+      }
+      p.nodes.push_back({t.node, mask});
+    }
+    p.span = SpanOf(c_, p.nodes);
+    return p;
+  }
+
+  int TakeNode(topo::NodeId id, int want, int q) {
+    if (used_nodes_.contains(id.value())) return 0;
+    int cap = st_.FreeGpus(id) / g_;
+    if (job_.spec.spread) cap = std::min(cap, 1);
+    cap = std::min(cap, want);
+    cap -= cap % q;
+    if (cap <= 0) return 0;
+    std::uint32_t fd = 0;
+    if (job_.spec.spread) {
+      fd = c_.node(id).failure_domains[static_cast<int>(*job_.spec.spread)].value();
+      if (used_domains_.contains(fd)) return 0;
+    }
+    if (!filter_.Fits(id)) return 0;
+    if (job_.spec.spread) used_domains_.insert(fd);
+    used_nodes_.insert(id.value());
+    takes_.push_back({id, cap});
+    return cap;
+  }
+
+ private:
+  void Trim(std::size_t mark, int excess) {
+    while (excess > 0 && takes_.size() > mark) {
+      Take& t = takes_.back();
+      const int cut = std::min(excess, t.tasks);
+      t.tasks -= cut;
+      excess -= cut;
+      if (t.tasks == 0) {
+        used_nodes_.erase(t.node.value());
+        if (job_.spec.spread) {
+          used_domains_.erase(
+              c_.node(t.node).failure_domains[static_cast<int>(*job_.spec.spread)].value());
+        }
+        takes_.pop_back();
+      }
+    }
+  }
+
+  const ClusterState& st_;
+  const topo::Cluster& c_;
+  const JobInfo& job_;
+  const NodeFilter& filter_;
+  const int g_;
+  std::array<int, topo::kLevelCount> quantum_{};
+  std::vector<Take> takes_;
+  std::set<std::uint32_t> used_nodes_;
+  std::set<std::uint32_t> used_domains_;
+};
+
+}  // namespace
+
+PluginStatus TopologyPlugin::Propose(const PluginContext& ctx, const JobInfo& job,
+                                     const NodeFilter& filter, int max_candidates,
+                                     std::vector<Placement>* out) {
+  const ClusterState& st = ctx.state;
+  const topo::Cluster& c = st.cluster();
+  const int g = job.task_gpus;
+  const int tasks = job.spec.gpus / g;
+  const topo::Level required = job.spec.topology.required.value_or(topo::Level::kCore);
+  Search search(ctx, job, filter);
+
+  auto try_subtrees = [&](std::vector<std::pair<std::int64_t, Subtree>>& cands) {
+    // Best fit: least room left over, then lowest id.
+    std::sort(cands.begin(), cands.end());
+    for (const auto& [room, s] : cands) {
+      if (static_cast<int>(out->size()) >= max_candidates) break;
+      search.Reset();
+      if (search.Descend(s, tasks) == tasks) out->push_back(search.Build());
+    }
+  };
+
+  // Level 1: one node, best fit from the free-count buckets.
+  if (job.spec.gpus <= st.max_node_gpus() && tasks == 1) {
+    for (int f = job.spec.gpus; f <= st.max_node_gpus() && out->empty(); ++f) {
+      for (std::uint32_t n : st.NodesWithFree(f)) {
+        if (static_cast<int>(out->size()) >= max_candidates) break;
+        search.Reset();
+        if (search.TakeNode(topo::NodeId(n), 1, 1) == 1) out->push_back(search.Build());
+      }
+    }
+    if (!out->empty()) return PluginStatus::Success();
+  } else if (job.spec.gpus <= st.max_node_gpus() && !job.spec.spread) {
+    for (int f = job.spec.gpus; f <= st.max_node_gpus() && out->empty(); ++f) {
+      for (std::uint32_t n : st.NodesWithFree(f)) {
+        if (static_cast<int>(out->size()) >= max_candidates) break;
+        search.Reset();
+        if (search.Descend({SubtreeKind::kNode, n}, tasks) == tasks) out->push_back(search.Build());
+      }
+    }
+    if (!out->empty()) return PluginStatus::Success();
+  }
+  // Level 2: one multi-node NVLink domain.
+  if (st.has_multi_node_domains() && required >= topo::Level::kNvlinkDomain) {
+    std::vector<std::pair<std::int64_t, Subtree>> cands;
+    for (std::uint32_t d = 0; d < c.nvlink_domains().size(); ++d) {
+      Subtree s{SubtreeKind::kDomain, d};
+      const std::int64_t room = st.Slots(s, g);
+      if (room >= tasks) cands.push_back({room - tasks, s});
+    }
+    try_subtrees(cands);
+    if (!out->empty()) return PluginStatus::Success();
+  }
+  // Level 3..: one switch subtree per tier, then the whole cluster.
+  for (int t = 0; t < c.tier_count(); ++t) {
+    if (c.tier_level(t) > required) break;
+    std::vector<std::pair<std::int64_t, Subtree>> cands;
+    for (std::uint32_t sw : st.SwitchesOfTier(t)) {
+      Subtree s{SubtreeKind::kSwitch, sw};
+      const std::int64_t room = st.Slots(s, g);
+      if (room >= tasks) cands.push_back({room - tasks, s});
+    }
+    try_subtrees(cands);
+    if (!out->empty()) return PluginStatus::Success();
+  }
+  if (required >= topo::Level::kCore && st.Slots(Subtree{}, g) >= tasks) {
+    std::vector<std::pair<std::int64_t, Subtree>> cands = {{0, Subtree{}}};
+    try_subtrees(cands);
+    if (!out->empty()) return PluginStatus::Success();
+  }
+
+  // Nothing fits now. Unresolvable when even an idle cluster has no subtree of the required
+  // level with enough GPUs; otherwise waiting (or preemption) may help.
+  std::int64_t largest = 0;
+  if (required >= topo::Level::kCore) {
+    largest = c.counts().total;
+  } else if (required <= topo::Level::kNode) {
+    largest = st.max_node_gpus();
+  } else if (required == topo::Level::kNvlinkDomain) {
+    for (const auto& d : c.nvlink_domains())
+      largest = std::max<std::int64_t>(largest, d.counts.total);
+  } else {
+    for (int t = 0; t < c.tier_count(); ++t) {
+      if (c.tier_level(t) > required) break;
+      for (std::uint32_t sw : st.SwitchesOfTier(t)) {
+        largest = std::max<std::int64_t>(largest, c.counts(topo::SwitchId(sw)).total);
+      }
+    }
+    for (const auto& d : c.nvlink_domains())
+      largest = std::max<std::int64_t>(largest, d.counts.total);
+  }
+  if (largest < job.spec.gpus) {
+    return PluginStatus::Unresolvable(fmt::format(
+        "no {} has {} GPUs (largest has {})", topo::LevelName(required), job.spec.gpus, largest));
+  }
+  return PluginStatus::Unschedulable(fmt::format("no {} has {} free GPUs in tasks of {}",
+                                                 topo::LevelName(required), job.spec.gpus, g));
+}
+
+}  // namespace baton::sched

@@ -1,0 +1,18 @@
+#include "sched/plugins/victim/lost_work.h"
+
+#include <algorithm>
+
+namespace baton::sched {
+
+std::optional<double> LostWorkPlugin::VictimCost(const PluginContext& ctx, const JobInfo& preemptor,
+                                                 const JobInfo& victim) {
+  if (victim.phase != JobPhase::kRunning || !victim.spec.preemptible ||
+      victim.spec.priority >= preemptor.spec.priority) {
+    return std::nullopt;
+  }
+  const TimePoint since = std::max(victim.start, victim.last_checkpoint);
+  const double gpus = victim.placement.gpus();
+  return std::max(0.0, (ctx.now - since).value()) * gpus + 1e-3 * gpus;
+}
+
+}  // namespace baton::sched

@@ -1,0 +1,189 @@
+// Property tests over random clusters and job streams: no GPU double-booked, gangs whole,
+// nothing new on unhealthy nodes, discarded Statements restore the state, determinism.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <map>
+
+#include "core/rng.h"
+#include "sched/framework/scheduler.h"
+#include "sched/framework/statement.h"
+#include "sched/testing.h"
+
+namespace baton::sched {
+namespace {
+
+using testing::At;
+
+topo::Cluster RandomCluster(Rng& rng) {
+  const int per_leaf = static_cast<int>(rng.UniformInt(1, 4)) * 2;
+  const int leaves = static_cast<int>(rng.UniformInt(2, 6));
+  const int domain = rng.Bernoulli(0.3) ? 2 : 1;
+  const int gpus = rng.Bernoulli(0.3) ? 4 : 8;
+  return testing::SmallTree(per_leaf * leaves, per_leaf, gpus, domain);
+}
+
+GangJob RandomJob(Rng& rng, std::uint64_t id, int node_gpus) {
+  static const int kSizes[] = {1, 2, 3, 4, 8, 16, 24, 32, 64};
+  GangJob j =
+      testing::Job(id, kSizes[rng.UniformInt(0, 8)], static_cast<int>(rng.UniformInt(0, 3)));
+  if (j.gpus > node_gpus && j.gpus % node_gpus != 0) j.gpus = node_gpus;
+  j.estimated_runtime = Seconds(static_cast<double>(rng.UniformInt(0, 400)));
+  j.grace_period = Seconds(static_cast<double>(rng.UniformInt(0, 60)));
+  j.restart_cost = Seconds(static_cast<double>(rng.UniformInt(0, 30)));
+  if (rng.Bernoulli(0.3)) j.topology.required = topo::Level::kSpine;
+  if (rng.Bernoulli(0.2) && j.gpus >= 2 * node_gpus) {
+    j.sub_groups = {{node_gpus * 2 <= j.gpus ? 2 * node_gpus : node_gpus, topo::Level::kLeaf}};
+    if (j.gpus % j.sub_groups[0].gpus != 0) j.sub_groups.clear();
+  }
+  if (rng.Bernoulli(0.1)) j.gpus = 0;  // bad input now and then
+  return j;
+}
+
+// Checks the invariants after a cycle; returns a printable digest of the decisions.
+std::string CheckCycle(const Scheduler& s, const Decisions& d,
+                       const std::map<std::uint32_t, topo::NodeHealth>& health) {
+  const topo::Cluster& c = s.state().cluster();
+  // 1. Each allocated GPU belongs to exactly one running/terminating job, and vice versa.
+  std::vector<std::uint64_t> owned(c.nodes().size(), 0);
+  for (const auto& [id, j] : s.jobs()) {
+    if (j.phase == JobPhase::kRunning || j.phase == JobPhase::kTerminating) {
+      EXPECT_EQ(j.placement.gpus(), j.spec.gpus) << "gang not whole: " << j.spec.name;
+      for (const auto& a : j.placement.nodes) {
+        EXPECT_EQ(owned[a.node.value()] & a.mask, 0u)
+            << "GPU double-booked on node " << a.node.value();
+        owned[a.node.value()] |= a.mask;
+      }
+    } else {
+      EXPECT_TRUE(j.placement.empty());
+    }
+  }
+  for (std::size_t n = 0; n < owned.size(); ++n) {
+    EXPECT_EQ(owned[n], c.nodes()[n].allocated_mask) << "node " << n;
+  }
+  // 2. Binds are whole, on healthy nodes, and within the required level.
+  std::string digest = ";";
+  for (const auto& b : d.binds) {
+    const JobInfo* j = s.job(b.job);
+    EXPECT_NE(j, nullptr);
+    if (j == nullptr) continue;
+    EXPECT_EQ(b.placement.gpus(), j->spec.gpus);
+    if (j->spec.topology.required) {
+      EXPECT_LE(b.placement.span, *j->spec.topology.required);
+    }
+    for (const auto& a : b.placement.nodes) {
+      auto it = health.find(a.node.value());
+      EXPECT_TRUE(it == health.end() || it->second == topo::NodeHealth::kHealthy)
+          << "bound on an unhealthy node";
+      digest += fmt::format("b{}@{}:{:x};", b.job.value(), a.node.value(), a.mask);
+    }
+  }
+  for (const auto& p : d.preemptions) digest += fmt::format("p{};", p.victim.value());
+  for (const auto& r : d.rejections) digest += fmt::format("r{}:{};", r.job.value(), r.reason);
+  for (const auto& r : d.requeues) digest += fmt::format("q{};", r.job.value());
+  return digest;
+}
+
+std::string RunRandom(std::uint64_t seed) {
+  Rng rng(seed);
+  topo::Cluster cluster = RandomCluster(rng);
+  const int node_gpus = cluster.nodes()[0].gpus;
+  const auto nodes = static_cast<std::uint32_t>(cluster.nodes().size());
+  SchedulerConfig config;
+  if (rng.Bernoulli(0.5)) config.queue_sort = rng.Bernoulli(0.5) ? "las" : "drf";
+  auto s = std::move(Scheduler::Create(std::move(cluster), config)).value();
+  std::map<std::uint32_t, topo::NodeHealth> health;
+  std::string trace;
+  std::uint64_t next_id = 1;
+  double now = 0;
+  for (int cycle = 0; cycle < 40; ++cycle) {
+    now += static_cast<double>(rng.UniformInt(1, 40));
+    std::vector<Event> events;
+    const int submits = static_cast<int>(rng.UniformInt(0, 5));
+    for (int i = 0; i < submits; ++i)
+      events.push_back(Event::Submit(RandomJob(rng, next_id++, node_gpus)));
+    for (const auto& [id, j] : s->jobs()) {
+      if (j.phase == JobPhase::kRunning && rng.Bernoulli(0.15)) events.push_back(Event::Finish(id));
+      if (j.phase == JobPhase::kRunning && rng.Bernoulli(0.1))
+        events.push_back(Event::Checkpoint(id));
+    }
+    if (rng.Bernoulli(0.3)) {
+      const auto n = static_cast<std::uint32_t>(rng.UniformInt(0, nodes - 1));
+      const auto h = static_cast<topo::NodeHealth>(rng.UniformInt(0, 3));
+      health[n] = h;
+      events.push_back(Event::NodeHealth(topo::NodeId(n), h));
+    }
+    Decisions d = s->RunCycle({At(now), events});
+    trace += CheckCycle(*s, d, health) + "|";
+    if (::testing::Test::HasFailure()) break;
+  }
+  return trace;
+}
+
+std::size_t Count(const std::string& s, std::string_view what) {
+  std::size_t n = 0;
+  for (auto pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + 1)) ++n;
+  return n;
+}
+
+TEST(PropertyTest, InvariantsHoldAndDecisionsAreDeterministic) {
+  std::string all;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const std::string a = RunRandom(seed);
+    all += a;
+    ASSERT_FALSE(::testing::Test::HasFailure()) << "seed " << seed;
+    EXPECT_EQ(a, RunRandom(seed)) << "seed " << seed;
+  }
+  // The streams exercise binds, preemptions, rejections and requeues.
+  EXPECT_GT(Count(all, ";b"), 100u);
+  EXPECT_GT(Count(all, ";p"), 5u);
+  EXPECT_GT(Count(all, ";r"), 5u);
+  EXPECT_GT(Count(all, ";q"), 5u);
+  std::printf("binds %zu, preemptions %zu, rejections %zu, requeues %zu\n", Count(all, ";b"),
+              Count(all, ";p"), Count(all, ";r"), Count(all, ";q"));
+}
+
+TEST(PropertyTest, DiscardedStatementRestoresTheSnapshot) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    Rng rng(seed);
+    ClusterState st(RandomCluster(rng));
+    const auto nodes = st.cluster().nodes().size();
+    for (std::size_t n = 0; n < nodes; ++n) {
+      const std::uint64_t all = (1ULL << st.cluster().nodes()[n].gpus) - 1;
+      const std::uint64_t m = rng.Next() & all;
+      if (m) {
+        ASSERT_TRUE(st.Allocate(topo::NodeId(static_cast<std::uint32_t>(n)), m).ok());
+      }
+      if (rng.Bernoulli(0.2))
+        st.SetHealth(topo::NodeId(static_cast<std::uint32_t>(n)), topo::NodeHealth::kSuspect);
+    }
+    auto snapshot = [&] {
+      std::vector<std::int64_t> v;
+      for (const auto& n : st.cluster().nodes())
+        v.push_back(static_cast<std::int64_t>(n.allocated_mask));
+      for (int g : {1, 2, 4, 8}) v.push_back(st.Slots(Subtree{}, g));
+      for (std::uint32_t sw = 0; sw < st.cluster().switches().size(); ++sw) {
+        v.push_back(st.Slots({SubtreeKind::kSwitch, sw}, 8));
+        v.push_back(st.Free({SubtreeKind::kSwitch, sw}));
+        v.push_back(st.cluster().counts(topo::SwitchId(sw)).allocated);
+      }
+      for (int f = 1; f <= 8; ++f)
+        v.push_back(static_cast<std::int64_t>(st.NodesWithFree(f).size()));
+      return v;
+    };
+    const auto before = snapshot();
+    Statement stmt(&st);
+    for (int op = 0; op < 50; ++op) {
+      const auto n = topo::NodeId(
+          static_cast<std::uint32_t>(rng.UniformInt(0, static_cast<std::int64_t>(nodes) - 1)));
+      const std::uint64_t bit = 1ULL << rng.UniformInt(0, st.cluster().node(n).gpus - 1);
+      (void)(rng.Bernoulli(0.5) ? stmt.Allocate(n, bit) : stmt.Release(n, bit));
+    }
+    stmt.Discard();
+    EXPECT_EQ(snapshot(), before) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace baton::sched

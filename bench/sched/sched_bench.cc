@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -24,7 +25,9 @@ constexpr std::uint64_t kFillerBase = 1'000'000;
 TimePoint At(double s) { return TimePoint{Seconds(s)}; }
 
 // A scheduler over fat-tree-131k with about 70 % of its GPUs held by filler jobs.
-std::unique_ptr<Scheduler> Occupied(double* occupancy, SchedulerConfig config = {}) {
+// With `preemptible` fillers (priority 0), the preempt action has victims to search.
+std::unique_ptr<Scheduler> Occupied(double* occupancy, SchedulerConfig config = {},
+                                    bool preemptible = false) {
   auto cluster = topo::BuildPreset("fat-tree-131k");
   if (!cluster.ok()) std::abort();
   auto made = Scheduler::Create(std::move(cluster).value(), std::move(config));
@@ -46,8 +49,9 @@ std::unique_ptr<Scheduler> Occupied(double* occupancy, SchedulerConfig config = 
     j.id = JobId(kFillerBase + n);
     j.name = "filler";
     j.gpus = std::popcount(mask);
-    // Fillers are not preemptible so that every iteration starts from the same state.
-    j.preemptible = false;
+    // Unless asked for, fillers are not preemptible; when they are, the benchmark re-adopts the
+    // victims after each iteration so that every iteration starts from the same state.
+    j.preemptible = preemptible;
     Placement p;
     p.nodes = {{topo::NodeId(n), mask}};
     events.push_back(Event::Adopt(std::move(j), std::move(p), At(0)));
@@ -137,10 +141,14 @@ void BM_FullCycle10kPending(benchmark::State& state) {
   double occupancy = 0;
   SchedulerConfig config;
   if (state.range(0) == 0) config.actions = {"admit", "allocate"};
-  auto s = Occupied(&occupancy, config);
+  const bool preemptible = state.range(0) == 2;
+  auto s = Occupied(&occupancy, config, preemptible);
+  std::map<JobId, Placement> filler_at;
+  for (const auto& [id, job] : s->jobs()) filler_at[id] = job.placement;
   Rng rng(7);
   std::uint64_t next = 1;
   std::size_t binds = 0;
+  std::size_t preemptions = 0;
   for (auto _ : state) {
     state.PauseTiming();
     std::vector<Event> events = PendingMix(rng, next, 10000);
@@ -148,17 +156,37 @@ void BM_FullCycle10kPending(benchmark::State& state) {
     Decisions d = s->RunCycle({At(10000), events});
     state.PauseTiming();
     binds += d.binds.size();
+    preemptions += d.preemptions.size();
     std::vector<Event> cancel;
     for (std::uint64_t i = next; i < next + 10000; ++i) cancel.push_back(Event::Cancel(JobId(i)));
+    for (const Preemption& pr : d.preemptions) {
+      if (pr.victim.value() >= kFillerBase) cancel.push_back(Event::Cancel(pr.victim));
+    }
     next += 10000;
     s->RunCycle({At(10000), cancel});
+    std::vector<Event> readopt;
+    for (const Preemption& pr : d.preemptions) {
+      if (pr.victim.value() < kFillerBase) continue;  // a job bound earlier in the cycle
+      GangJob j;
+      j.id = pr.victim;
+      j.name = "filler";
+      j.gpus = filler_at.at(pr.victim).gpus();
+      j.preemptible = true;
+      readopt.push_back(Event::Adopt(std::move(j), filler_at.at(pr.victim), At(0)));
+    }
+    if (!readopt.empty()) s->RunCycle({At(10000), readopt});
     state.ResumeTiming();
   }
   state.counters["occupancy"] = occupancy;
   state.counters["binds_per_cycle"] = static_cast<double>(binds) / state.iterations();
-  state.SetLabel(state.range(0) == 0 ? "admit,allocate" : "admit,allocate,backfill,preempt");
+  state.counters["preemptions_per_cycle"] = static_cast<double>(preemptions) / state.iterations();
+  state.SetLabel(state.range(0) == 0   ? "admit,allocate"
+                 : state.range(0) == 1 ? "admit,allocate,backfill,preempt"
+                                       : "admit,allocate,backfill,preempt; preemptible fillers");
 }
-BENCHMARK(BM_FullCycle10kPending)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+// Arg: 0 = admit+allocate; 1 = + backfill + preempt; 2 = the same with preemptible fillers (the
+// preempt action's victim search runs for up to max_preemptors_per_cycle blocked jobs).
+BENCHMARK(BM_FullCycle10kPending)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace baton::sched

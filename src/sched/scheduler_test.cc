@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
+#include "core/rng.h"
+#include "sched/framework/statement.h"
 #include "sched/testing.h"
 
 namespace baton::sched {
@@ -240,6 +245,253 @@ TEST(SchedulerTest, TimingsOnlyWithATimer) {
   EXPECT_FALSE(d.timings.empty());
   auto s = Make();
   EXPECT_TRUE(Cycle(*s, 0).timings.empty());
+}
+
+TEST(SchedulerTest, TimingsPerFilterPlugin) {
+  ManualClock clock;
+  auto sc = Scheduler::Create(SmallTree(), {}, SchedulerOptions{&clock, nullptr, nullptr});
+  ASSERT_TRUE(sc.ok());
+  auto d = (*sc)->RunCycle({At(0), std::vector<Event>{Event::Submit(Job(1, 16))}});
+  ASSERT_EQ(d.binds.size(), 1u);
+  std::map<std::string, std::int64_t> calls;
+  for (const Timing& t : d.timings) calls[t.name] = t.calls;
+  // Each default filter plugin saw at least the two nodes of the placement.
+  for (const char* name :
+       {"filter/health", "filter/gpu-type", "filter/bad-nodes", "filter/node-attributes"}) {
+    EXPECT_GE(calls[name], 2) << name;
+  }
+  EXPECT_GE(calls["placement"], 1);
+  EXPECT_GE(calls["action/allocate"], 1);
+}
+
+GangJob Elastic(std::uint64_t id, int gpus, int min, int max, int step, int priority = 0) {
+  GangJob j = Job(id, gpus, priority);
+  j.elastic = {min, max, step};
+  return j;
+}
+
+Placement On(std::initializer_list<std::uint32_t> nodes) {
+  Placement p;
+  for (std::uint32_t n : nodes) p.nodes.push_back({topo::NodeId(n), 0xff});
+  return p;
+}
+
+TEST(ResizeTest, ShrinksLowestPriorityFirstInStepsThenGrowsBack) {
+  SchedulerConfig c;
+  c.actions = {"admit", "allocate", "resize"};
+  auto s = Make(c);
+  Cycle(*s, 0,
+        {Event::Adopt(Elastic(1, 32, 8, 32, 8, 2), On({0, 1, 2, 3}), At(0)),
+         Event::Adopt(Elastic(2, 32, 8, 32, 8, 1), On({4, 5, 6, 7}), At(0))});
+  auto d = Cycle(*s, 1, {Event::Submit(Job(3, 8, 5))});
+  ASSERT_EQ(d.binds.size(), 1u);
+  ASSERT_EQ(d.resizes.size(), 1u);
+  EXPECT_EQ(d.resizes[0].job, JobId(2));  // the lower priority shrinks, by one step
+  EXPECT_EQ(d.resizes[0].placement.gpus(), 24);
+  EXPECT_EQ(s->job(JobId(2))->placement.gpus(), 24);
+  EXPECT_EQ(d.binds[0].placement.nodes[0].node, topo::NodeId(7));  // its highest ranks
+  EXPECT_EQ(s->state().cluster().counts().allocated, 64);
+  // Nothing waits: both grow back toward max into the idle GPUs.
+  d = Cycle(*s, 2, {Event::Finish(JobId(3))});
+  ASSERT_EQ(d.resizes.size(), 1u);
+  EXPECT_EQ(d.resizes[0].job, JobId(2));
+  EXPECT_EQ(s->job(JobId(2))->placement.gpus(), 32);
+  EXPECT_EQ(s->state().cluster().counts().allocated, 64);
+}
+
+TEST(ResizeTest, NeverShrinksBelowMinOrForHigherPriorityOrOutsideRequiredLevel) {
+  SchedulerConfig c;
+  c.actions = {"admit", "allocate", "resize"};
+  auto s = Make(c);
+  Cycle(*s, 0,
+        {Event::Adopt(Elastic(1, 16, 16, 64, 8), On({0, 1}), At(0)),
+         Event::Adopt(Elastic(2, 16, 8, 16, 8, 9), On({2, 3}), At(0)),
+         Event::Adopt(Job(3, 32), On({4, 5, 6, 7}), At(0))});
+  auto d = Cycle(*s, 1, {Event::Submit(Job(4, 8, 1))});
+  EXPECT_TRUE(d.binds.empty());
+  EXPECT_TRUE(d.resizes.empty());
+  // Growth stays inside the required leaf (gpu001-002 is one leaf): nothing free there.
+  GangJob leafy = Elastic(5, 8, 8, 32, 8);
+  leafy.topology.required = topo::Level::kLeaf;
+  d = Cycle(*s, 2, {Event::Cancel(JobId(4)), Event::Cancel(JobId(1)), Event::Cancel(JobId(3))});
+  // Job 2 (required: none) grew into the idle nodes; the cluster is full again up to its max.
+  EXPECT_EQ(s->job(JobId(2))->placement.gpus(), 16);  // already at max
+  d = Cycle(*s, 3, {Event::Adopt(leafy, On({4}), At(3))});
+  ASSERT_EQ(d.resizes.size(), 1u);
+  EXPECT_EQ(s->job(JobId(5))->placement.gpus(), 16);  // gpu006 is the only leaf-mate
+  EXPECT_EQ(SpanOf(s->state().cluster(), s->job(JobId(5))->placement.nodes), topo::Level::kLeaf);
+}
+
+SchedulerConfig ReclaimConfig() {
+  SchedulerConfig c;
+  c.actions = {"admit", "allocate", "reclaim"};
+  c.plugins = {{"health", 1, {}},
+               {"topology", 1, {}},
+               {"quota",
+                1,
+                {{"tenants.a.guaranteed", "16"},
+                 {"tenants.a.borrowable", "48"},
+                 {"tenants.b.guaranteed", "16"},
+                 {"tenants.b.borrowable", "48"}}}};
+  return c;
+}
+
+GangJob Of(GangJob j, std::string tenant, bool preemptible = true) {
+  j.tenant = std::move(tenant);
+  j.preemptible = preemptible;
+  return j;
+}
+
+TEST(ReclaimTest, TakesBackOnlyBorrowedPreemptibleGangs) {
+  auto s = Make(ReclaimConfig());
+  Cycle(*s, 0,
+        {Event::Adopt(Of(Job(1, 16), "b", false), On({0, 1}), At(0)),
+         Event::Adopt(Of(Job(2, 16), "b"), On({2, 3}), At(0)),
+         Event::Adopt(Of(Job(3, 32), "b"), On({4, 5, 6, 7}), At(0))});
+  auto d = Cycle(*s, 1, {Event::Submit(Of(Job(4, 16, 1), "a"))});
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].victim, JobId(2));  // not job 1: not preemptible
+  EXPECT_EQ(d.preemptions[0].for_job, JobId(4));
+  // b is now at 64 - 16 = 48 after the eviction, still borrowing; a is at its guarantee once 4
+  // runs, so a second a-job reclaims nothing.
+  d = Cycle(*s, 2, {Event::Submit(Of(Job(5, 16, 1), "a"))});
+  EXPECT_TRUE(d.preemptions.empty());
+}
+
+TEST(ReclaimTest, NoReclaimFromTenantsWithinGuaranteeOrWithoutOne) {
+  auto s = Make(ReclaimConfig());
+  Cycle(*s, 0,
+        {Event::Adopt(Of(Job(1, 16), "b"), On({0, 1}), At(0)),
+         Event::Adopt(Of(Job(2, 48), "c"), On({2, 3, 4, 5, 6, 7}), At(0))});
+  auto d = Cycle(*s, 1, {Event::Submit(Of(Job(3, 16, 1), "a"))});
+  EXPECT_TRUE(d.preemptions.empty());
+  EXPECT_TRUE(d.binds.empty());
+}
+
+GangJob Milli(std::uint64_t id, int milli) {
+  GangJob j = Job(id, 1);
+  j.gpu_milli = milli;
+  return j;
+}
+
+GangJob Mig(std::uint64_t id, std::string profile) {
+  GangJob j = Job(id, 1);
+  j.mig_profile = std::move(profile);
+  return j;
+}
+
+TEST(SharedGpuTest, PacksFractionsBestFitOnPartlyUsedNodes) {
+  auto s = Make();
+  Placement half;
+  half.nodes = {{topo::NodeId(3), 0x0f}};
+  Cycle(*s, 0, {Event::Adopt(Job(1, 4), half, At(0))});
+  auto d = Cycle(*s, 1,
+                 {Event::Submit(Milli(2, 500)), Event::Submit(Milli(3, 300)),
+                  Event::Submit(Milli(4, 300)), Event::Submit(Milli(5, 200))});
+  ASSERT_EQ(d.binds.size(), 4u);
+  for (const Bind& b : d.binds) EXPECT_EQ(b.placement.nodes[0].node, topo::NodeId(3));
+  // 500 + 300 + 200 fill one GPU exactly; the third 300 needed a second GPU.
+  const auto& shared = s->state().shared_gpus();
+  ASSERT_EQ(shared.size(), 2u);
+  std::vector<int> used;
+  for (const auto& [ref, sh] : shared) used.push_back(sh.used.milli);
+  std::sort(used.begin(), used.end());
+  EXPECT_EQ(used, (std::vector<int>{300, 1000}));
+  EXPECT_EQ(s->state().cluster().counts().allocated, 6);
+  // A whole-GPU job never lands on a shared GPU.
+  d = Cycle(*s, 2, {Event::Submit(Job(6, 2))});
+  ASSERT_EQ(d.binds.size(), 1u);
+  EXPECT_EQ(d.binds[0].placement.nodes[0].node, topo::NodeId(3));
+  for (const auto& [ref, sh] : shared) {
+    EXPECT_EQ(d.binds[0].placement.nodes[0].mask & (std::uint64_t{1} << ref.index), 0u);
+  }
+  // The last share leaving frees its GPU.
+  Cycle(*s, 3, {Event::Finish(JobId(4))});
+  EXPECT_EQ(s->state().shared_gpus().size(), 1u);
+  EXPECT_EQ(s->state().cluster().counts().allocated, 7);
+}
+
+TEST(SharedGpuTest, MigSlicesFollowTheProfileGeometry) {
+  auto s = Make();
+  auto d = Cycle(*s, 0,
+                 {Event::Submit(Mig(1, "4g.40gb")), Event::Submit(Mig(2, "4g.40gb")),
+                  Event::Submit(Mig(3, "3g.40gb")), Event::Submit(Milli(4, 100))});
+  ASSERT_EQ(d.binds.size(), 4u);
+  const auto& shared = s->state().shared_gpus();
+  ASSERT_EQ(shared.size(), 3u);  // 4g+3g, 4g, and the time-shared GPU (never mixed with MIG)
+  for (const auto& [ref, sh] : shared) {
+    EXPECT_LE(sh.used.compute_slices, kMigComputeSlices);
+    EXPECT_LE(sh.used.memory_slices, kMigMemorySlices);
+    EXPECT_TRUE(sh.used.milli == 0 || sh.used.compute_slices == 0);
+  }
+  d = Cycle(*s, 1,
+            {Event::Submit(Mig(5, "5g.50gb")), Event::Submit(Milli(6, 1000)),
+             Event::Submit(Mig(7, "1g.5gb"))});  // an A100-40GB profile on H100s
+  ASSERT_EQ(d.rejections.size(), 3u);
+  EXPECT_NE(d.rejections[0].reason.find("mig_profile"), std::string::npos);
+  EXPECT_NE(d.rejections[1].reason.find("gpu_milli"), std::string::npos);
+  EXPECT_NE(d.rejections[2].reason.find("mig_profile"), std::string::npos);
+}
+
+TEST(SharedGpuTest, RandomSharesNeverOverfillAGpuAndStatementsRestoreThem) {
+  auto s = Make();
+  Rng rng(11);
+  std::vector<JobId> live;
+  const char* kProfiles[] = {"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"};
+  std::uint64_t next = 1;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<Event> events;
+    for (int k = 0; k < 6; ++k) {
+      const std::uint64_t id = next++;
+      if (rng.Bernoulli(0.5)) {
+        events.push_back(Event::Submit(Milli(id, static_cast<int>(rng.UniformInt(1, 999)))));
+      } else if (rng.Bernoulli(0.8)) {
+        events.push_back(Event::Submit(Mig(id, kProfiles[rng.UniformInt(0, 4)])));
+      } else {
+        events.push_back(Event::Submit(Job(id, static_cast<int>(rng.UniformInt(1, 8)))));
+      }
+    }
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      if (rng.Bernoulli(0.3)) events.push_back(Event::Finish(live[i]));
+    }
+    Cycle(*s, round, events);
+    live.clear();
+    int whole = 0;
+    for (const auto& [id, j] : s->jobs()) {
+      if (j.phase != JobPhase::kRunning) continue;
+      live.push_back(id);
+      if (!SharesGpu(j.spec)) whole += j.placement.gpus();
+    }
+    const auto& shared = s->state().shared_gpus();
+    for (const auto& [ref, sh] : shared) {
+      ASSERT_LE(sh.used.milli, kMilliPerGpu);
+      ASSERT_LE(sh.used.compute_slices, kMigComputeSlices);
+      ASSERT_LE(sh.used.memory_slices, kMigMemorySlices);
+      ASSERT_TRUE(sh.used.milli == 0 || sh.used.compute_slices == 0);
+      ASSERT_GE(sh.jobs, 1);
+    }
+    ASSERT_EQ(s->state().cluster().counts().allocated,
+              whole + static_cast<std::int64_t>(shared.size()));
+  }
+  // A discarded Statement restores shares exactly; Release refuses a shared GPU.
+  ClusterState& st = const_cast<ClusterState&>(s->state());
+  const auto before = st.shared_gpus().size();
+  const std::uint64_t version = st.version();
+  {
+    Statement stmt(&st);
+    for (std::uint32_t n = 0; n < 8; ++n) {
+      const auto& node = st.cluster().node(topo::NodeId(n));
+      for (std::uint8_t i = 0; i < node.gpus; ++i) {
+        if (!((node.allocated_mask >> i) & 1)) (void)stmt.AllocateShare({topo::NodeId(n), i}, {1});
+      }
+    }
+    if (!st.shared_gpus().empty()) {
+      const topo::GpuRef g = st.shared_gpus().begin()->first;
+      EXPECT_FALSE(st.Release(g.node, std::uint64_t{1} << g.index).ok());
+    }
+  }
+  EXPECT_EQ(st.shared_gpus().size(), before);
+  EXPECT_NE(st.version(), version);  // changed and changed back; contents equal
 }
 
 }  // namespace

@@ -9,9 +9,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "sched/actions/action.h"
 
@@ -59,6 +62,33 @@ std::size_t SmallestFittingPrefix(std::size_t size, Fits fits) {
   while (hi < size && !fits(hi)) hi *= 2;
   hi = std::min(hi, size);
   std::size_t lo = hi / 2;
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return hi;
+}
+
+// The smallest n in [start, size] with fits(n) true, given fits is monotone and false below
+// `start` (>= 1); nullopt when fits(size) is false. Galloping from `start`, then bisection, so a
+// good lower bound costs one probe.
+template <typename Fits>
+std::optional<std::size_t> SmallestFittingPrefixFrom(std::size_t size, std::size_t start,
+                                                     Fits fits) {
+  start = std::clamp<std::size_t>(start, 1, size);
+  if (fits(start)) return start;
+  std::size_t lo = start;  // fits(lo) is false
+  std::size_t hi = start;
+  for (std::size_t step = 1;; step *= 2) {
+    if (lo == size) return std::nullopt;
+    hi = std::min(size, lo + step);
+    if (fits(hi)) break;
+    lo = hi;
+  }
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;
     if (fits(mid)) {
@@ -181,6 +211,7 @@ class BackfillAction final : public Action {
                       std::map<std::uint32_t, TimePoint>* reserved) {
     std::vector<std::pair<TimePoint, JobId>> ends;
     for (const auto& [id, r] : s.jobs()) {
+      if (SharesGpu(r.spec)) continue;  // a shared GPU frees only with its last share
       if (r.phase == JobPhase::kRunning && r.spec.estimated_runtime.value() > 0) {
         ends.push_back({std::max(s.now(), r.start + r.spec.estimated_runtime), id});
       } else if (r.phase == JobPhase::kTerminating) {
@@ -226,24 +257,26 @@ class PreemptAction final : public Action {
   void Execute(Session& s) override {
     if (s.plugins().victims.empty() || !s.lowest_victim_priority()) return;
     const int lowest = *s.lowest_victim_priority();
-    // Bounded effort per cycle: the first few blocked jobs that outrank some victim.
+    // Bounded effort per cycle: the first few blocked jobs that outrank some victim. Running jobs
+    // are listed once (in id order, as the table holds them); evictions only take jobs out of the
+    // running phase, which TryPreempt checks.
+    std::vector<const JobInfo*> running;
     int attempts = 0;
     for (JobId id : s.PendingQueue()) {
       JobInfo& job = s.jobs().at(id);
       if (job.nominated || job.spec.priority <= lowest) continue;
       if (++attempts > s.config().max_preemptors_per_cycle) break;
-      TryPreempt(s, job);
+      if (running.empty()) {
+        for (const auto& [vid, v] : s.jobs()) {
+          if (v.phase == JobPhase::kRunning && !SharesGpu(v.spec)) running.push_back(&v);
+        }
+      }
+      TryPreempt(s, job, running);
     }
   }
 
  private:
-  static bool Fits(Session& s, const JobInfo& job) {
-    Statement trial(&s.state());
-    Placement p;
-    PluginStatus st = s.TryPlace(job, &trial, &p);
-    if (st.ok()) s.Unreserve(job, p);
-    return st.ok();
-  }
+  static bool Fits(Session& s, const JobInfo& job) { return s.FitsNow(job); }
 
   // Whether `job` fits once the victims in `set` are gone.
   static bool FitsWithout(Session& s, const JobInfo& job, const std::vector<JobId>& set) {
@@ -256,11 +289,24 @@ class PreemptAction final : public Action {
   }
 
   // Returns whether a preemption was started.
-  static bool TryPreempt(Session& s, JobInfo& job) {
+  static bool TryPreempt(Session& s, JobInfo& job, const std::vector<const JobInfo*>& running) {
     // It may fit already (room freed earlier in this cycle): allocate places it next cycle.
     if (Fits(s, job)) return false;
-    std::vector<std::pair<double, JobId>> candidates;
-    for (const auto& [vid, v] : s.jobs()) {
+    struct Candidate {
+      double cost;
+      JobId id;
+      const JobInfo* job;
+      bool operator<(const Candidate& o) const {
+        return cost < o.cost || (cost == o.cost && id < o.id);
+      }
+    };
+    std::vector<Candidate> candidates;
+    bool costs_nonnegative = true;
+    for (const JobInfo* vp_job : running) {
+      // Jobs sharing a GPU are not victims yet (not listed): their GPU frees only with its last
+      // share.
+      const JobInfo& v = *vp_job;
+      const JobId vid = v.spec.id;
       if (v.phase != JobPhase::kRunning) continue;
       double cost = 0;
       bool ok = true;
@@ -272,12 +318,15 @@ class PreemptAction final : public Action {
         }
         cost += vp.weight * *c;
       }
-      if (ok) candidates.push_back({cost, vid});
+      if (!ok) continue;
+      candidates.push_back({cost, vid, &v});
+      costs_nonnegative &= cost >= 0;
     }
     std::sort(candidates.begin(), candidates.end());
     // Victims are chosen inside one scope so that the freed GPUs sit together: the subtrees of the
     // job's required level, or else of the highest switch tier below the whole cluster; the whole
-    // cluster is the fallback. The scope whose cheapest sufficient prefix costs least wins.
+    // cluster is the fallback. The scope whose cheapest sufficient prefix costs least wins (at
+    // equal cost, the lowest switch id).
     const topo::Cluster& c = s.state().cluster();
     const topo::Level required = job.spec.topology.required.value_or(topo::Level::kCore);
     int tier = -1;
@@ -285,36 +334,91 @@ class PreemptAction final : public Action {
       if (c.tier_level(t) <= required && !s.state().SwitchesOfTier(t).empty()) tier = t;
     }
     if (tier >= 0 && s.state().SwitchesOfTier(tier).size() == 1) tier = -1;  // that is the root
+    // When the scopes are exactly the subtrees of the job's required level, the gang must land
+    // inside one of them; since it fits nowhere now, evicting victims that sit wholly inside one
+    // scope can only help there, so that scope's nodes must then hold all its tasks.
+    const bool scope_is_required =
+        tier >= 0 && job.spec.topology.required && c.tier_level(tier) == required;
     std::vector<JobId> chosen;
     double best_cost = 0;
+    std::optional<std::uint32_t> best_scope;
     // Candidates (indexes, cost order) per scope switch, computed once.
-    std::map<std::uint32_t, std::vector<std::size_t>> by_scope;
+    struct ScopeCandidates {
+      std::vector<std::size_t> index;
+      bool all_inside = true;  // every candidate's GPUs lie inside the scope
+    };
+    std::map<std::uint32_t, ScopeCandidates> by_scope;
     if (tier >= 0) {
       for (std::size_t i = 0; i < candidates.size(); ++i) {
         std::uint32_t last = ~0u;
-        for (const auto& a : s.jobs().at(candidates[i].second).placement.nodes) {
+        int scopes_of_victim = 0;
+        for (const auto& a : candidates[i].job->placement.nodes) {
           const topo::SwitchId sw = c.node(a.node).ancestors[tier];
           if (!sw.valid() || sw.value() == last) continue;
           last = sw.value();
           auto& list = by_scope[sw.value()];
-          if (list.empty() || list.back() != i) list.push_back(i);
+          if (list.index.empty() || list.index.back() != i) {
+            list.index.push_back(i);
+            ++scopes_of_victim;
+          }
+        }
+        if (scopes_of_victim > 1) {
+          for (const auto& a : candidates[i].job->placement.nodes) {
+            const topo::SwitchId sw = c.node(a.node).ancestors[tier];
+            if (sw.valid()) by_scope[sw.value()].all_inside = false;
+          }
         }
       }
     }
-    auto try_scope = [&](std::optional<std::uint32_t> sw) {
+    // A lower bound on a scope's sufficient prefix: after evicting it, the scope needs job.gpus
+    // free GPUs and (when scope_is_required) room for every task on its nodes. Returns 0 when
+    // even all candidates are not enough (then the scope cannot fit the job).
+    const int g = job.task_gpus;
+    const std::int64_t tasks = job.spec.gpus / g;
+    std::vector<int> node_free;  // per node touched by least_prefix: free GPUs; -1 untouched
+    std::vector<std::uint32_t> touched;
+    auto least_prefix = [&](std::uint32_t sw, const ScopeCandidates& list) -> std::size_t {
+      const Subtree scope{SubtreeKind::kSwitch, sw};
+      std::int64_t free = s.state().Free(scope);
+      const bool count_tasks = scope_is_required && list.all_inside;
+      std::int64_t room = count_tasks ? s.state().Slots(scope, g) : tasks;
+      if (count_tasks && node_free.empty()) node_free.assign(c.nodes().size(), -1);
+      std::size_t k = 0;
+      for (; k < list.index.size(); ++k) {
+        if (k > 0 && free >= job.spec.gpus && room >= tasks) break;
+        for (const auto& a : candidates[list.index[k]].job->placement.nodes) {
+          if (c.node(a.node).ancestors[tier].value() != sw) continue;
+          const bool healthy = c.node(a.node).health == topo::NodeHealth::kHealthy;
+          const int freed = healthy ? std::popcount(a.mask) : 0;
+          free += freed;
+          if (!count_tasks) continue;
+          int& f = node_free[a.node.value()];
+          if (f < 0) {
+            f = s.state().FreeGpus(a.node);
+            touched.push_back(a.node.value());
+          }
+          room += (f + freed) / g - f / g;
+          f += freed;
+        }
+      }
+      for (std::uint32_t n : touched) node_free[n] = -1;
+      touched.clear();
+      return free >= job.spec.gpus && room >= tasks ? k : 0;
+    };
+    auto try_scope = [&](std::optional<std::uint32_t> sw, std::size_t start) {
       std::vector<JobId> order;
       std::vector<double> costs;
       if (sw) {
         auto it = by_scope.find(*sw);
         if (it == by_scope.end()) return;
-        for (std::size_t i : it->second) {
-          order.push_back(candidates[i].second);
-          costs.push_back(candidates[i].first);
+        for (std::size_t i : it->second.index) {
+          order.push_back(candidates[i].id);
+          costs.push_back(candidates[i].cost);
         }
       } else {
-        for (const auto& [cost, vid] : candidates) {
-          order.push_back(vid);
-          costs.push_back(cost);
+        for (const Candidate& cand : candidates) {
+          order.push_back(cand.id);
+          costs.push_back(cand.cost);
         }
       }
       if (order.empty()) return;
@@ -326,17 +430,49 @@ class PreemptAction final : public Action {
         freed.SetPrefix(n);
         return s.state().Free(scope) >= job.spec.gpus && Fits(s, job);
       };
-      if (!fits(order.size())) return;
-      const std::size_t n = SmallestFittingPrefix(order.size(), fits);
+      const std::optional<std::size_t> n = SmallestFittingPrefixFrom(order.size(), start, fits);
+      if (!n) return;
       double total = 0;
-      for (std::size_t i = 0; i < n; ++i) total += costs[i];
-      if (chosen.empty() || total < best_cost) {
+      for (std::size_t i = 0; i < *n; ++i) total += costs[i];
+      if (chosen.empty() || total < best_cost ||
+          (total == best_cost && sw && best_scope && *sw < *best_scope)) {
         best_cost = total;
-        chosen.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n));
+        best_scope = sw;
+        chosen.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(*n));
       }
     };
-    for (const auto& [sw, list] : by_scope) try_scope(sw);
-    if (chosen.empty()) try_scope(std::nullopt);
+    // Scopes that cannot hold the job even with every candidate evicted are skipped. The others
+    // go in order of a lower bound on their cost (the cost of their least sufficient prefix), so
+    // that once the bound passes the best cost found no later scope can win and the search
+    // stops. A negative cost voids the bound: then every feasible scope is tried, in switch order.
+    struct ScopeBound {
+      double bound;
+      std::uint32_t sw;
+      std::size_t start;
+      bool operator<(const ScopeBound& o) const {
+        return bound < o.bound || (bound == o.bound && sw < o.sw);
+      }
+    };
+    std::vector<ScopeBound> scopes;
+    scopes.reserve(by_scope.size());
+    for (const auto& [sw, list] : by_scope) {
+      const std::size_t least = least_prefix(sw, list);
+      if (least == 0) continue;
+      double bound = 0;
+      for (std::size_t k = 0; k < least && costs_nonnegative; ++k) {
+        bound += candidates[list.index[k]].cost;
+      }
+      scopes.push_back({bound, sw, least});
+    }
+    std::sort(scopes.begin(), scopes.end());
+    for (const ScopeBound& sb : scopes) {
+      if (costs_nonnegative && !chosen.empty() &&
+          (sb.bound > best_cost || (sb.bound == best_cost && best_scope && sb.sw > *best_scope))) {
+        break;
+      }
+      try_scope(sb.sw, sb.start);
+    }
+    if (chosen.empty()) try_scope(std::nullopt, 1);
     if (chosen.empty()) return false;
     // Drop victims that turn out unnecessary, most expensive first (bounded effort).
     for (std::size_t i = chosen.size(); i-- > 0 && chosen.size() <= kMaxPruned;) {
@@ -355,6 +491,266 @@ class PreemptAction final : public Action {
   static constexpr std::size_t kMaxPruned = 16;
 };
 
+// Orders jobs for reclaim and shrink: lowest priority first, then least work lost, then id.
+struct LowestFirst {
+  const Session* s;
+  bool operator()(const JobInfo* a, const JobInfo* b) const {
+    if (a->spec.priority != b->spec.priority) return a->spec.priority < b->spec.priority;
+    const double la = s->LostGpuSeconds(*a);
+    const double lb = s->LostGpuSeconds(*b);
+    if (la != lb) return la < lb;
+    return a->spec.id < b->spec.id;
+  }
+};
+
+// reclaim: a pending job of a tenant within its guarantee (after the job) that cannot be placed
+// takes back GPUs lent to tenants above their guarantee: whole preemptible gangs of such tenants
+// are evicted gracefully, lowest priority (then least lost work) first, only while their tenant
+// stays above its guarantee before the eviction, until the job fits. Guarantees come from
+// GuaranteePlugins (quota); tenants without one neither reclaim nor lend.
+class ReclaimAction final : public Action {
+ public:
+  std::string_view Name() const override { return "reclaim"; }
+  void Execute(Session& s) override {
+    if (s.plugins().guarantees.empty()) return;
+    auto guarantee = [&](const std::string& tenant) -> std::optional<std::int64_t> {
+      for (const auto& g : s.plugins().guarantees) {
+        if (auto v = g.ext->Guaranteed(tenant)) return v;
+      }
+      return std::nullopt;
+    };
+    // GPUs held per tenant, victims that are terminating included (they still hold GPUs); usage
+    // after eviction is tracked separately so that one cycle does not over-reclaim.
+    std::map<std::string, std::int64_t> usage;
+    for (const auto& [id, j] : s.jobs()) {
+      if (j.phase == JobPhase::kRunning || j.phase == JobPhase::kTerminating) {
+        usage[j.spec.tenant] += j.placement.gpus();
+      }
+    }
+    std::map<std::string, std::int64_t> after = usage;
+    // Jobs already waiting for victims count as their tenant's (pledged) usage.
+    for (const auto& [id, j] : s.jobs()) {
+      if (j.phase == JobPhase::kPending && j.nominated) usage[j.spec.tenant] += j.spec.gpus;
+    }  // minus GPUs already being reclaimed
+    for (const auto& [id, j] : s.jobs()) {
+      if (j.phase == JobPhase::kTerminating) after[j.spec.tenant] -= j.placement.gpus();
+    }
+    int attempts = 0;
+    for (JobId id : s.PendingQueue()) {
+      JobInfo& job = s.jobs().at(id);
+      if (job.nominated) continue;
+      const auto own = guarantee(job.spec.tenant);
+      if (!own || usage[job.spec.tenant] + job.spec.gpus > *own) continue;
+      if (++attempts > s.config().max_preemptors_per_cycle) break;
+      if (s.FitsNow(job)) continue;
+      std::vector<const JobInfo*> lenders;
+      for (const auto& [vid, v] : s.jobs()) {
+        if (v.phase != JobPhase::kRunning || !v.spec.preemptible || SharesGpu(v.spec)) continue;
+        const auto g = guarantee(v.spec.tenant);
+        if (g && after[v.spec.tenant] > *g && v.spec.tenant != job.spec.tenant) {
+          lenders.push_back(&v);
+        }
+      }
+      std::sort(lenders.begin(), lenders.end(), LowestFirst{&s});
+      Statement freed(&s.state());
+      std::map<std::string, std::int64_t> left = after;
+      std::vector<JobId> chosen;
+      bool fits = false;
+      for (const JobInfo* v : lenders) {
+        if (left[v->spec.tenant] <= *guarantee(v->spec.tenant)) continue;
+        left[v->spec.tenant] -= v->placement.gpus();
+        for (const auto& a : v->placement.nodes) CHECK(freed.Release(a.node, a.mask).ok());
+        chosen.push_back(v->spec.id);
+        if (s.state().Free(Subtree{}) >= job.spec.gpus && s.FitsNow(job)) {
+          fits = true;
+          break;
+        }
+      }
+      freed.Discard();
+      if (!fits) continue;
+      after = std::move(left);
+      usage[job.spec.tenant] += job.spec.gpus;  // pledged: later jobs of the tenant count it
+      for (JobId vid : chosen) s.Evict(s.jobs().at(vid), job);
+      job.nominated = true;
+      s.Wait(job, PluginStatus::Unschedulable(
+                      fmt::format("reclaiming {} job(s) from tenants above their guarantee",
+                                  chosen.size()))
+                      .WithPlugin("reclaim"));
+    }
+  }
+};
+
+// resize: elastic jobs (ElasticSpec) change size in steps of elastic.step_gpus. When pending jobs
+// cannot be placed, running elastic jobs of no higher priority shrink toward min_gpus, lowest
+// priority first, one step at a time, until the first such job fits; it is then bound at once
+// (its GPUs were freed by the shrink). When nothing is pending, elastic jobs grow toward
+// max_gpus into idle GPUs, highest priority first: onto their own nodes first, then the nearest
+// nodes, never outside the subtree of their required (and sub-group) level. A job is resizable
+// when its step is a whole number of tasks, or when it is one task on one node (it then resizes
+// on that node). Shrinks release the highest ranks. Each changed job appears once in
+// Decisions::resizes with its final placement, already reflected in the state.
+class ResizeAction final : public Action {
+ public:
+  std::string_view Name() const override { return "resize"; }
+  void Execute(Session& s) override {
+    std::vector<JobInfo*> elastic;
+    for (auto& [id, j] : s.jobs()) {
+      if (j.phase == JobPhase::kRunning && j.spec.elastic.min_gpus > 0 && Unit(j) > 0) {
+        elastic.push_back(&j);
+      }
+    }
+    if (elastic.empty()) return;
+    bool any_pending = false;
+    for (JobId id : s.pending_at_start()) {
+      auto it = s.jobs().find(id);
+      any_pending |= it != s.jobs().end() && it->second.phase == JobPhase::kPending;
+    }
+    if (any_pending) {
+      Shrink(s, elastic);
+    } else {
+      Grow(s, elastic);
+    }
+  }
+
+ private:
+  // GPUs added or removed per placement unit: a task, or for a one-task job a step on its node;
+  // 0 when the job cannot be resized.
+  static int Unit(const JobInfo& j) {
+    const int step = j.spec.elastic.step_gpus;
+    if (step % j.task_gpus == 0) return j.task_gpus;
+    if (j.placement.nodes.size() == 1 && j.placement.gpus() == j.task_gpus) return step;
+    return 0;
+  }
+
+  // `p` without its highest `gpus` ranks; the removed GPUs go to `released`.
+  static Placement WithoutLast(Placement p, int gpus, std::vector<NodeAlloc>* released) {
+    while (gpus > 0 && !p.nodes.empty()) {
+      NodeAlloc& a = p.nodes.back();
+      std::uint64_t cut = 0;
+      while (gpus > 0 && a.mask != 0) {
+        const std::uint64_t top = std::uint64_t{1} << (63 - std::countl_zero(a.mask));
+        a.mask &= ~top;
+        cut |= top;
+        --gpus;
+      }
+      released->push_back({a.node, cut});
+      if (a.mask == 0) p.nodes.pop_back();
+    }
+    return p;
+  }
+
+  static void Shrink(Session& s, std::vector<JobInfo*> elastic) {
+    std::sort(elastic.begin(), elastic.end(),
+              [&](const JobInfo* a, const JobInfo* b) { return LowestFirst{&s}(a, b); });
+    int attempts = 0;
+    for (JobId id : s.PendingQueue()) {
+      JobInfo& job = s.jobs().at(id);
+      if (job.nominated) continue;
+      if (++attempts > s.config().max_preemptors_per_cycle) break;
+      if (s.FitsNow(job)) continue;
+      Statement shrink(&s.state());
+      std::map<JobId, Placement> shrunk;
+      bool fits = false;
+      for (JobInfo* e : elastic) {
+        if (e->phase != JobPhase::kRunning || e->spec.priority > job.spec.priority) continue;
+        Placement p = e->placement;
+        while (!fits && p.gpus() - e->spec.elastic.step_gpus >= e->spec.elastic.min_gpus) {
+          std::vector<NodeAlloc> released;
+          p = WithoutLast(std::move(p), e->spec.elastic.step_gpus, &released);
+          for (const auto& a : released) CHECK(shrink.Release(a.node, a.mask).ok());
+          shrunk[e->spec.id] = p;
+          fits = s.state().Free(Subtree{}) >= job.spec.gpus && s.FitsNow(job);
+        }
+        if (fits) break;
+      }
+      if (!fits) continue;  // `shrink` discards
+      Statement place(&s.state());
+      Placement p;
+      PluginStatus st = s.TryPlace(job, &place, &p);
+      CHECK(st.ok()) << "resize: the job fit a moment ago: " << st.ToString();
+      s.Bind(job, std::move(p), &place);
+      shrink.Commit();
+      for (auto& [eid, ep] : shrunk) s.Resize(s.jobs().at(eid), std::move(ep));
+    }
+  }
+
+  static void Grow(Session& s, std::vector<JobInfo*> elastic) {
+    std::sort(elastic.begin(), elastic.end(), [](const JobInfo* a, const JobInfo* b) {
+      if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
+      return a->spec.id < b->spec.id;
+    });
+    const topo::Cluster& c = s.state().cluster();
+    for (JobInfo* e : elastic) {
+      const int unit = Unit(*e);
+      const int step = e->spec.elastic.step_gpus;
+      if (e->placement.gpus() + step > e->spec.elastic.max_gpus) continue;
+      const topo::NodeId home = e->placement.nodes.front().node;
+      // Nodes other than its own stay inside the subtree of its first node at the required level
+      // and at every multi-task sub-group level.
+      topo::Level limit = e->spec.topology.required.value_or(topo::Level::kCore);
+      for (const auto& sg : e->spec.sub_groups) {
+        if (sg.gpus > e->task_gpus) limit = std::min(limit, sg.level);
+      }
+      // Candidate nodes: own nodes first (in rank order), then others by distance, then the
+      // tightest fit, then id. A one-task job stays on its node.
+      std::vector<topo::NodeId> nodes;
+      for (const auto& a : e->placement.nodes) nodes.push_back(a.node);
+      if (unit == e->task_gpus) {
+        std::vector<std::tuple<topo::Level, int, std::uint32_t>> others;
+        for (int f = unit; f <= s.state().max_node_gpus(); ++f) {
+          for (std::uint32_t n : s.state().NodesWithFree(f)) {
+            const topo::NodeId id(n);
+            if (std::find(nodes.begin(), nodes.end(), id) != nodes.end()) continue;
+            const topo::Level l = c.Meet(home, id);
+            if (l <= limit) others.push_back({l, f, n});
+          }
+        }
+        std::sort(others.begin(), others.end());
+        for (const auto& [l, f, n] : others) nodes.push_back(topo::NodeId(n));
+      }
+      Statement grow(&s.state());
+      Placement p = e->placement;
+      bool grew = false;
+      while (p.gpus() + step <= e->spec.elastic.max_gpus) {
+        const std::size_t mark = grow.size();
+        Placement next = p;
+        int need = step;
+        for (topo::NodeId id : nodes) {
+          if (need == 0) break;
+          int room = s.state().FreeGpus(id) / unit;
+          if (room == 0 || !s.PassesFilters(*e, id)) continue;
+          const std::uint64_t free_mask = ~c.node(id).allocated_mask;
+          std::uint64_t mask = 0;
+          for (int i = 0; i < c.node(id).gpus && room > 0 && need > 0; ++i) {
+            if ((free_mask >> i) & 1) mask |= std::uint64_t{1} << i;
+            if (std::popcount(mask) == unit) {
+              CHECK(grow.Allocate(id, mask).ok());
+              auto it = std::find_if(next.nodes.begin(), next.nodes.end(),
+                                     [&](const NodeAlloc& a) { return a.node == id; });
+              if (it != next.nodes.end()) {
+                it->mask |= mask;
+              } else {
+                next.nodes.push_back({id, mask});
+              }
+              mask = 0;
+              --room;
+              need -= unit;
+            }
+          }
+        }
+        if (need > 0) {
+          grow.RollbackTo(mark);
+          break;
+        }
+        p = std::move(next);
+        grew = true;
+      }
+      grow.Commit();
+      if (grew) s.Resize(*e, std::move(p));
+    }
+  }
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Action>> MakeAction(std::string_view name) {
@@ -362,8 +758,10 @@ Result<std::unique_ptr<Action>> MakeAction(std::string_view name) {
   if (name == "allocate") return std::unique_ptr<Action>(new AllocateAction());
   if (name == "backfill") return std::unique_ptr<Action>(new BackfillAction());
   if (name == "preempt") return std::unique_ptr<Action>(new PreemptAction());
-  return NotFoundError(
-      fmt::format("unknown action '{}' (known: admit, allocate, backfill, preempt)", name));
+  if (name == "reclaim") return std::unique_ptr<Action>(new ReclaimAction());
+  if (name == "resize") return std::unique_ptr<Action>(new ResizeAction());
+  return NotFoundError(fmt::format(
+      "unknown action '{}' (known: admit, allocate, backfill, preempt, reclaim, resize)", name));
 }
 
 }  // namespace baton::sched

@@ -149,10 +149,70 @@ Status ClusterState::Allocate(topo::NodeId node, std::uint64_t gpu_mask) {
 }
 
 Status ClusterState::Release(topo::NodeId node, std::uint64_t gpu_mask) {
+  if (node.valid() && node.value() < shared_mask_.size() &&
+      (shared_mask_[node.value()] & gpu_mask) != 0) {
+    return FailedPreconditionError("release: a GPU of the mask holds shares");
+  }
   const int before = FreeGpus(node);
   RETURN_IF_ERROR(cluster_.Release(node, gpu_mask));
   Update(node, before);
   return Status::Ok();
+}
+
+Status ClusterState::AllocateShare(topo::GpuRef gpu, const GpuShareAmount& amount) {
+  if (amount.milli <= 0 && amount.compute_slices <= 0) {
+    return InvalidArgumentError("share: empty amount");
+  }
+  if (!gpu.node.valid() || gpu.node.value() >= cluster_.nodes().size() ||
+      gpu.index >= cluster_.node(gpu.node).gpus) {
+    return InvalidArgumentError("share: unknown GPU");
+  }
+  auto it = shares_.find(gpu);
+  if (it == shares_.end()) {
+    RETURN_IF_ERROR(Allocate(gpu.node, std::uint64_t{1} << gpu.index));
+    if (shared_mask_.empty()) shared_mask_.assign(cluster_.nodes().size(), 0);
+    shared_mask_[gpu.node.value()] |= std::uint64_t{1} << gpu.index;
+    shares_[gpu] = GpuShare{amount, 1};
+    return Status::Ok();
+  }
+  GpuShare& sh = it->second;
+  if (sh.used.mig() != amount.mig()) {
+    return FailedPreconditionError("share: the GPU is shared the other way (MIG vs time-sharing)");
+  }
+  if (sh.used.milli + amount.milli > kMilliPerGpu ||
+      sh.used.compute_slices + amount.compute_slices > kMigComputeSlices ||
+      sh.used.memory_slices + amount.memory_slices > kMigMemorySlices) {
+    return FailedPreconditionError("share: the GPU has no room left for it");
+  }
+  sh.used.milli += amount.milli;
+  sh.used.compute_slices += amount.compute_slices;
+  sh.used.memory_slices += amount.memory_slices;
+  ++sh.jobs;
+  ++version_;
+  return Status::Ok();
+}
+
+Status ClusterState::ReleaseShare(topo::GpuRef gpu, const GpuShareAmount& amount) {
+  auto it = shares_.find(gpu);
+  if (it == shares_.end()) return FailedPreconditionError("share: the GPU holds no shares");
+  GpuShare& sh = it->second;
+  if (sh.used.milli < amount.milli || sh.used.compute_slices < amount.compute_slices ||
+      sh.used.memory_slices < amount.memory_slices || sh.used.mig() != amount.mig()) {
+    return FailedPreconditionError("share: the GPU does not hold that share");
+  }
+  sh.used.milli -= amount.milli;
+  sh.used.compute_slices -= amount.compute_slices;
+  sh.used.memory_slices -= amount.memory_slices;
+  ++version_;
+  if (--sh.jobs > 0) return Status::Ok();
+  shares_.erase(it);
+  shared_mask_[gpu.node.value()] &= ~(std::uint64_t{1} << gpu.index);
+  return Release(gpu.node, std::uint64_t{1} << gpu.index);
+}
+
+const ClusterState::GpuShare* ClusterState::Share(topo::GpuRef gpu) const {
+  auto it = shares_.find(gpu);
+  return it == shares_.end() ? nullptr : &it->second;
 }
 
 void ClusterState::SetHealth(topo::NodeId node, topo::NodeHealth health) {

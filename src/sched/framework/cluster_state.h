@@ -60,8 +60,26 @@ class ClusterState {
   const topo::Cluster& cluster() const { return cluster_; }
 
   // Same contracts as topo::Cluster: fail, changing nothing, on a bad or conflicting mask.
+  // Release also fails on a GPU that holds shares (release those with ReleaseShare).
   Status Allocate(topo::NodeId node, std::uint64_t gpu_mask);
   Status Release(topo::NodeId node, std::uint64_t gpu_mask);
+
+  // Shared GPUs (jobs with gpu_milli or a MIG profile). A GPU with at least one share counts as
+  // allocated in the topo::Cluster, so whole-GPU work never lands on it and the free counts,
+  // slots and buckets treat it as busy. AllocateShare fails, changing nothing, when the GPU is
+  // whole-allocated, shared the other way (time-sharing vs MIG), or would exceed 1000 milli /
+  // 7 compute slices / 8 memory slices; ReleaseShare fails on a share the GPU does not hold.
+  // The last share released frees the GPU.
+  struct GpuShare {
+    GpuShareAmount used;
+    int jobs = 0;
+  };
+  Status AllocateShare(topo::GpuRef gpu, const GpuShareAmount& amount);
+  Status ReleaseShare(topo::GpuRef gpu, const GpuShareAmount& amount);
+  // The shares on a GPU; nullptr when it holds none.
+  const GpuShare* Share(topo::GpuRef gpu) const;
+  // Every GPU holding shares, in GpuRef order.
+  const std::map<topo::GpuRef, GpuShare>& shared_gpus() const { return shares_; }
   void SetHealth(topo::NodeId node, topo::NodeHealth health);
 
   // Allocatable GPUs on a node: idle GPUs of a healthy node, else 0.
@@ -110,6 +128,8 @@ class ClusterState {
   int max_node_gpus_ = 0;
   std::uint64_t version_ = 0;
   std::shared_ptr<const AttributeIndex> attributes_;
+  std::map<topo::GpuRef, GpuShare> shares_;
+  std::vector<std::uint64_t> shared_mask_;  // per node: GPUs holding shares
 };
 
 }  // namespace baton::sched

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 
 #include "core/strings.h"
 
@@ -31,7 +32,32 @@ std::string KnownLevels(const topo::Cluster& cluster) {
   return out;
 }
 
+struct MigProfile {
+  std::string_view name;
+  int compute_slices;
+  int memory_slices;
+};
+constexpr MigProfile kMig80[] = {
+    {"1g.10gb", 1, 1}, {"2g.20gb", 2, 2}, {"3g.40gb", 3, 4}, {"4g.40gb", 4, 4}, {"7g.80gb", 7, 8}};
+constexpr MigProfile kMig40[] = {
+    {"1g.5gb", 1, 1}, {"2g.10gb", 2, 2}, {"3g.20gb", 3, 4}, {"4g.20gb", 4, 4}, {"7g.40gb", 7, 8}};
+
 }  // namespace
+
+std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& gpu) {
+  if (job.gpu_milli > 0) return GpuShareAmount{job.gpu_milli, 0, 0};
+  if (job.mig_profile.empty()) return std::nullopt;
+  std::span<const MigProfile> table;
+  if (gpu.name == "A100-80GB" || gpu.name == "H100-SXM") {
+    table = kMig80;
+  } else if (gpu.name == "A100-40GB") {
+    table = kMig40;
+  }
+  for (const auto& m : table) {
+    if (m.name == job.mig_profile) return GpuShareAmount{0, m.compute_slices, m.memory_slices};
+  }
+  return std::nullopt;
+}
 
 int EffectiveTaskGpus(const GangJob& job, const topo::Cluster& cluster) {
   if (job.gpus_per_task > 0) return job.gpus_per_task;
@@ -130,6 +156,34 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
     return bad("checkpoint_interval", "must not be negative");
   if (job.restart_cost.value() < 0) return bad("restart_cost", "must not be negative");
   if (job.max_retries < 0) return bad("max_retries", "must not be negative");
+  if (job.gpu_milli < 0 || job.gpu_milli >= kMilliPerGpu) {
+    return bad("gpu_milli", fmt::format("must be within 0..999, got {}", job.gpu_milli));
+  }
+  if (SharesGpu(job)) {
+    if (job.gpu_milli > 0 && !job.mig_profile.empty()) {
+      return bad("mig_profile", "a job asks for gpu_milli or a MIG profile, not both");
+    }
+    if (job.gpus != 1) return bad("gpus", "must be 1 for a share of a GPU");
+    if (job.elastic.min_gpus != 0) return bad("elastic", "a share of a GPU is not elastic");
+    if (job.spread) return bad("spread", "a share of a GPU is one task");
+    if (!job.mig_profile.empty()) {
+      bool any = false;
+      for (const auto& shape : cluster.shapes()) {
+        if (shape.gpu == nullptr || !ShareOn(job, *shape.gpu)) continue;
+        bool accepted = job.gpu_types.empty();
+        for (const auto& t : job.gpu_types) {
+          auto type = topo::FindGpu(t);
+          accepted |= type.ok() && *type == shape.gpu;
+        }
+        any |= accepted;
+      }
+      if (!any) {
+        return bad("mig_profile", fmt::format("no GPU of cluster '{}' (of the accepted types) has "
+                                              "MIG profile '{}'",
+                                              cluster.name(), Printable(job.mig_profile)));
+      }
+    }
+  }
   const auto& e = job.elastic;
   if (e.min_gpus != 0 || e.max_gpus != 0 || e.step_gpus != 0) {
     if (e.step_gpus <= 0) return bad("elastic.step_gpus", "must be > 0");

@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/units.h"
 #include "topology/cluster.h"
+#include "topology/gpu.h"
 
 namespace baton::sched {
 
@@ -74,15 +75,43 @@ struct GangJob {
   std::optional<topo::FailureDomainKind> spread;
   // Every requirement must hold on every node of the placement.
   std::vector<NodeRequirement> node_requirements;
+  // A share of one GPU instead of whole GPUs (then gpus must be 1, and the job is neither elastic
+  // nor spread): gpu_milli thousandths of a GPU, 1..999, time-shared with other such jobs (as in
+  // Alibaba's openb traces), or one MIG instance by profile name ("1g.10gb", "2g.20gb",
+  // "3g.40gb", "4g.40gb", "7g.80gb" on A100-80GB / H100-SXM; "1g.5gb" ... "7g.40gb" on
+  // A100-40GB). 0 / empty: whole GPUs. At most one of the two.
+  int gpu_milli = 0;
+  std::string mig_profile;
   // A model + plan is attached: the StepTimeEstimator can score placements of this job.
   bool has_plan = false;
   TimePoint submit_time;
 };
 
+// True when the job asks for a share of one GPU (gpu_milli or mig_profile).
+inline bool SharesGpu(const GangJob& job) { return job.gpu_milli > 0 || !job.mig_profile.empty(); }
+
+// What a GPU-sharing job takes of its GPU: thousandths (time-sharing), or a MIG instance's
+// compute slices (of 7) and memory slices (of 8). A GPU is shared one way or the other.
+struct GpuShareAmount {
+  int milli = 0;
+  int compute_slices = 0;
+  int memory_slices = 0;
+  bool mig() const { return compute_slices > 0; }
+  bool operator==(const GpuShareAmount&) const = default;
+};
+inline constexpr int kMilliPerGpu = 1000;
+inline constexpr int kMigComputeSlices = 7;
+inline constexpr int kMigMemorySlices = 8;
+
+// The share `job` takes on a GPU of type `gpu`; nullopt when that type cannot host it (no such
+// MIG profile) or the job takes whole GPUs.
+std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& gpu);
+
 // Returns InvalidArgument "job 'name': field 'gpus': ..." for a spec that can never run on
 // `cluster`: 0 or negative GPUs, more GPUs than exist, a task size that does not divide the gang
 // or exceeds every node, an unknown GPU type or one the cluster lacks, a level the cluster does
-// not have, a sub-group size that does not divide the gang, negative times, a bad elastic range.
+// not have, a sub-group size that does not divide the gang, negative times, a bad elastic range,
+// a gpu_milli outside 0..999 or a MIG profile no GPU of the cluster (of the accepted types) has.
 Status ValidateJob(const GangJob& job, const topo::Cluster& cluster);
 
 // The task size ValidateJob accepted for `job` on `cluster` (resolves gpus_per_task == 0).

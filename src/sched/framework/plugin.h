@@ -6,6 +6,8 @@
 // PluginContext. The framework stamps the plugin's name on every non-success status.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -114,6 +116,16 @@ class VictimSelectionPlugin {
   virtual ~VictimSelectionPlugin() = default;
   virtual std::optional<double> VictimCost(const PluginContext& ctx, const JobInfo& preemptor,
                                            const JobInfo& victim) = 0;
+};
+
+// Tenant guarantees, for the reclaim action: the GPUs `tenant` is guaranteed (nullopt: the plugin
+// sets no guarantee for it, so it neither reclaims nor lends). A tenant holding more than its
+// guarantee is borrowing, and its jobs may be reclaimed for a tenant within its guarantee.
+// Must not mutate.
+class GuaranteePlugin {
+ public:
+  virtual ~GuaranteePlugin() = default;
+  virtual std::optional<std::int64_t> Guaranteed(std::string_view tenant) const = 0;
 };
 
 }  // namespace baton::sched

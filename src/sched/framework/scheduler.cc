@@ -71,11 +71,21 @@ const JobInfo* Scheduler::job(JobId id) const {
 }
 
 void Scheduler::ReleaseJob(JobInfo& job, TimePoint now) {
+  if (SharesGpu(job.spec)) {
+    const NodeAlloc& a = job.placement.nodes.at(0);
+    const topo::GpuRef gpu{a.node, static_cast<std::uint8_t>(std::countr_zero(a.mask))};
+    auto amount = ShareOn(job.spec, *state_.cluster().shape_of(a.node).gpu);
+    CHECK(amount.has_value());
+    Status s = state_.ReleaseShare(gpu, *amount);
+    CHECK(s.ok()) << "job " << job.spec.name << " did not hold its share: " << s.ToString();
+    job.placement.nodes.clear();
+  }
   for (const auto& a : job.placement.nodes) {
     Status s = state_.Release(a.node, a.mask);
     CHECK(s.ok()) << "job " << job.spec.name << " did not hold its GPUs: " << s.ToString();
   }
-  job.attained_gpu_seconds += std::max(0.0, (now - job.start).value()) * job.placement.gpus();
+  const double gpus = SharesGpu(job.spec) ? 1.0 : job.placement.gpus();
+  job.attained_gpu_seconds += std::max(0.0, (now - job.start).value()) * gpus;
   job.placement = {};
 }
 
@@ -115,7 +125,7 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
     // A running gang may continue with a replacement node when every constraint still holds:
     // the new node meets the old one at or below the required level and every sub-group level
     // (the tree is ultrametric, so then it meets every other node of the gang there too).
-    if (job.phase == JobPhase::kRunning && !job.spec.spread) {
+    if (job.phase == JobPhase::kRunning && !job.spec.spread && !SharesGpu(job.spec)) {
       topo::Level limit = job.spec.topology.required.value_or(topo::Level::kCore);
       for (const auto& sg : job.spec.sub_groups) {
         if (sg.gpus > job.task_gpus) limit = std::min(limit, sg.level);
@@ -206,6 +216,20 @@ void Scheduler::Apply(const Event& e, TimePoint now, Decisions* out) {
           if (!a.node.valid() || a.node.value() >= c.nodes().size()) {
             out->rejections.push_back({e.job.id, "admission", "field 'placement': unknown node"});
             return;
+          }
+          if (SharesGpu(job.spec)) {
+            auto amount =
+                c.shape_of(a.node).gpu ? ShareOn(job.spec, *c.shape_of(a.node).gpu) : std::nullopt;
+            Status s =
+                amount ? stmt.AllocateShare(
+                             {a.node, static_cast<std::uint8_t>(std::countr_zero(a.mask))}, *amount)
+                       : InvalidArgumentError("the GPU cannot host this share");
+            if (!s.ok()) {
+              out->rejections.push_back(
+                  {e.job.id, "admission", "field 'placement': " + s.message()});
+              return;
+            }
+            continue;
           }
           if (Status s = stmt.Allocate(a.node, a.mask); !s.ok()) {
             out->rejections.push_back({e.job.id, "admission", "field 'placement': " + s.message()});

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <set>
+#include <tuple>
 
 namespace baton::sched {
 namespace {
@@ -36,10 +38,34 @@ class ChainFilter final : public NodeFilter {
  public:
   ChainFilter(Session* s, const JobInfo& job, const NodeFilter* extra)
       : s_(s), job_(job), extra_(extra) {}
+  ~ChainFilter() {
+    for (std::size_t i = 0; i < timings_.size(); ++i) {
+      if (timings_[i].calls == 0) continue;
+      s_->AddTiming("filter/" + std::string(s_->plugins().filters[i].plugin->Name()),
+                    timings_[i].seconds, timings_[i].calls);
+    }
+  }
+  ChainFilter(const ChainFilter&) = delete;
+  ChainFilter& operator=(const ChainFilter&) = delete;
+
   bool Fits(topo::NodeId node) const override {
     if (extra_ && !extra_->Fits(node)) return false;
-    for (const auto& f : s_->plugins().filters) {
-      if (!f.ext->Filter(s_->ctx(), job_, node).ok()) {
+    const Clock* timer = s_->timer();
+    const auto& filters = s_->plugins().filters;
+    for (std::size_t i = 0; i < filters.size(); ++i) {
+      const auto& f = filters[i];
+      bool ok = false;
+      if (timer == nullptr) {
+        ok = f.ext->Filter(s_->ctx(), job_, node).ok();
+      } else {
+        // Accumulated here and handed to the session once per placement attempt.
+        if (timings_.empty()) timings_.resize(filters.size());
+        const TimePoint t0 = timer->Now();
+        ok = f.ext->Filter(s_->ctx(), job_, node).ok();
+        timings_[i].seconds += (timer->Now() - t0).value();
+        ++timings_[i].calls;
+      }
+      if (!ok) {
         ++rejected_[f.plugin->Name()];
         return false;
       }
@@ -59,6 +85,11 @@ class ChainFilter final : public NodeFilter {
   const JobInfo& job_;
   const NodeFilter* extra_;
   mutable std::map<std::string_view, int> rejected_;
+  struct FilterTiming {
+    double seconds = 0;
+    std::int64_t calls = 0;
+  };
+  mutable std::vector<FilterTiming> timings_;  // per filter plugin; empty without a timer
 };
 
 }  // namespace
@@ -95,6 +126,7 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
     AddIf(p, pc.weight, &set.reserves);
     AddIf(p, pc.weight, &set.permits);
     AddIf(p, pc.weight, &set.victims);
+    AddIf(p, pc.weight, &set.guarantees);
     if (auto* pl = dynamic_cast<PlacementPlugin*>(p)) {
       if (set.placement.ext) {
         return InvalidArgumentError(fmt::format("two placement plugins: '{}' and '{}'",
@@ -170,6 +202,7 @@ PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraF
     PluginStatus s = pf.ext->PreFilter(ctx_, job);
     if (!s.ok()) return s.WithPlugin(pf.plugin->Name());
   }
+  if (SharesGpu(job.spec)) return PlaceShare(job, stmt, extra.filter, out);
   const bool cacheable = (extra.filter == nullptr || extra.family > 0) && job.bad_nodes.empty() &&
                          job.allowed_nodes == nullptr && job.spec.sub_groups.empty() &&
                          !job.spec.spread.has_value();
@@ -242,9 +275,111 @@ PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraF
   return PluginStatus::Success();
 }
 
+PluginStatus Session::PlaceShare(const JobInfo& job, Statement* stmt, const NodeFilter* extra,
+                                 Placement* out) {
+  const topo::Cluster& c = state_->cluster();
+  ChainFilter filter(this, job, extra);
+  auto accepts = [&](topo::NodeId n) -> std::optional<GpuShareAmount> {
+    const topo::GpuSpec* gpu = c.shape_of(n).gpu;
+    if (gpu == nullptr) return std::nullopt;
+    if (!job.accepted_gpus.empty() && std::find(job.accepted_gpus.begin(), job.accepted_gpus.end(),
+                                                gpu) == job.accepted_gpus.end()) {
+      return std::nullopt;
+    }
+    return ShareOn(job.spec, *gpu);
+  };
+  std::optional<topo::GpuRef> pick;
+  GpuShareAmount amount;
+  {
+    ScopedTiming t(this, "placement");
+    // Best fit among GPUs already shared the same way: the least room left after this share,
+    // then the node with the fewest free whole GPUs, then GpuRef order.
+    std::tuple<int, int, topo::GpuRef> best{};
+    std::map<std::uint32_t, bool> node_ok;
+    for (const auto& [ref, sh] : state_->shared_gpus()) {
+      if (c.node(ref.node).health != topo::NodeHealth::kHealthy) continue;
+      auto a = accepts(ref.node);
+      if (!a || a->mig() != sh.used.mig()) continue;
+      const int left = a->mig() ? (kMigComputeSlices - sh.used.compute_slices - a->compute_slices)
+                                : (kMilliPerGpu - sh.used.milli - a->milli);
+      if (left < 0 || sh.used.memory_slices + a->memory_slices > kMigMemorySlices) continue;
+      auto [it, fresh] = node_ok.try_emplace(ref.node.value(), false);
+      if (fresh) it->second = filter.Fits(ref.node);
+      if (!it->second) continue;
+      std::tuple<int, int, topo::GpuRef> key{left, state_->FreeGpus(ref.node), ref};
+      if (!pick || key < best) {
+        best = key;
+        pick = ref;
+        amount = *a;
+      }
+    }
+    // Otherwise a fresh GPU on the node with the fewest free GPUs (whole nodes and domains stay
+    // free for gangs), its lowest free GPU.
+    for (int f = 1; !pick && f <= state_->max_node_gpus(); ++f) {
+      for (std::uint32_t n : state_->NodesWithFree(f)) {
+        const topo::NodeId id(n);
+        auto a = accepts(id);
+        if (!a || !filter.Fits(id)) continue;
+        const std::uint64_t free_mask = ~c.node(id).allocated_mask;
+        pick = topo::GpuRef{id, static_cast<std::uint8_t>(std::countr_zero(free_mask))};
+        amount = *a;
+        break;
+      }
+    }
+  }
+  if (!pick) {
+    std::string reason =
+        job.spec.gpu_milli > 0
+            ? fmt::format("no GPU has {} milli free", job.spec.gpu_milli)
+            : fmt::format("no GPU has room for MIG profile {}", job.spec.mig_profile);
+    if (std::string summary = filter.Summary(); !summary.empty()) reason += "; " + summary;
+    return PluginStatus::Unschedulable(std::move(reason))
+        .WithPlugin(plugins_->placement.plugin->Name());
+  }
+  Placement p;
+  p.nodes = {{pick->node, std::uint64_t{1} << pick->index}};
+  p.span = topo::Level::kNode;
+  for (const auto& pm : plugins_->permits) {
+    PluginStatus ps = pm.ext->Permit(ctx_, job, p);
+    if (!ps.ok()) return ps.WithPlugin(pm.plugin->Name());
+  }
+  Status as = stmt->AllocateShare(*pick, amount);
+  CHECK(as.ok()) << "share placement chose an unavailable GPU: " << as.ToString();
+  for (const auto& r : plugins_->reserves) r.ext->Reserve(ctx_, job, p);
+  *out = std::move(p);
+  return PluginStatus::Success();
+}
+
 void Session::Unreserve(const JobInfo& job, const Placement& p) {
   for (auto it = plugins_->reserves.rbegin(); it != plugins_->reserves.rend(); ++it) {
     it->ext->Unreserve(ctx_, job, p);
+  }
+}
+
+bool Session::FitsNow(const JobInfo& job) {
+  Statement trial(state_);
+  Placement p;
+  if (!TryPlace(job, &trial, &p).ok()) return false;
+  Unreserve(job, p);
+  return true;
+}
+
+bool Session::PassesFilters(const JobInfo& job, topo::NodeId node) {
+  for (const auto& f : plugins_->filters) {
+    if (!f.ext->Filter(ctx_, job, node).ok()) return false;
+  }
+  return true;
+}
+
+void Session::Resize(JobInfo& job, Placement p) {
+  p.span = SpanOf(state_->cluster(), p.nodes);
+  job.placement = p;
+  auto it = std::find_if(out_->resizes.begin(), out_->resizes.end(),
+                         [&](const sched::Resize& r) { return r.job == job.spec.id; });
+  if (it != out_->resizes.end()) {
+    it->placement = std::move(p);
+  } else {
+    out_->resizes.push_back({job.spec.id, std::move(p)});
   }
 }
 
@@ -290,12 +425,14 @@ void Session::WakeAt(TimePoint t) {
   if (!out_->wake_at || t < *out_->wake_at) out_->wake_at = t;
 }
 
-void Session::AddTiming(std::string_view name, double seconds) {
+void Session::AddTiming(std::string_view name, double seconds) { AddTiming(name, seconds, 1); }
+
+void Session::AddTiming(std::string_view name, double seconds, std::int64_t calls) {
   auto it = timings_.find(name);
   if (it == timings_.end())
     it = timings_.emplace(std::string(name), Timing{std::string(name)}).first;
   it->second.seconds += seconds;
-  ++it->second.calls;
+  it->second.calls += calls;
 }
 
 void Session::Finish() {

@@ -41,6 +41,7 @@ struct PluginSet {
   std::vector<PluginEntry<ReservePlugin>> reserves;
   std::vector<PluginEntry<PermitPlugin>> permits;
   std::vector<PluginEntry<VictimSelectionPlugin>> victims;
+  std::vector<PluginEntry<GuaranteePlugin>> guarantees;
 };
 
 // Builds the plugin set named by `config` from `registry`. Errors: an unknown name, a plugin
@@ -74,6 +75,8 @@ class Session {
   // Tries to place `job` in `stmt`. On success the GPUs are allocated in `stmt` (uncommitted),
   // Reserve plugins have run and `*out` is the placement; the caller either Binds (commit) or
   // calls Unreserve and discards. On failure nothing changed and the status names the plugin.
+  // Jobs sharing a GPU (SharesGpu) are placed by the framework itself, best-fit on shared GPUs
+  // (see PlaceShare), and allocated with Statement::AllocateShare.
   // `extra` (may be null) further restricts nodes (backfill's reserved nodes). For the failure
   // cache, extra filters come in families (`family` > 0; 0 = no extra filter): within one family
   // and one allocation state, a larger `rank` must never accept a node a smaller rank rejects.
@@ -88,6 +91,14 @@ class Session {
     return TryPlace(job, stmt, ExtraFilter{}, out);
   }
   void Unreserve(const JobInfo& job, const Placement& p);
+  // Whether `job` could be placed now (TryPlace in a Statement that is then discarded).
+  bool FitsNow(const JobInfo& job);
+  // Whether every Filter plugin accepts `node` for `job` (for actions that pick nodes
+  // themselves, e.g. resize).
+  bool PassesFilters(const JobInfo& job, topo::NodeId node);
+  // Records that a running job now holds `p` (resize): the caller has already changed the
+  // allocation state accordingly.
+  void Resize(JobInfo& job, Placement p);
 
   // Commits `stmt` and records the job as running on `p`.
   void Bind(JobInfo& job, Placement p, Statement* stmt);
@@ -101,8 +112,11 @@ class Session {
   double LostGpuSeconds(const JobInfo& job) const;
   void WakeAt(TimePoint t);
 
-  // Adds `seconds` to the named timer (no-op without a timer).
+  // Adds `seconds` (one call) to the named timer. Names: "action/<action>", "queue-sort",
+  // "placement", "score", "filter/<plugin>" (every Filter call of that plugin).
   void AddTiming(std::string_view name, double seconds);
+  // Adds `seconds` spent over `calls` calls to the named timer.
+  void AddTiming(std::string_view name, double seconds, std::int64_t calls);
   const Clock* timer() const { return timer_; }
   // Emits waiting notes and timings into the decisions.
   void Finish();
@@ -136,6 +150,10 @@ class Session {
     PluginStatus status;
   };
   const PluginStatus* CachedFailure(const ShapeKey& key, int gpus, double rank) const;
+  // TryPlace for a job sharing one GPU (gpu_milli / MIG): packs it best-fit onto GPUs already
+  // shared the same way, else onto a fresh GPU of the most-used node that fits.
+  PluginStatus PlaceShare(const JobInfo& job, Statement* stmt, const NodeFilter* extra,
+                          Placement* out);
   std::uint64_t failures_version_ = 0;
   std::map<ShapeKey, std::vector<ShapeFailure>> failures_;
 };

@@ -1,5 +1,7 @@
 #include "sched/framework/statement.h"
 
+#include <bit>
+
 #include "core/check.h"
 
 namespace baton::sched {
@@ -18,6 +20,18 @@ Status Statement::Release(topo::NodeId node, std::uint64_t gpu_mask) {
   return Status::Ok();
 }
 
+Status Statement::AllocateShare(topo::GpuRef gpu, const GpuShareAmount& amount) {
+  RETURN_IF_ERROR(state_->AllocateShare(gpu, amount));
+  ops_.push_back({true, gpu.node, std::uint64_t{1} << gpu.index, true, amount});
+  return Status::Ok();
+}
+
+Status Statement::ReleaseShare(topo::GpuRef gpu, const GpuShareAmount& amount) {
+  RETURN_IF_ERROR(state_->ReleaseShare(gpu, amount));
+  ops_.push_back({false, gpu.node, std::uint64_t{1} << gpu.index, true, amount});
+  return Status::Ok();
+}
+
 void Statement::Commit() { ops_.clear(); }
 
 void Statement::Discard() { RollbackTo(0); }
@@ -26,7 +40,14 @@ void Statement::RollbackTo(std::size_t mark) {
   CHECK_LE(mark, ops_.size());
   while (ops_.size() > mark) {
     const Op& op = ops_.back();
-    Status s = op.allocate ? state_->Release(op.node, op.mask) : state_->Allocate(op.node, op.mask);
+    Status s;
+    if (op.share) {
+      const topo::GpuRef gpu{op.node, static_cast<std::uint8_t>(std::countr_zero(op.mask))};
+      s = op.allocate ? state_->ReleaseShare(gpu, op.amount)
+                      : state_->AllocateShare(gpu, op.amount);
+    } else {
+      s = op.allocate ? state_->Release(op.node, op.mask) : state_->Allocate(op.node, op.mask);
+    }
     CHECK(s.ok()) << "undoing a statement operation failed: " << s.ToString();
     ops_.pop_back();
   }

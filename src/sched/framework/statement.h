@@ -26,6 +26,8 @@ class Statement {
   // Same contracts as ClusterState; a failed operation changes nothing and is not recorded.
   Status Allocate(topo::NodeId node, std::uint64_t gpu_mask);
   Status Release(topo::NodeId node, std::uint64_t gpu_mask);
+  Status AllocateShare(topo::GpuRef gpu, const GpuShareAmount& amount);
+  Status ReleaseShare(topo::GpuRef gpu, const GpuShareAmount& amount);
 
   // Keeps every operation; the statement is then empty and may be reused.
   void Commit();
@@ -43,6 +45,8 @@ class Statement {
     bool allocate;
     topo::NodeId node;
     std::uint64_t mask;
+    bool share = false;  // a GPU share: the GPU is the lowest bit of `mask`
+    GpuShareAmount amount;
   };
   ClusterState* state_;
   std::vector<Op> ops_;

@@ -135,7 +135,8 @@ struct Waiting {
   PluginStatus status;
 };
 struct Timing {
-  std::string name;  // "action/allocate", "plugin/topology"
+  // "action/<action>", "queue-sort", "placement", "score", "filter/<plugin>" (per filter plugin).
+  std::string name;
   double seconds = 0;
   std::int64_t calls = 0;
 };

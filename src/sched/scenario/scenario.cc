@@ -147,6 +147,11 @@ class Runner {
           job.spread = topo::FailureDomainKind::kRow;
         else
           return InvalidArgumentError(fmt::format("field '{}': unknown failure domain", field));
+      } else if (key == "gpu_milli") {
+        ASSIGN_OR_RETURN(double x, Num(v, field));
+        job.gpu_milli = static_cast<int>(x);
+      } else if (key == "mig") {
+        job.mig_profile = Str(v);
       } else if (key == "elastic") {
         job.elastic.min_gpus = static_cast<int>(ParseInt64(Str(v["min"])).value_or(-1));
         job.elastic.max_gpus = static_cast<int>(ParseInt64(Str(v["max"])).value_or(-1));
@@ -314,6 +319,24 @@ class Runner {
     check_map("requeued", requeued);
     check_map("preempted", preempted);
     check_map("replaced", replaced);
+    if (const YAML::Node r = expect["resized"]) {  // job: GPUs it holds after the resize
+      std::map<std::string, int> resized;
+      for (const auto& z : d.resizes) resized[NameOf(z.job)] = z.placement.gpus();
+      for (const auto& kv : r) {
+        const std::string job = Str(kv.first);
+        auto it = resized.find(job);
+        if (it == resized.end()) {
+          Fail(fmt::format("{}: expected {} resized to {} GPUs, not resized", source_, job,
+                           Str(kv.second)));
+        } else if (std::to_string(it->second) != Str(kv.second)) {
+          Fail(fmt::format("{}: {} resized to {} GPUs, expected {}", source_, job, it->second,
+                           Str(kv.second)));
+        }
+      }
+    }
+    if (expect["no_resizes"] && expect["no_resizes"].as<bool>() && !d.resizes.empty()) {
+      Fail(fmt::format("{}: expected no resizes, got {}", source_, NameOf(d.resizes[0].job)));
+    }
     if (expect["not_preempted"]) {
       for (const auto& n : expect["not_preempted"]) {
         if (preempted.count(Str(n))) Fail(fmt::format("{}: {} was preempted", source_, Str(n)));

@@ -60,6 +60,12 @@ PluginStatus QuotaPlugin::PreFilter(const PluginContext& ctx, const JobInfo& job
   return PluginStatus::Success();
 }
 
+std::optional<std::int64_t> QuotaPlugin::Guaranteed(std::string_view tenant) const {
+  auto it = quotas_.find(tenant);
+  if (it == quotas_.end()) return std::nullopt;
+  return it->second.guaranteed;
+}
+
 void QuotaPlugin::Reserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) {
   Usage(ctx)[job.spec.tenant] += p.gpus();
 }

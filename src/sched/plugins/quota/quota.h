@@ -2,7 +2,8 @@
 // GPUs (running and terminating jobs count); a job that would exceed that waits (Unschedulable),
 // one larger than the whole limit is rejected (Unresolvable). Tenants without an entry are
 // unlimited. Usage is counted only for placements that commit (Reserve / Unreserve), so a quota
-// is never spent on a job fragmentation makes unplaceable.
+// is never spent on a job fragmentation makes unplaceable. As a GuaranteePlugin it tells the
+// reclaim action each listed tenant's guarantee.
 //   args: tenants.<t>.guaranteed, tenants.<t>.borrowable (GPUs)
 #pragma once
 
@@ -15,7 +16,10 @@
 
 namespace baton::sched {
 
-class QuotaPlugin final : public Plugin, public PreFilterPlugin, public ReservePlugin {
+class QuotaPlugin final : public Plugin,
+                          public PreFilterPlugin,
+                          public ReservePlugin,
+                          public GuaranteePlugin {
  public:
   struct TenantQuota {
     std::int64_t guaranteed = 0;
@@ -26,10 +30,11 @@ class QuotaPlugin final : public Plugin, public PreFilterPlugin, public ReserveP
   PluginStatus PreFilter(const PluginContext& ctx, const JobInfo& job) override;
   void Reserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) override;
   void Unreserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) override;
+  std::optional<std::int64_t> Guaranteed(std::string_view tenant) const override;
 
  private:
   std::map<std::string, std::int64_t>& Usage(const PluginContext& ctx);
-  std::map<std::string, TenantQuota> quotas_;
+  std::map<std::string, TenantQuota, std::less<>> quotas_;
 };
 
 }  // namespace baton::sched

@@ -9,15 +9,58 @@
 //    thread-safe and must not block (enqueue and return); the client's response waits for them.
 //  * Jobs that were already in the store when the daemon started are not announced: the
 //    controller reads them (JobStore::List) when it starts.
+//  * The query methods (JobPlacement, Nodes, Topology) and Telemetry may also be called from HTTP
+//    threads at any time; they answer from a snapshot and must not block on a scheduling cycle.
+//  * Lifecycle: the Server calls Start once, after opening the store and before serving, and
+//    Stop once, after the last request finished and before closing the store.
 #pragma once
 
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "server/metrics.h"
 #include "server/store/job_store.h"
 
 namespace baton::server {
 
+// Where a running job sits, as the API shows it.
+struct PlacementView {
+  struct NodeGpus {
+    std::string node;
+    std::vector<int> gpus;  // local indices
+  };
+  std::vector<NodeGpus> nodes;  // in rank order
+  std::string level;            // the lowest topology level containing the gang ("leaf", ...)
+  std::string phase;            // the scheduler's phase ("pending", "running", "terminating")
+  std::string waiting;          // pending: why it is not placed yet ("topology: no leaf has ...")
+};
+
+// A node as the API shows it: health from telemetry and admin state, and what is allocated.
+struct NodeView {
+  std::string name;
+  std::string health;                     // "healthy", "suspect", "draining", "down"
+  std::vector<std::string> active_rules;  // health rules currently matching
+  int gpus = 0;
+  int gpus_allocated = 0;
+  std::vector<JobId> jobs;
+};
+
+// One node's telemetry sample: DCGM field name -> value (see health/health.h).
+using TelemetrySample = std::map<std::string, double, std::less<>>;
+
 class Controller {
  public:
   virtual ~Controller() = default;
+
+  // Reads the store's state (jobs queued or running when the daemon starts) and starts working.
+  // `metrics` (not owned, outlives the controller) takes the controller's metrics.
+  virtual Status Start(JobStore& /*store*/, Registry& /*metrics*/) { return Status::Ok(); }
+  // Stops working; nothing is called on the store afterwards.
+  virtual void Stop() {}
 
   // A new job was stored in kQueued (not called for idempotent replays).
   virtual void OnJobSubmitted(const JobRecord& job) = 0;
@@ -29,6 +72,18 @@ class Controller {
 
   // An admin cordoned, drained or uncordoned (kActive) a node.
   virtual void OnNodeAdminChanged(const NodeAdminState& node) = 0;
+
+  // Health telemetry for a node (by name). kNotFound for an unknown node; kUnavailable when no
+  // scheduler runs. Enqueued: the node's condition changes at the next cycle.
+  virtual Status Telemetry(std::string_view /*node*/, const TelemetrySample& /*sample*/) {
+    return UnavailableError("no scheduler is running");
+  }
+
+  // Snapshots for the API; empty / nullopt without a scheduler.
+  virtual std::optional<PlacementView> JobPlacement(JobId /*job*/) const { return std::nullopt; }
+  virtual std::vector<NodeView> Nodes() const { return {}; }
+  // A human-readable summary of the cluster; empty without a scheduler.
+  virtual std::string Topology() const { return {}; }
 };
 
 // Does nothing: jobs stay queued. The daemon's default until a scheduler is wired in.

@@ -1,19 +1,29 @@
-// baton_serve_test_daemon: RunServer behind a minimal command line, for the crash test and for
-// trying the API by hand until `baton serve` (src/cli) wires in the scheduler.
+// baton_serve_test_daemon: RunServer behind a minimal command line, for the crash and controller
+// tests (`baton serve` in src/cli is the real entry point).
 //
 //   baton_serve_test_daemon --db baton.db --auth auth.yaml [--host 127.0.0.1] [--port 8080]
 //       [--port-file FILE] [--tls-cert PEM --tls-key PEM] [--log-level info] [--log-json]
+//       [--preset NAME [--executor dry-run|local] [--speedup N] [--log-dir DIR]]
 //
 // --port 0 picks a free port; --port-file receives it (written atomically) once listening.
+// Without --preset no scheduler runs (jobs stay queued); with it, a SchedulingController over
+// that built-in cluster with the default scheduler configuration.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "server/executors/dry_run_executor.h"
+#include "server/executors/local_executor.h"
+#include "server/scheduling_controller.h"
 #include "server/server.h"
+#include "topology/builders/fabrics.h"
 
 int main(int argc, char** argv) {
   using baton::server::ServerOptions;
@@ -21,6 +31,8 @@ int main(int argc, char** argv) {
   options.db_path.clear();
   std::string port_file, log_level = "info";
   bool log_json = false;
+  std::string preset, executor = "dry-run", log_dir = "baton-logs";
+  double speedup = 60;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     auto value = [&]() -> std::string {
@@ -51,6 +63,14 @@ int main(int argc, char** argv) {
       options.tls_key_path = value();
     } else if (arg == "--log-level") {
       log_level = value();
+    } else if (arg == "--preset") {
+      preset = value();
+    } else if (arg == "--executor") {
+      executor = value();
+    } else if (arg == "--log-dir") {
+      log_dir = value();
+    } else if (arg == "--speedup") {
+      speedup = std::atof(value().c_str());
     } else if (arg == "--log-json") {
       log_json = true;
     } else {
@@ -76,7 +96,32 @@ int main(int argc, char** argv) {
       std::filesystem::rename(tmp, port_file);
     };
   }
-  baton::Status s = baton::server::RunServer(options);
+  baton::SystemClock clock;
+  std::unique_ptr<baton::server::SchedulingController> controller;
+  if (!preset.empty()) {
+    auto cluster = baton::topo::BuildPreset(preset);
+    if (!cluster.ok()) {
+      std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+      return 2;
+    }
+    std::unique_ptr<baton::server::Executor> exec;
+    if (executor == "local") {
+      exec = std::make_unique<baton::server::LocalExecutor>(
+          baton::server::LocalOptions{"", log_dir}, clock);
+    } else {
+      baton::server::DryRunOptions dry;
+      dry.speedup = speedup;
+      exec = std::make_unique<baton::server::DryRunExecutor>(dry, clock);
+    }
+    auto created = baton::server::SchedulingController::Create(std::move(cluster).value(), {},
+                                                               std::move(exec), clock);
+    if (!created.ok()) {
+      std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
+      return 2;
+    }
+    controller = std::move(created).value();
+  }
+  baton::Status s = baton::server::RunServer(options, controller.get());
   if (!s.ok()) {
     LOG_ERROR("{}", s.ToString());
     return 1;

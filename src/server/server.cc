@@ -21,6 +21,8 @@ namespace baton::server {
 struct Server::Impl {
   ServerOptions options;
   NullController null_controller;
+  Controller* controller = nullptr;
+  bool controller_started = false;
   std::unique_ptr<SqliteJobStore> store;
   std::unique_ptr<Authenticator> auth;
   Registry metrics;
@@ -45,6 +47,8 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() {
   Shutdown();
+  // No request is in flight any more: the controller stops before the store closes.
+  if (impl_->controller_started) impl_->controller->Stop();
   // Members are destroyed in reverse order: the HTTP server (no handler runs any more), then the
   // API, then the store, which finishes its pending writes and closes the database cleanly.
 }
@@ -99,6 +103,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   http.set_tcp_nodelay(true);
 
   Controller& c = controller != nullptr ? *controller : impl->null_controller;
+  impl->controller = &c;
   impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics);
   impl->api->Register(http, options.max_body_bytes);
 
@@ -111,6 +116,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
     return UnavailableError("cannot listen on " + options.host + ":" +
                             std::to_string(options.port) + ": " + strerror(errno));
   }
+  // Last, once nothing else can fail: the controller reloads the store and starts its thread.
+  RETURN_IF_ERROR(c.Start(*impl->store, impl->metrics));
+  impl->controller_started = true;
   LOG_INFO("listening on {}://{}:{} ({} principals, body limit {} bytes)",
            options.tls_cert_path.empty() ? "http" : "https", options.host, impl->port,
            impl->auth->size(), options.max_body_bytes);

@@ -35,7 +35,8 @@ struct ServerOptions {
 class Server {
  public:
   // Opens the store (logging what it found), loads the auth config and binds the socket.
-  // `controller` (not owned, may be null for NullController) must outlive the Server.
+  // `controller` (not owned, may be null for NullController) must outlive the Server; it is
+  // started (Controller::Start) last, and stopped by the destructor before the store closes.
   static Result<std::unique_ptr<Server>> Create(const ServerOptions& options,
                                                 Controller* controller = nullptr);
   // Closes the store (which finishes pending writes). Serve must have returned (or never have

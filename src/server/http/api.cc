@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/strings.h"
+#include "server/http/dcgm.h"
 #include "server/http/job_spec.h"
 
 namespace baton::server {
@@ -98,7 +99,17 @@ std::string Rfc3339(TimePoint t) {
   return buf;
 }
 
-json JobJson(const JobRecord& j) {
+json PlacementJson(const PlacementView& p) {
+  json nodes = json::array();
+  int gpus = 0;
+  for (const auto& n : p.nodes) {
+    nodes.push_back({{"node", n.node}, {"gpus", n.gpus}});
+    gpus += static_cast<int>(n.gpus.size());
+  }
+  return {{"nodes", std::move(nodes)}, {"gpus", gpus}, {"level", p.level}};
+}
+
+json JobJson(const JobRecord& j, const Controller& controller) {
   json spec = json::parse(j.spec_json, nullptr, /*allow_exceptions=*/false);
   json out = {{"id", j.id},
               {"tenant", j.tenant},
@@ -109,6 +120,14 @@ json JobJson(const JobRecord& j) {
               {"updated_at", Rfc3339(j.updated_at)},
               {"spec", spec.is_discarded() ? json(nullptr) : spec}};
   if (!j.idempotency_key.empty()) out["idempotency_key"] = j.idempotency_key;
+  // The scheduler's view, for jobs it holds: its phase and, once placed, where.
+  if (!IsTerminal(j.state)) {
+    if (std::optional<PlacementView> p = controller.JobPlacement(j.id)) {
+      out["scheduler_phase"] = p->phase;
+      if (!p->waiting.empty()) out["waiting_reason"] = p->waiting;
+      if (!p->nodes.empty()) out["placement"] = PlacementJson(*p);
+    }
+  }
   return out;
 }
 
@@ -241,13 +260,13 @@ struct Api::Routes {
       }
       api.submissions_.WithLabels({job.tenant, "replayed"}).Increment();
       res.set_header("Idempotent-Replayed", "true");
-      SendJson(res, 200, JobJson(r->job));
+      SendJson(res, 200, JobJson(r->job, api.controller_));
       return;
     }
     api.submissions_.WithLabels({job.tenant, "created"}).Increment();
     api.controller_.OnJobSubmitted(r->job);
     res.set_header("Location", "/api/v1/jobs/" + std::to_string(r->job.id));
-    SendJson(res, 201, JobJson(r->job));
+    SendJson(res, 201, JobJson(r->job, api.controller_));
   }
 
   void List(const httplib::Request& req, httplib::Response& res, const Principal& who) {
@@ -294,7 +313,7 @@ struct Api::Routes {
     Result<JobPage> page = api.store_.List(filter);
     if (!page.ok()) return SendStatus(res, page.status());
     json jobs = json::array();
-    for (const JobRecord& j : page->jobs) jobs.push_back(JobJson(j));
+    for (const JobRecord& j : page->jobs) jobs.push_back(JobJson(j, api.controller_));
     json body = {{"jobs", std::move(jobs)}, {"next_cursor", nullptr}};
     if (page->next_after) body["next_cursor"] = std::to_string(*page->next_after);
     SendJson(res, 200, body);
@@ -304,7 +323,8 @@ struct Api::Routes {
     std::optional<JobRecord> job = VisibleJob(req, res, who);
     if (!job) return;
     if (job->state == JobState::kCancelling || job->state == JobState::kCancelled) {
-      return SendJson(res, 200, JobJson(*job));  // cancelling twice is not an error
+      return SendJson(res, 200,
+                      JobJson(*job, api.controller_));  // cancelling twice is not an error
     }
     std::string by = "by " + who.name;
     Result<JobRecord> r = api.store_.Transition(
@@ -315,7 +335,7 @@ struct Api::Routes {
     }
     if (!r.ok()) return SendStatus(res, r.status());
     api.controller_.OnJobCancelRequested(*r);
-    SendJson(res, 202, JobJson(*r));
+    SendJson(res, 202, JobJson(*r, api.controller_));
   }
 
   void Events(const httplib::Request& req, httplib::Response& res, const Principal& who) {
@@ -363,12 +383,88 @@ struct Api::Routes {
     SendJson(res, 200, NodeJson(state));
   }
 
-  void Nodes(httplib::Response& res) {
-    Result<std::vector<NodeAdminState>> nodes = api.store_.ListNodeAdmin();
-    if (!nodes.ok()) return SendStatus(res, nodes.status());
+  // Every node of the cluster (health, allocation, jobs) merged with its admin state; without a
+  // scheduler, only the nodes that have an admin state. `only`: one node by name.
+  void Nodes(httplib::Response& res, std::optional<std::string> only) {
+    Result<std::vector<NodeAdminState>> admin = api.store_.ListNodeAdmin();
+    if (!admin.ok()) return SendStatus(res, admin.status());
+    std::map<std::string, const NodeAdminState*> by_name;
+    for (const auto& a : *admin) by_name[a.node] = &a;
+    std::vector<NodeView> views = api.controller_.Nodes();
     json list = json::array();
-    for (const auto& n : *nodes) list.push_back(NodeJson(n));
+    if (views.empty()) {
+      for (const auto& a : *admin) {
+        if (!only || a.node == *only) list.push_back(NodeJson(a));
+      }
+    }
+    for (const NodeView& v : views) {
+      if (only && v.name != *only) continue;
+      json n = {{"node", v.name},
+                {"health", v.health},
+                {"active_rules", v.active_rules},
+                {"gpus", v.gpus},
+                {"gpus_allocated", v.gpus_allocated},
+                {"jobs", v.jobs},
+                {"admin", "active"}};
+      if (auto it = by_name.find(v.name); it != by_name.end()) {
+        json a = NodeJson(*it->second);
+        for (const char* key : {"admin", "reason", "by", "updated_at"}) n[key] = a[key];
+      }
+      list.push_back(std::move(n));
+    }
+    if (only) {
+      if (list.empty()) {
+        return SendError(res, 404, "NOT_FOUND", "node " + Printable(*only, 64) + " not found");
+      }
+      return SendJson(res, 200, list[0]);
+    }
     SendJson(res, 200, json{{"nodes", std::move(list)}});
+  }
+
+  void ApplyTelemetry(httplib::Response& res, const std::string& node,
+                      const TelemetrySample& sample) {
+    Status s = api.controller_.Telemetry(node, sample);
+    if (!s.ok()) return SendStatus(res, s);
+    api.telemetry_.WithLabels({"json"}).Increment();
+    SendJson(res, 202, json{{"node", node}, {"fields", sample.size()}});
+  }
+
+  void NodeTelemetry(const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object() || body.empty()) {
+      return SendError(res, 400, "INVALID_ARGUMENT",
+                       "body must be a JSON object of DCGM field name -> number", "");
+    }
+    TelemetrySample sample;
+    for (const auto& [key, v] : body.items()) {
+      if (!v.is_number()) {
+        return SendError(res, 400, "INVALID_ARGUMENT", "must be a number", Printable(key, 64));
+      }
+      sample[key] = v.get<double>();
+    }
+    ApplyTelemetry(res, req.matches[1].str(), sample);
+  }
+
+  void Dcgm(const httplib::Request& req, httplib::Response& res) {
+    Result<DcgmScrape> scrape = ParseDcgmScrape(req.body);
+    if (!scrape.ok()) return SendError(res, 400, "INVALID_ARGUMENT", scrape.status().message(), "");
+    json accepted = json::array(), unknown = json::array();
+    for (const auto& [node, sample] : scrape->nodes) {
+      Status s = api.controller_.Telemetry(node, sample);
+      if (s.code() == StatusCode::kNotFound) {
+        unknown.push_back(node);
+      } else if (!s.ok()) {
+        return SendStatus(res, s);
+      } else {
+        accepted.push_back(node);
+      }
+    }
+    api.telemetry_.WithLabels({"dcgm"}).Increment();
+    SendJson(res, 202,
+             json{{"nodes", std::move(accepted)},
+                  {"unknown_nodes", std::move(unknown)},
+                  {"samples", scrape->samples},
+                  {"skipped_lines", scrape->skipped}});
   }
 
   void Install() {
@@ -396,7 +492,7 @@ struct Api::Routes {
     Add("GET", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
         [this](R req, W res, P who) { List(req, res, who); });
     Add("GET", job, "/api/v1/jobs/{id}", Access::kAuthenticated, [this](R req, W res, P who) {
-      if (auto j = VisibleJob(req, res, who)) SendJson(res, 200, JobJson(*j));
+      if (auto j = VisibleJob(req, res, who)) SendJson(res, 200, JobJson(*j, api.controller_));
     });
     Add("DELETE", job, "/api/v1/jobs/{id}", Access::kAuthenticated,
         [this](R req, W res, P who) { Cancel(req, res, who); });
@@ -404,8 +500,32 @@ struct Api::Routes {
         [this](R req, W res, P who) { Cancel(req, res, who); });
     Add("GET", job + "/events", "/api/v1/jobs/{id}/events", Access::kAuthenticated,
         [this](R req, W res, P who) { Events(req, res, who); });
+    const std::string node = R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}))";
     Add("GET", "/api/v1/nodes", "/api/v1/nodes", Access::kAdmin,
-        [this](R, W res, P) { Nodes(res); });
+        [this](R, W res, P) { Nodes(res, std::nullopt); });
+    Add("GET", node, "/api/v1/nodes/{node}", Access::kAdmin,
+        [this](R req, W res, P) { Nodes(res, req.matches[1].str()); });
+    Add("POST", node + "/telemetry", "/api/v1/nodes/{node}/telemetry", Access::kAdmin,
+        [this](R req, W res, P) { NodeTelemetry(req, res); });
+    Add("POST", "/api/v1/telemetry/dcgm", "/api/v1/telemetry/dcgm", Access::kAdmin,
+        [this](R req, W res, P) { Dcgm(req, res); });
+    Add("GET", "/api/v1/topology", "/api/v1/topology", Access::kAuthenticated, [this](R, W res, P) {
+      std::string summary = api.controller_.Topology();
+      if (summary.empty()) {
+        return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no topology)");
+      }
+      std::vector<NodeView> nodes = api.controller_.Nodes();
+      int gpus = 0, allocated = 0;
+      for (const auto& n : nodes) {
+        gpus += n.gpus;
+        allocated += n.gpus_allocated;
+      }
+      SendJson(res, 200,
+               json{{"summary", summary},
+                    {"nodes", nodes.size()},
+                    {"gpus", gpus},
+                    {"gpus_allocated", allocated}});
+    });
     Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
         "/api/v1/nodes/{node}:{action}", Access::kAdmin,
         [this](R req, W res, P who) { SetNode(req, res, who); });
@@ -424,7 +544,10 @@ Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Reg
           metrics.AddCounter("baton_submissions_total",
                              "Job submissions by tenant and result (created, replayed, rejected).",
                              {"tenant", "result"})),
-      jobs_(metrics.AddGauge("baton_jobs", "Jobs in the store by state.", {"state"})) {
+      jobs_(metrics.AddGauge("baton_jobs", "Jobs in the store by state.", {"state"})),
+      telemetry_(metrics.AddCounter("baton_telemetry_posts_total",
+                                    "Telemetry posts accepted, by format (json, dcgm).",
+                                    {"format"})) {
   metrics.AddCollectHook([this] {
     Result<std::map<JobState, std::int64_t>> counts = store_.CountByState();
     if (!counts.ok()) return;

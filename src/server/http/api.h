@@ -1,7 +1,8 @@
 // Api: the daemon's HTTP surface on cpp-httplib — /api/v1 (jobs, their events, node admin
-// state), /api/v1/openapi.json, /healthz and Prometheus /metrics. JSON in and out; every error
-// is {"error": {"code": "...", "message": "...", "field": "..."}} ("field" only when one field of
-// the request is at fault). See openapi.cc for the full description of each endpoint.
+// state, health and allocation, telemetry in, the topology), /api/v1/openapi.json, /healthz and
+// Prometheus /metrics. JSON in and out; every error is {"error": {"code": "...", "message": "...",
+// "field": "..."}} ("field" only when one field of the request is at fault). See openapi.cc for the
+// full description of each endpoint.
 //
 // Handlers run on httplib's worker threads, concurrently; they share only thread-safe objects
 // (the store, the metrics registry, the immutable authenticator, the controller).
@@ -44,6 +45,7 @@ class Api {
   Family<Histogram>& request_duration_;
   Family<Counter>& submissions_;
   Family<Gauge>& jobs_;
+  Family<Counter>& telemetry_;
 };
 
 }  // namespace baton::server

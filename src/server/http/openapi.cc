@@ -119,14 +119,76 @@ std::string_view OpenApiJson() {
     },
     "/api/v1/nodes": {
       "get": {
-        "summary": "Nodes with an administrative state (cordoned or draining). Admin only.",
-        "operationId": "listNodeAdmin",
+        "summary": "Every node of the cluster with its health (from telemetry and admin state), allocation and jobs; without a scheduler, only nodes with an administrative state. Admin only.",
+        "operationId": "listNodes",
         "responses": {
           "200": {"description": "Nodes", "content": {"application/json": {"schema": {
             "type": "object", "required": ["nodes"],
-            "properties": {"nodes": {"type": "array", "items": {"$ref": "#/components/schemas/NodeAdmin"}}}}}}},
+            "properties": {"nodes": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}},
           "401": {"$ref": "#/components/responses/Error"},
           "403": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/nodes/{node}": {
+      "parameters": [{"$ref": "#/components/parameters/NodeName"}],
+      "get": {
+        "summary": "One node: health, active health rules, allocation, jobs, admin state. Admin only.",
+        "operationId": "getNode",
+        "responses": {
+          "200": {"description": "The node", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Node"}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/nodes/{node}/telemetry": {
+      "parameters": [{"$ref": "#/components/parameters/NodeName"}],
+      "post": {
+        "summary": "One health sample of a node: DCGM field name -> number (the worst over its GPUs), e.g. {\"DCGM_FI_DEV_XID_ERRORS\": 79}. Fed to the health rules; the node's condition reaches the scheduler at its next cycle. Admin only.",
+        "operationId": "postNodeTelemetry",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {
+          "type": "object", "minProperties": 1, "additionalProperties": {"type": "number"}}}}},
+        "responses": {
+          "202": {"description": "Accepted", "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"node": {"type": "string"}, "fields": {"type": "integer"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/telemetry/dcgm": {
+      "post": {
+        "summary": "A scrape of NVIDIA's DCGM exporter (Prometheus text). DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, DCGM_FI_DEV_PCIE_REPLAY_COUNTER, DCGM_FI_DEV_GPU_TEMP and the NVLink error counters are grouped by their Hostname label (worst value over the gpu labels) and fed to the health rules. Admin only.",
+        "operationId": "postDcgmScrape",
+        "requestBody": {"required": true, "content": {"text/plain": {"schema": {"type": "string"}}}},
+        "responses": {
+          "202": {"description": "Accepted", "content": {"application/json": {"schema": {
+            "type": "object", "properties": {
+              "nodes": {"type": "array", "items": {"type": "string"}},
+              "unknown_nodes": {"type": "array", "items": {"type": "string"}, "description": "Hostnames not in the cluster (ignored)"},
+              "samples": {"type": "integer"}, "skipped_lines": {"type": "integer"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/topology": {
+      "get": {
+        "summary": "The cluster the scheduler runs: a summary and GPU totals",
+        "operationId": "getTopology",
+        "responses": {
+          "200": {"description": "Topology", "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"summary": {"type": "string"}, "nodes": {"type": "integer"},
+                                             "gpus": {"type": "integer"}, "gpus_allocated": {"type": "integer"}}}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
         }
       }
     },
@@ -136,7 +198,7 @@ std::string_view OpenApiJson() {
         {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["cordon", "drain", "uncordon"]}}
       ],
       "post": {
-        "summary": "Cordon (no new work), drain (no new work, move running jobs off) or uncordon a node. Admin only.",
+        "summary": "Cordon or drain (no new work lands there; running jobs keep going) or uncordon a node. Admin only.",
         "operationId": "setNodeAdmin",
         "requestBody": {"required": false, "content": {"application/json": {"schema": {
           "type": "object", "additionalProperties": false,
@@ -167,7 +229,8 @@ std::string_view OpenApiJson() {
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
     "parameters": {
-      "JobId": {"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "format": "int64", "minimum": 1}}
+      "JobId": {"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "format": "int64", "minimum": 1}},
+      "NodeName": {"name": "node", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}}
     },
     "responses": {
       "Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -199,7 +262,7 @@ std::string_view OpenApiJson() {
             "preferred": {"$ref": "#/components/schemas/TopologyLevel"}}}
         }
       },
-      "TopologyLevel": {"type": "string", "enum": ["node", "nvlink-domain", "leaf", "spine", "group", "core"]},
+      "TopologyLevel": {"type": "string", "enum": ["gpu", "node", "nvlink-domain", "leaf", "spine", "group", "core"]},
       "Job": {
         "type": "object", "required": ["id", "tenant", "name", "state", "attempts", "created_at", "updated_at", "spec"],
         "properties": {
@@ -211,8 +274,30 @@ std::string_view OpenApiJson() {
           "created_at": {"type": "string", "format": "date-time"},
           "updated_at": {"type": "string", "format": "date-time"},
           "idempotency_key": {"type": "string"},
-          "spec": {"$ref": "#/components/schemas/JobSpec"}
+          "spec": {"$ref": "#/components/schemas/JobSpec"},
+          "scheduler_phase": {"type": "string", "enum": ["submitted", "pending", "running", "terminating"], "description": "The scheduler's view, for jobs it holds"},
+          "waiting_reason": {"type": "string", "description": "Pending jobs: why the scheduler has not placed it yet"},
+          "placement": {"$ref": "#/components/schemas/Placement"}
         }
+      },
+      "Placement": {
+        "type": "object", "description": "Where a placed job runs: nodes in rank order and their GPUs",
+        "properties": {
+          "nodes": {"type": "array", "items": {"type": "object", "properties": {
+            "node": {"type": "string"}, "gpus": {"type": "array", "items": {"type": "integer"}}}}},
+          "gpus": {"type": "integer"},
+          "level": {"$ref": "#/components/schemas/TopologyLevel"}}
+      },
+      "Node": {
+        "type": "object", "required": ["node", "admin"],
+        "properties": {"node": {"type": "string"},
+                       "health": {"type": "string", "enum": ["healthy", "suspect", "draining", "down"]},
+                       "active_rules": {"type": "array", "items": {"type": "string"}},
+                       "gpus": {"type": "integer"}, "gpus_allocated": {"type": "integer"},
+                       "jobs": {"type": "array", "items": {"type": "integer", "format": "int64"}},
+                       "admin": {"type": "string", "enum": ["active", "cordoned", "draining"]},
+                       "reason": {"type": "string"}, "by": {"type": "string"},
+                       "updated_at": {"type": "string", "format": "date-time"}}
       },
       "JobEvent": {
         "type": "object", "required": ["time", "kind", "message"],

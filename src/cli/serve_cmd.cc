@@ -1,0 +1,222 @@
+// `baton serve`: the scheduling daemon. Builds the cluster (a preset or a cluster file), the
+// scheduler (a SchedulerConfig YAML) and an executor, and serves the HTTP API (server/server.h)
+// until SIGTERM or SIGINT. With --demo it also submits a stream of synthetic jobs from several
+// tenants through its own API.
+#include <fmt/format.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "core/strings.h"
+#include "sched/framework/config.h"
+#include "server/executors/dry_run_executor.h"
+#include "server/executors/local_executor.h"
+#include "server/scheduling_controller.h"
+#include "server/server.h"
+#include "topology/builders/fabrics.h"
+#include "topology/io/cluster_file.h"
+
+namespace baton::cli {
+namespace {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8080";
+  std::string db = "baton.db";
+  std::string auth;
+  std::string preset;
+  std::string topology;
+  std::string scheduler_config;
+  std::string executor = "dry-run";
+  double speedup = 60;
+  double failure_probability = 0;
+  std::string local_host;
+  std::string log_dir = "baton-logs";
+  std::string tls_cert, tls_key;
+  bool demo = false;
+  std::string demo_token;
+  double demo_rate = 2;  // submissions per second
+  std::string log_format = "text";
+};
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Submits synthetic jobs (mixed sizes, tenants, priorities, runtimes) until `stop`.
+void RunDemo(int port, std::string token, double rate, const std::atomic<bool>& stop) {
+  struct Shape {
+    int gpus;
+    double weight;
+  };
+  constexpr Shape kShapes[] = {{8, 5}, {16, 4}, {32, 3}, {64, 3}, {128, 2}, {256, 2}, {512, 1}};
+  constexpr const char* kTenants[] = {"team-a", "team-b", "research"};
+  double total = 0;
+  for (const Shape& s : kShapes) total += s.weight;
+  Rng rng(42);
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(5);
+  httplib::Headers headers{{"Authorization", "Bearer " + token}};
+  int n = 0;
+  while (!stop) {
+    double pick = rng.Uniform() * total;
+    int gpus = kShapes[0].gpus;
+    for (const Shape& s : kShapes) {
+      if ((pick -= s.weight) <= 0) {
+        gpus = s.gpus;
+        break;
+      }
+    }
+    const char* tenant = kTenants[rng.UniformInt(0, 2)];
+    // Mostly one priority class, now and then an urgent job (which may preempt).
+    int priority = rng.Bernoulli(0.1) ? 100 : 0;
+    double runtime = std::round(rng.UniformInt(10, 120) * 60.0);
+    std::string body = fmt::format(
+        R"({{"name": "demo-{}-{}g", "tenant": "{}", "gpus": {}, "priority": {},
+            "estimated_runtime_s": {}, "grace_period_s": 60, "topology": {{"preferred": "{}"}}}})",
+        n, gpus, tenant, gpus, priority, runtime, gpus <= 256 ? "leaf" : "spine");
+    auto res = client.Post("/api/v1/jobs", headers, body, "application/json");
+    if (!res || res->status != 201) {
+      LOG_WARN("demo: submission failed: {}", res ? std::to_string(res->status) + " " + res->body
+                                                  : httplib::to_string(res.error()));
+    }
+    ++n;
+    auto wake = std::chrono::steady_clock::now() + std::chrono::duration<double>(1.0 / rate);
+    while (!stop && std::chrono::steady_clock::now() < wake) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  LOG_INFO("demo: submitted {} jobs", n);
+}
+
+Status Run(const ServeOptions& o) {
+  if (o.log_format == "json") {
+    spdlog::set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","msg":"%v"})",
+                        spdlog::pattern_time_type::utc);
+  } else if (o.log_format != "text") {
+    return InvalidArgumentError("--log-format must be json or text");
+  }
+  // A daemon reports what it does: info unless a more verbose level was asked for.
+  if (spdlog::get_level() > spdlog::level::info) spdlog::set_level(spdlog::level::info);
+
+  server::ServerOptions so;
+  std::size_t colon = o.listen.rfind(':');
+  std::optional<std::int64_t> port =
+      colon == std::string::npos ? std::nullopt : ParseInt64(o.listen.substr(colon + 1));
+  if (!port) return InvalidArgumentError("--listen must be HOST:PORT, e.g. 127.0.0.1:8080");
+  so.host = o.listen.substr(0, colon);
+  so.port = static_cast<int>(*port);
+  so.db_path = o.db;
+  so.auth_config_path = o.auth;
+  so.tls_cert_path = o.tls_cert;
+  so.tls_key_path = o.tls_key;
+
+  if (!o.preset.empty() && !o.topology.empty()) {
+    return InvalidArgumentError("give --preset or --topology, not both");
+  }
+  ASSIGN_OR_RETURN(topo::Cluster cluster,
+                   o.topology.empty()
+                       ? topo::BuildPreset(o.preset.empty() ? "superpod-h100" : o.preset)
+                       : topo::LoadClusterFile(o.topology));
+  server::SchedulingControllerOptions co;
+  if (!o.scheduler_config.empty()) {
+    ASSIGN_OR_RETURN(std::string yaml, ReadFile(o.scheduler_config));
+    Result<sched::SchedulerConfig> config = sched::ParseSchedulerConfig(yaml);
+    if (!config.ok()) {
+      return InvalidArgumentError(o.scheduler_config + ": " + config.status().message());
+    }
+    co.config = *std::move(config);
+  }
+  SystemClock clock;
+  std::unique_ptr<server::Executor> executor;
+  if (o.executor == "dry-run") {
+    server::DryRunOptions dry;
+    dry.speedup = o.speedup;
+    dry.failure_probability = o.failure_probability;
+    executor = std::make_unique<server::DryRunExecutor>(dry, clock);
+  } else if (o.executor == "local") {
+    executor = std::make_unique<server::LocalExecutor>(
+        server::LocalOptions{o.local_host, o.log_dir}, clock);
+  } else {
+    return InvalidArgumentError("--executor must be dry-run or local (slurm: not yet)");
+  }
+  LOG_INFO("cluster {}: {} nodes, {} GPUs; executor {}", cluster.name(), cluster.nodes().size(),
+           cluster.counts().total, executor->name());
+  ASSIGN_OR_RETURN(std::unique_ptr<server::SchedulingController> controller,
+                   server::SchedulingController::Create(std::move(cluster), std::move(co),
+                                                        std::move(executor), clock));
+
+  std::atomic<bool> stop_demo{false};
+  std::thread demo;
+  if (o.demo) {
+    std::string token = o.demo_token;
+    if (token.empty() && std::getenv("BATON_TOKEN") != nullptr) token = std::getenv("BATON_TOKEN");
+    if (token.empty()) {
+      return InvalidArgumentError("--demo needs an admin token (--demo-token or $BATON_TOKEN)");
+    }
+    // Started once listening, from the serving thread, so that it inherits the blocked
+    // SIGTERM/SIGINT (RunServer takes them with sigtimedwait).
+    so.on_listening = [&, token](int bound) {
+      demo = std::thread(RunDemo, bound, token, o.demo_rate, std::cref(stop_demo));
+    };
+  }
+  Status served = server::RunServer(so, controller.get());
+  stop_demo = true;
+  if (demo.joinable()) demo.join();
+  return served;
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Run the scheduling daemon: HTTP API, durable job store, scheduler, executor");
+  cmd->add_option("--listen", o->listen, "HOST:PORT to serve on")->capture_default_str();
+  cmd->add_option("--db", o->db, "SQLite database file (created if missing)")
+      ->capture_default_str();
+  cmd->add_option("--auth", o->auth, "YAML file of principals and tokens")->required();
+  cmd->add_option("--preset", o->preset, "Built-in cluster (default superpod-h100)");
+  cmd->add_option("--topology", o->topology, "Cluster file (baton YAML or Slurm topology.conf)");
+  cmd->add_option("--scheduler-config", o->scheduler_config,
+                  "Scheduler YAML: actions, queue sort, plugins (default: built-in)");
+  cmd->add_option("--executor", o->executor, "dry-run (simulated) or local (real processes)")
+      ->capture_default_str();
+  cmd->add_option("--speedup", o->speedup, "dry-run: simulated seconds per real second")
+      ->capture_default_str();
+  cmd->add_option("--failure-probability", o->failure_probability,
+                  "dry-run: chance that a run fails")
+      ->capture_default_str();
+  cmd->add_option("--local-host", o->local_host,
+                  "local: the node this machine is (default: run every rank here)");
+  cmd->add_option("--log-dir", o->log_dir, "local: where rank logs go")->capture_default_str();
+  cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate (HTTPS with --tls-key)");
+  cmd->add_option("--tls-key", o->tls_key, "PEM private key");
+  cmd->add_flag("--demo", o->demo, "Submit a stream of synthetic jobs through the API");
+  cmd->add_option("--demo-token", o->demo_token, "Admin token for --demo (or $BATON_TOKEN)");
+  cmd->add_option("--demo-rate", o->demo_rate, "--demo submissions per second")
+      ->capture_default_str();
+  cmd->add_option("--log-format", o->log_format, "text or json")->capture_default_str();
+  cmd->callback([o, &exit_code] {
+    Status st = Run(*o);
+    if (!st.ok()) {
+      fmt::print(stderr, "baton serve: {}\n", st.message());
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace baton::cli

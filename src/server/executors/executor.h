@@ -1,0 +1,74 @@
+// Executor: where the daemon's controller starts and stops jobs once the scheduler has placed
+// them. Implementations: DryRunExecutor (a simulated cluster in accelerated time, for demos and
+// tests) and LocalExecutor (real processes on this machine); a Slurm executor fits the same
+// interface.
+//
+// Contract:
+//  * Threading: every method is called from the controller thread only; implementations need no
+//    locking of their own unless they run threads.
+//  * Launch starts every rank of a job (or fails, starting nothing that stays alive). The job is
+//    then running until Poll reports its exit; exactly one ExitReport per launched (or reattached)
+//    job.
+//  * Stop asks a running job to stop, giving its ranks `grace` to exit before they are killed.
+//    Its exit is still reported by Poll (with kStopped). Stop of an unknown job does nothing.
+//  * Kill ends a job at once (no grace) and forgets it: no ExitReport follows. For jobs the
+//    scheduler has already requeued or moved. Kill of an unknown job does nothing.
+//  * Reattach is called at daemon start-up for jobs the store says are running: true means the
+//    executor still runs (or can still account for) the job, and will report its exit; false
+//    means the job is gone and the controller requeues it.
+//  * Poll never blocks; it returns the exits seen since the last call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "core/units.h"
+
+namespace baton::server {
+
+// One rank of a job: where it runs and which GPU it gets.
+struct RankAssignment {
+  int rank = 0;
+  std::string node;
+  int node_rank = 0;   // index of `node` among the job's nodes
+  int local_rank = 0;  // index of this rank on its node
+  int gpu = 0;         // CUDA index on the node
+};
+
+struct LaunchRequest {
+  std::int64_t job = 0;
+  std::string name;
+  std::string tenant;
+  std::vector<std::string> command;   // argv; may be empty
+  std::vector<RankAssignment> ranks;  // in rank order
+  std::string master_addr;            // the node of rank 0
+  int master_port = 29500;
+  Seconds estimated_runtime;  // 0: unknown
+  TimePoint started_at;       // when the controller placed it
+};
+
+enum class ExitKind : std::uint8_t { kSucceeded, kFailed, kStopped };
+
+struct ExitReport {
+  std::int64_t job = 0;
+  ExitKind kind = ExitKind::kSucceeded;
+  std::string message;  // "exit code 3 on rank 1", "stopped"
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string_view name() const = 0;
+  virtual Status Launch(const LaunchRequest& request) = 0;
+  virtual void Stop(std::int64_t job, Seconds grace) = 0;
+  virtual void Kill(std::int64_t job) = 0;
+  virtual bool Reattach(const LaunchRequest& request) = 0;
+  virtual std::vector<ExitReport> Poll() = 0;
+  // Stops everything still running (daemon shutdown in tests); jobs are not reported.
+  virtual void StopAll() = 0;
+};
+
+}  // namespace baton::server

@@ -1,0 +1,199 @@
+#include "server/executors/local_executor.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "core/log.h"
+
+extern char** environ;
+
+namespace baton::server {
+namespace {
+
+// The environment of one rank: ours, minus the variables we set, plus the rank's.
+std::vector<std::string> RankEnvironment(const LaunchRequest& r, const RankAssignment& rank,
+                                         int local_world) {
+  std::map<std::string, std::string> vars = {
+      {"RANK", std::to_string(rank.rank)},
+      {"WORLD_SIZE", std::to_string(r.ranks.size())},
+      {"LOCAL_RANK", std::to_string(rank.local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(local_world)},
+      {"NODE_RANK", std::to_string(rank.node_rank)},
+      {"MASTER_ADDR", r.master_addr},
+      {"MASTER_PORT", std::to_string(r.master_port)},
+      {"CUDA_VISIBLE_DEVICES", std::to_string(rank.gpu)},
+      {"BATON_JOB_ID", std::to_string(r.job)},
+      {"BATON_NODE", rank.node},
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv = *e;
+    std::string key(kv.substr(0, kv.find('=')));
+    if (!vars.contains(key)) env.emplace_back(kv);
+  }
+  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+LocalExecutor::LocalExecutor(LocalOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+LocalExecutor::~LocalExecutor() { StopAll(); }
+
+Status LocalExecutor::Launch(const LaunchRequest& request) {
+  Kill(request.job);  // a relaunch (replacement) replaces the old ranks
+  if (request.command.empty()) {
+    return InvalidArgumentError("the local executor needs a command (field 'command')");
+  }
+  std::vector<const RankAssignment*> mine;
+  for (const auto& rank : request.ranks) {
+    if (options_.host.empty() || rank.node == options_.host) mine.push_back(&rank);
+  }
+  if (mine.empty()) return Status::Ok();  // nothing placed on this host
+  std::filesystem::path dir =
+      std::filesystem::path(options_.log_dir) / ("job-" + std::to_string(request.job));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return UnavailableError("cannot create " + dir.string() + ": " + ec.message());
+
+  std::map<std::string, int> per_node;
+  for (const auto* rank : mine) ++per_node[rank->node];
+  Job job;
+  for (const auto* rank : mine) {
+    std::string log = (dir / ("rank-" + std::to_string(rank->rank) + ".log")).string();
+    std::vector<std::string> argv = request.command;
+    std::vector<std::string> env = RankEnvironment(request, *rank, per_node[rank->node]);
+    std::vector<char*> argv_p = Pointers(argv);
+    std::vector<char*> env_p = Pointers(env);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, 0);  // its own process group
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);  // the daemon blocks SIGTERM; ranks must not
+    posix_spawnattr_setsigdefault(&attr, &all);
+    pid_t pid = 0;
+    int err = posix_spawnp(&pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) {
+      Signal(job, SIGKILL);
+      for (auto& p : job.procs) waitpid(p.pid, nullptr, 0);
+      return FailedPreconditionError(fmt::format(
+          "cannot start '{}' for rank {}: {}", request.command[0], rank->rank, std::strerror(err)));
+    }
+    job.procs.push_back({pid, rank->rank});
+  }
+  LOG_INFO("job {}: started {} local rank(s) of '{}', logs in {}", request.job, job.procs.size(),
+           request.command[0], dir.string());
+  jobs_[request.job] = std::move(job);
+  return Status::Ok();
+}
+
+void LocalExecutor::Signal(Job& job, int sig) {
+  for (auto& p : job.procs) {
+    if (!p.exited) ::kill(-p.pid, sig);  // the rank's whole process group
+  }
+}
+
+void LocalExecutor::Stop(std::int64_t id, Seconds grace) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.stopping) return;
+  it->second.stopping = true;
+  it->second.kill_at = clock_.Now() + grace;
+  Signal(it->second, SIGTERM);
+}
+
+std::vector<ExitReport> LocalExecutor::Poll() {
+  std::vector<ExitReport> out;
+  TimePoint now = clock_.Now();
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    Job& job = it->second;
+    bool all_exited = true;
+    for (auto& p : job.procs) {
+      if (p.exited) continue;
+      int status = 0;
+      pid_t r = waitpid(p.pid, &status, WNOHANG);
+      if (r == p.pid || (r < 0 && errno == ECHILD)) {
+        p.exited = true;
+        p.status = r == p.pid ? status : 0;
+        bool ok = WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0;
+        if (!ok && job.failure.empty() && !job.stopping) {
+          job.failure = WIFEXITED(p.status)
+                            ? fmt::format("exit code {} on rank {}", WEXITSTATUS(p.status), p.rank)
+                            : fmt::format("rank {} killed by signal {}", p.rank,
+                                          WIFSIGNALED(p.status) ? WTERMSIG(p.status) : 0);
+          // One rank failed: the gang cannot go on.
+          job.stopping = true;
+          job.kill_at = now + Seconds(10);
+          Signal(job, SIGTERM);
+        }
+      } else {
+        all_exited = false;
+      }
+    }
+    if (!all_exited && job.stopping && job.kill_at <= now) Signal(job, SIGKILL);
+    if (all_exited) {
+      ExitReport report{it->first, ExitKind::kSucceeded, "all ranks exited 0"};
+      if (!job.failure.empty()) {
+        report = {it->first, ExitKind::kFailed, job.failure};
+      } else if (job.stopping) {
+        report = {it->first, ExitKind::kStopped, "stopped"};
+      }
+      out.push_back(std::move(report));
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+void LocalExecutor::Kill(std::int64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  Signal(it->second, SIGKILL);
+  for (auto& p : it->second.procs) {
+    if (!p.exited) waitpid(p.pid, nullptr, 0);  // prompt after SIGKILL
+  }
+  jobs_.erase(it);
+}
+
+void LocalExecutor::StopAll() {
+  for (auto& [id, job] : jobs_) {
+    Signal(job, SIGKILL);
+    for (auto& p : job.procs) {
+      if (!p.exited) waitpid(p.pid, nullptr, 0);
+    }
+  }
+  jobs_.clear();
+}
+
+}  // namespace baton::server

@@ -1,0 +1,697 @@
+#include "server/scheduling_controller.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <limits>
+
+#include "core/log.h"
+#include "core/strings.h"
+#include "server/http/job_spec.h"
+#include "topology/summary.h"
+
+namespace baton::server {
+namespace {
+
+constexpr std::string_view kAllocOpen = "[alloc ";
+
+sched::JobId SchedId(JobId id) { return sched::JobId(static_cast<std::uint64_t>(id)); }
+JobId StoreId(sched::JobId id) { return static_cast<JobId>(id.value()); }
+
+topo::NodeHealth Worse(topo::NodeHealth a, topo::NodeHealth b) { return std::max(a, b); }
+
+std::vector<int> MaskBits(std::uint64_t mask) {
+  std::vector<int> out;
+  for (int i = 0; i < 64; ++i) {
+    if ((mask >> i) & 1) out.push_back(i);
+  }
+  return out;
+}
+
+std::string NodeList(const topo::Cluster& c, const sched::Placement& p) {
+  std::string out;
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    if (i == 4 && p.nodes.size() > 5) {
+      out += fmt::format(" and {} more", p.nodes.size() - 4);
+      break;
+    }
+    if (i > 0) out += ",";
+    out += c.node(p.nodes[i].node).name;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string AllocTag(const topo::Cluster& cluster, const sched::Placement& placement) {
+  std::string out(kAllocOpen);
+  for (std::size_t i = 0; i < placement.nodes.size(); ++i) {
+    if (i > 0) out += ",";
+    out += fmt::format("{}:{:#x}", cluster.node(placement.nodes[i].node).name,
+                       placement.nodes[i].mask);
+  }
+  return out + "]";
+}
+
+Result<sched::Placement> ParseAllocTag(const topo::Cluster& cluster, std::string_view message) {
+  std::size_t open = message.rfind(kAllocOpen);
+  std::size_t close = message.rfind(']');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    return InvalidArgumentError("no [alloc ...] in the placement event");
+  }
+  std::string_view body =
+      message.substr(open + kAllocOpen.size(), close - open - kAllocOpen.size());
+  sched::Placement p;
+  while (!body.empty()) {
+    std::size_t comma = body.find(',');
+    std::string_view item = body.substr(0, comma);
+    body = comma == std::string_view::npos ? std::string_view{} : body.substr(comma + 1);
+    std::size_t colon = item.rfind(':');
+    if (colon == std::string_view::npos) return InvalidArgumentError("bad alloc entry");
+    ASSIGN_OR_RETURN(topo::NodeId node, cluster.FindNode(item.substr(0, colon)));
+    std::string mask_text(item.substr(colon + 1));
+    char* end = nullptr;
+    std::uint64_t mask = std::strtoull(mask_text.c_str(), &end, 16);
+    if (end == mask_text.c_str() || *end != '\0' || mask == 0) {
+      return InvalidArgumentError("bad GPU mask " + mask_text);
+    }
+    p.nodes.push_back({node, mask});
+  }
+  if (p.nodes.empty()) return InvalidArgumentError("empty alloc");
+  p.span = sched::SpanOf(cluster, p.nodes);
+  return p;
+}
+
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job) {
+  std::string field;
+  ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson, &field));
+  sched::GangJob g;
+  g.id = SchedId(job.id);
+  g.name = spec.name;
+  g.tenant = job.tenant;
+  if (spec.gpus > std::numeric_limits<int>::max()) return InvalidArgumentError("too many GPUs");
+  g.gpus = static_cast<int>(spec.gpus);
+  g.gpus_per_task = spec.gpus_per_node;
+  if (!spec.gpu_type.empty()) g.gpu_types = {spec.gpu_type};
+  if (!spec.topology_required.empty()) {
+    ASSIGN_OR_RETURN(topo::Level level, topo::ParseLevel(spec.topology_required));
+    g.topology.required = level;
+  }
+  if (!spec.topology_preferred.empty()) {
+    ASSIGN_OR_RETURN(topo::Level level, topo::ParseLevel(spec.topology_preferred));
+    g.topology.preferred = level;
+  }
+  g.priority = spec.priority;
+  g.preemptible = spec.preemptible;
+  g.grace_period = Seconds(spec.grace_period_s);
+  g.estimated_runtime = Seconds(spec.estimated_runtime_s);
+  g.submit_time = job.created_at;
+  return g;
+}
+
+struct SchedulingController::Metrics {
+  explicit Metrics(Registry& r)
+      : cycle(r.AddHistogram("baton_scheduler_cycle_duration_seconds",
+                             "Wall time of one scheduling cycle (RunCycle).", {},
+                             LatencyBuckets())),
+        step(r.AddHistogram("baton_scheduler_step_duration_seconds",
+                            "Time spent in one action or plugin during a cycle.", {"step"},
+                            LatencyBuckets())),
+        placements(
+            r.AddCounter("baton_scheduler_placements_total", "Gangs placed (binds).", {"level"})),
+        preemptions(
+            r.AddCounter("baton_scheduler_preemptions_total", "Running jobs preempted.", {})),
+        failures(r.AddCounter("baton_job_failures_total",
+                              "Jobs that failed, by cause (rejected, launch, exit).", {"cause"})),
+        requeues(r.AddCounter("baton_scheduler_requeues_total",
+                              "Running jobs put back in the queue.", {"reason"})),
+        queue(r.AddGauge("baton_scheduler_queue_length",
+                         "Jobs the scheduler holds, by phase (pending, running, terminating).",
+                         {"phase"})),
+        gpus(r.AddGauge("baton_gpus", "GPUs by state (allocated, free, unhealthy).", {"state"})),
+        nodes(r.AddGauge("baton_nodes", "Nodes by health condition.", {"health"})) {}
+  Family<Histogram>& cycle;
+  Family<Histogram>& step;
+  Family<Counter>& placements;
+  Family<Counter>& preemptions;
+  Family<Counter>& failures;
+  Family<Counter>& requeues;
+  Family<Gauge>& queue;
+  Family<Gauge>& gpus;
+  Family<Gauge>& nodes;
+};
+
+Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
+    topo::Cluster cluster, SchedulingControllerOptions options, std::unique_ptr<Executor> executor,
+    const Clock& clock) {
+  if (executor == nullptr) return InvalidArgumentError("an executor is required");
+  RETURN_IF_ERROR(health::ValidateRules(options.health_rules));
+  std::string summary = topo::Summarize(cluster);
+  sched::SchedulerOptions sopts;
+  sopts.timer = &clock;
+  ASSIGN_OR_RETURN(std::unique_ptr<sched::Scheduler> scheduler,
+                   sched::Scheduler::Create(std::move(cluster), options.config, sopts));
+  auto c = std::unique_ptr<SchedulingController>(new SchedulingController(
+      std::move(scheduler), std::move(options), std::move(executor), clock));
+  c->topology_summary_ = std::move(summary);
+  return c;
+}
+
+SchedulingController::SchedulingController(std::unique_ptr<sched::Scheduler> scheduler,
+                                           SchedulingControllerOptions options,
+                                           std::unique_ptr<Executor> executor, const Clock& clock)
+    : scheduler_(std::move(scheduler)),
+      options_(std::move(options)),
+      executor_(std::move(executor)),
+      clock_(clock),
+      health_(options_.health_rules) {
+  const topo::Cluster& c = cluster();
+  for (std::size_t i = 0; i < c.nodes().size(); ++i) {
+    node_by_name_.emplace(c.nodes()[i].name, topo::NodeId(static_cast<std::uint32_t>(i)));
+  }
+}
+
+SchedulingController::~SchedulingController() { Stop(); }
+
+Status SchedulingController::Start(JobStore& store, Registry& metrics) {
+  if (store_ != nullptr) return FailedPreconditionError("the controller was already started");
+  store_ = &store;
+  metrics_ = std::make_unique<Metrics>(metrics);
+  RETURN_IF_ERROR(Reload());
+  PublishSnapshot();
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void SchedulingController::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SchedulingController::Enqueue(Input input) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(std::move(input));
+  }
+  wake_.notify_one();
+}
+
+void SchedulingController::OnJobSubmitted(const JobRecord& job) { Enqueue(Submitted{job}); }
+void SchedulingController::OnJobCancelRequested(const JobRecord& job) {
+  Enqueue(CancelRequested{job});
+}
+void SchedulingController::OnNodeAdminChanged(const NodeAdminState& node) {
+  Enqueue(AdminChanged{node});
+}
+
+Status SchedulingController::Telemetry(std::string_view node, const TelemetrySample& sample) {
+  auto it = node_by_name_.find(std::string(node));
+  if (it == node_by_name_.end()) {
+    return NotFoundError("node " + Printable(node, 64) + " is not in the cluster");
+  }
+  Enqueue(TelemetryIn{it->second, sample});
+  return Status::Ok();
+}
+
+void SchedulingController::Record(Status s, JobId id, std::string_view what) const {
+  if (!s.ok()) LOG_WARN("job {}: {}: {}", id, what, s.ToString());
+}
+
+Status SchedulingController::Reload() {
+  TimePoint now = clock_.Now();
+  ASSIGN_OR_RETURN(std::vector<NodeAdminState> admin, store_->ListNodeAdmin());
+  for (const NodeAdminState& a : admin) {
+    AdminChanged in{a};
+    Handle(in);
+  }
+  int queued = 0, adopted = 0, requeued = 0;
+  for (JobState state : {JobState::kRunning, JobState::kCancelling, JobState::kQueued}) {
+    JobFilter filter;
+    filter.state = state;
+    filter.limit = 1000;
+    while (true) {
+      ASSIGN_OR_RETURN(JobPage page, store_->List(filter));
+      for (const JobRecord& job : page.jobs) {
+        Result<sched::GangJob> spec = GangJobFromRecord(job);
+        if (!spec.ok()) {
+          Record(store_
+                     ->Transition(job.id, {{state},
+                                           JobState::kFailed,
+                                           "failed",
+                                           "cannot schedule: " + spec.status().message()})
+                     .status(),
+                 job.id, "fail");
+          continue;
+        }
+        if (state == JobState::kQueued) {
+          commands_[job.id] = {};
+          Submitted in{job};
+          Handle(in);
+          ++queued;
+          continue;
+        }
+        // Running (or being cancelled): find where it was placed.
+        std::optional<sched::Placement> placement;
+        TimePoint placed_at = job.updated_at;
+        ASSIGN_OR_RETURN(std::vector<JobEvent> history, store_->Events(job.id));
+        for (auto it = history.rbegin(); it != history.rend(); ++it) {
+          if (it->kind != "placed") continue;
+          Result<sched::Placement> p = ParseAllocTag(cluster(), it->message);
+          if (p.ok()) {
+            placement = *p;
+            placed_at = it->time;
+          }
+          break;
+        }
+        std::string field;
+        Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
+        std::vector<std::string> command = js.ok() ? js->command : std::vector<std::string>{};
+        bool alive = false;
+        if (placement) {
+          LaunchRequest req = MakeLaunchRequest(job.id, *spec, *placement, placed_at);
+          req.command = command;
+          alive = executor_->Reattach(req);
+        }
+        if (state == JobState::kCancelling) {
+          if (alive) {
+            executor_->Stop(job.id, spec->grace_period);
+            cancelling_.insert(job.id);
+            events_.push_back(sched::Event::Adopt(*spec, *placement, placed_at));
+            commands_[job.id] = command;
+          } else {
+            Record(store_
+                       ->Transition(job.id, {{JobState::kCancelling},
+                                             JobState::kCancelled,
+                                             "cancelled",
+                                             "not running after a daemon restart"})
+                       .status(),
+                   job.id, "cancel");
+          }
+          continue;
+        }
+        if (alive) {
+          events_.push_back(sched::Event::Adopt(*spec, *placement, placed_at));
+          commands_[job.id] = command;
+          Record(store_->AppendEvent(job.id, "adopted",
+                                     fmt::format("still running on {} after a daemon restart",
+                                                 NodeList(cluster(), *placement))),
+                 job.id, "adopt");
+          ++adopted;
+        } else {
+          Result<JobRecord> r = store_->Transition(
+              job.id, {{JobState::kRunning},
+                       JobState::kQueued,
+                       "requeued",
+                       fmt::format("the {} executor no longer runs it after a daemon restart",
+                                   executor_->name())});
+          Record(r.status(), job.id, "requeue");
+          if (r.ok()) {
+            commands_[job.id] = command;
+            events_.push_back(sched::Event::Submit(*spec));
+            ++requeued;
+          }
+        }
+      }
+      if (!page.next_after) break;
+      filter.after = *page.next_after;
+    }
+  }
+  LOG_INFO("controller: {} queued job(s) resubmitted, {} running adopted, {} requeued at {:.0f}",
+           queued, adopted, requeued, now.since_epoch.value());
+  wake_at_ = now;  // run a cycle at once
+  return Status::Ok();
+}
+
+void SchedulingController::Handle(Submitted& in) {
+  Result<sched::GangJob> spec = GangJobFromRecord(in.job);
+  if (!spec.ok()) {
+    Record(store_
+               ->Transition(in.job.id, {{JobState::kQueued},
+                                        JobState::kFailed,
+                                        "failed",
+                                        "cannot schedule: " + spec.status().message()})
+               .status(),
+           in.job.id, "fail");
+    return;
+  }
+  std::string field;
+  Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson, &field);
+  commands_[in.job.id] = js.ok() ? js->command : std::vector<std::string>{};
+  events_.push_back(sched::Event::Submit(*std::move(spec)));
+}
+
+void SchedulingController::Handle(CancelRequested& in) {
+  const sched::JobInfo* info = scheduler_->job(SchedId(in.job.id));
+  if (in.job.state == JobState::kCancelling && info != nullptr &&
+      (info->phase == sched::JobPhase::kRunning || info->phase == sched::JobPhase::kTerminating)) {
+    cancelling_.insert(in.job.id);
+    executor_->Stop(in.job.id, info->spec.grace_period);
+    return;  // the scheduler hears Cancel when the executor reports the exit
+  }
+  if (in.job.state == JobState::kCancelling) {
+    Record(store_
+               ->Transition(
+                   in.job.id,
+                   {{JobState::kCancelling}, JobState::kCancelled, "cancelled", "was not running"})
+               .status(),
+           in.job.id, "cancel");
+  }
+  commands_.erase(in.job.id);
+  events_.push_back(sched::Event::Cancel(SchedId(in.job.id)));
+}
+
+void SchedulingController::Handle(AdminChanged& in) {
+  auto it = node_by_name_.find(in.node.node);
+  if (it == node_by_name_.end()) {
+    LOG_WARN("node admin change for {}, which is not in the cluster", in.node.node);
+    return;
+  }
+  admin_health_[it->second] = in.node.admin == NodeAdmin::kActive ? topo::NodeHealth::kHealthy
+                                                                  : topo::NodeHealth::kDraining;
+  SetNodeHealth(it->second);
+}
+
+void SchedulingController::Handle(TelemetryIn& in) {
+  health::Sample sample(in.sample.begin(), in.sample.end());
+  health::Assessment a = health_.Observe(in.node, sample);
+  {
+    std::lock_guard lock(snapshot_mu_);
+    active_rules_[in.node] = a.active_rules;
+  }
+  if (a.changed) {
+    LOG_WARN("node {} is now {} ({})", cluster().node(in.node).name,
+             topo::NodeHealthName(a.condition), fmt::join(a.active_rules, ", "));
+    SetNodeHealth(in.node);
+  }
+}
+
+void SchedulingController::SetNodeHealth(topo::NodeId node) {
+  topo::NodeHealth admin = topo::NodeHealth::kHealthy;
+  if (auto it = admin_health_.find(node); it != admin_health_.end()) admin = it->second;
+  topo::NodeHealth h = Worse(admin, health_.condition(node));
+  if (h != cluster().node(node).health) events_.push_back(sched::Event::NodeHealth(node, h));
+}
+
+LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::GangJob& spec,
+                                                      const sched::Placement& placement,
+                                                      TimePoint start) const {
+  const topo::Cluster& c = cluster();
+  LaunchRequest req;
+  req.job = id;
+  req.name = spec.name;
+  req.tenant = spec.tenant;
+  if (auto it = commands_.find(id); it != commands_.end()) req.command = it->second;
+  req.estimated_runtime = spec.estimated_runtime;
+  req.started_at = start;
+  req.master_port = options_.master_port_base + static_cast<int>(id % 1000);
+  int rank = 0;
+  for (std::size_t n = 0; n < placement.nodes.size(); ++n) {
+    int local = 0;
+    for (int gpu : MaskBits(placement.nodes[n].mask)) {
+      req.ranks.push_back(
+          {rank++, c.node(placement.nodes[n].node).name, static_cast<int>(n), local++, gpu});
+    }
+  }
+  if (!req.ranks.empty()) req.master_addr = req.ranks.front().node;
+  return req;
+}
+
+void SchedulingController::Launch(JobId id, const sched::Placement& placement, TimePoint now) {
+  const sched::JobInfo* info = scheduler_->job(SchedId(id));
+  if (info == nullptr) return;
+  Status s = executor_->Launch(MakeLaunchRequest(id, info->spec, placement, now));
+  if (s.ok()) return;
+  LOG_WARN("job {}: launch failed: {}", id, s.ToString());
+  metrics_->failures.WithLabels({"launch"}).Increment();
+  Record(store_
+             ->Transition(id, {{JobState::kRunning, JobState::kCancelling},
+                               JobState::kFailed,
+                               "failed",
+                               "launch failed: " + s.message()})
+             .status(),
+         id, "fail");
+  commands_.erase(id);
+  events_.push_back(sched::Event::Cancel(SchedId(id)));
+}
+
+void SchedulingController::HandleExit(const ExitReport& exit) {
+  JobId id = exit.job;
+  sched::JobId sid = SchedId(id);
+  if (cancelling_.erase(id) > 0) {
+    Record(store_
+               ->Transition(
+                   id, {{JobState::kCancelling}, JobState::kCancelled, "cancelled", exit.message})
+               .status(),
+           id, "cancel");
+    preempted_by_.erase(id);
+    commands_.erase(id);
+    events_.push_back(sched::Event::Cancel(sid));
+    return;
+  }
+  if (auto it = preempted_by_.find(id); it != preempted_by_.end()) {
+    JobId by = it->second;
+    preempted_by_.erase(it);
+    if (exit.kind == ExitKind::kStopped) {
+      Result<JobRecord> r =
+          store_->Transition(id, {{JobState::kRunning},
+                                  JobState::kQueued,
+                                  "requeued",
+                                  fmt::format("stopped for job {}; back in the queue", by)});
+      Record(r.status(), id, "requeue");
+      metrics_->requeues.WithLabels({"preempted"}).Increment();
+      const sched::JobInfo* info = scheduler_->job(sid);
+      if (info != nullptr && info->phase == sched::JobPhase::kTerminating) {
+        events_.push_back(sched::Event::Finish(sid));  // frees its GPUs; the scheduler requeues
+      } else if (info == nullptr && r.ok()) {
+        // The scheduler dropped it (a bind that raced with the stop): hand it back.
+        Submitted again{*r};
+        Handle(again);
+      }
+      return;
+    }
+    // It finished on its own during its grace period: it is done, not requeued.
+    events_.push_back(sched::Event::Cancel(sid));
+  } else {
+    events_.push_back(sched::Event::Finish(sid));
+  }
+  commands_.erase(id);
+  bool ok = exit.kind == ExitKind::kSucceeded;
+  if (!ok) metrics_->failures.WithLabels({"exit"}).Increment();
+  Record(store_
+             ->Transition(id, {{JobState::kRunning},
+                               ok ? JobState::kSucceeded : JobState::kFailed,
+                               ok ? "finished" : "failed",
+                               exit.message})
+             .status(),
+         id, "finish");
+}
+
+void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint now) {
+  const topo::Cluster& c = cluster();
+  // Requeues first: the scheduler may already have placed a requeued job again in this cycle.
+  for (const sched::Requeue& q : d.requeues) {
+    JobId id = StoreId(q.job);
+    metrics_->requeues.WithLabels({"node"}).Increment();
+    executor_->Kill(id);
+    preempted_by_.erase(id);
+    Record(store_->Transition(id, {{JobState::kRunning}, JobState::kQueued, "requeued", q.reason})
+               .status(),
+           id, "requeue");
+  }
+  for (const sched::Bind& b : d.binds) {
+    JobId id = StoreId(b.job);
+    std::string level(topo::LevelName(b.placement.span));
+    std::string why =
+        b.preferred_met
+            ? "it was the best-scoring gang placement that fits"
+            : "no free placement met the preferred topology level; this was the best that fits";
+    std::string message =
+        fmt::format("placed on {} ({} GPUs) at level {} because {} {}", NodeList(c, b.placement),
+                    b.placement.gpus(), level, why, AllocTag(c, b.placement));
+    Result<JobRecord> r =
+        store_->Transition(id, {{JobState::kQueued}, JobState::kRunning, "placed", message});
+    waiting_reason_.erase(id);
+    if (!r.ok()) {
+      // Cancelled between the submission and this cycle: give the GPUs back.
+      LOG_INFO("job {}: not launched: {}", id, r.status().message());
+      commands_.erase(id);
+      events_.push_back(sched::Event::Cancel(b.job));
+      continue;
+    }
+    metrics_->placements.WithLabels({level}).Increment();
+    Launch(id, b.placement, now);
+  }
+  for (const sched::Preemption& p : d.preemptions) {
+    JobId victim = StoreId(p.victim), by = StoreId(p.for_job);
+    metrics_->preemptions.WithLabels({}).Increment();
+    preempted_by_[victim] = by;
+    Record(store_->AppendEvent(victim, "preempted",
+                               fmt::format("preempted by job {}; stops within {:.0f} s grace", by,
+                                           (p.release_at - now).value())),
+           victim, "preempt");
+    executor_->Stop(victim, std::max(Seconds(0), p.release_at - now));
+  }
+  for (const sched::Rejection& r : d.rejections) {
+    JobId id = StoreId(r.job);
+    metrics_->failures.WithLabels({"rejected"}).Increment();
+    commands_.erase(id);
+    Record(store_
+               ->Transition(id, {{JobState::kQueued},
+                                 JobState::kFailed,
+                                 "rejected",
+                                 fmt::format("rejected by {}: {}", r.plugin, r.reason)})
+               .status(),
+           id, "reject");
+  }
+  for (const sched::Replacement& r : d.replacements) {
+    JobId id = StoreId(r.job);
+    Record(store_->AppendEvent(
+               id, "placed",
+               fmt::format("node {} replaced by {}; restarted from its last checkpoint {}",
+                           c.node(r.old_node).name, c.node(r.new_node).name,
+                           AllocTag(c, r.placement))),
+           id, "replace");
+    executor_->Kill(id);
+    Launch(id, r.placement, now);
+  }
+  for (const sched::Resize& r : d.resizes) {
+    JobId id = StoreId(r.job);
+    Record(store_->AppendEvent(
+               id, "resized",
+               fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement))),
+           id, "resize");
+  }
+  // Every waiting job's reason is in the snapshot (the API shows it); only the first few changes
+  // per cycle become durable events, so that a deep queue does not turn each cycle into
+  // hundreds of synchronous commits.
+  int recorded = 0;
+  for (const sched::Waiting& w : d.waiting) {
+    JobId id = StoreId(w.job);
+    std::string reason = w.status.plugin().empty() ? w.status.reason()
+                                                   : w.status.plugin() + ": " + w.status.reason();
+    auto& last = waiting_reason_[id];
+    if (last == reason || recorded >= options_.max_waiting_events_per_cycle) continue;
+    last = reason;
+    ++recorded;
+    Record(store_->AppendEvent(id, "waiting", reason), id, "waiting");
+  }
+  for (const sched::Waiting& w : d.waiting) {
+    waiting_now_[StoreId(w.job)] = w.status.plugin().empty()
+                                       ? w.status.reason()
+                                       : w.status.plugin() + ": " + w.status.reason();
+  }
+  for (const sched::Timing& t : d.timings) {
+    metrics_->step.WithLabels({t.name}).Observe(t.seconds);
+  }
+}
+
+void SchedulingController::Loop() {
+  std::vector<Input> inputs;
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::duration<double>(options_.poll_interval.value());
+      wake_.wait_until(lock, deadline, [&] { return stopping_ || !inbox_.empty(); });
+      if (stopping_) break;
+      inputs.swap(inbox_);
+    }
+    for (Input& in : inputs) std::visit([this](auto& x) { Handle(x); }, in);
+    inputs.clear();
+    for (const ExitReport& exit : executor_->Poll()) HandleExit(exit);
+    TimePoint now = clock_.Now();
+    bool due = wake_at_ && *wake_at_ <= now;
+    if (events_.empty() && !due) continue;
+    std::vector<sched::Event> events;
+    events.swap(events_);
+    auto start = std::chrono::steady_clock::now();
+    sched::Decisions d = scheduler_->RunCycle({now, events});
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics_->cycle.WithLabels({}).Observe(seconds);
+    wake_at_ = d.wake_at;
+    ApplyDecisions(d, now);
+    PublishSnapshot();
+  }
+  executor_->StopAll();
+}
+
+void SchedulingController::PublishSnapshot() {
+  const topo::Cluster& c = cluster();
+  std::map<JobId, PlacementView> placements;
+  std::vector<NodeView> nodes(c.nodes().size());
+  std::map<std::string, int> phases = {{"pending", 0}, {"running", 0}, {"terminating", 0}};
+  for (const auto& [sid, info] : scheduler_->jobs()) {
+    ++phases[std::string(sched::JobPhaseName(info.phase))];
+    PlacementView v;
+    v.phase = sched::JobPhaseName(info.phase);
+    if (info.phase == sched::JobPhase::kPending) {
+      if (auto it = waiting_now_.find(StoreId(sid)); it != waiting_now_.end()) {
+        v.waiting = it->second;
+      }
+    }
+    if (!info.placement.empty()) {
+      v.level = topo::LevelName(info.placement.span);
+      for (const auto& a : info.placement.nodes) {
+        v.nodes.push_back({c.node(a.node).name, MaskBits(a.mask)});
+        nodes[a.node.value()].jobs.push_back(StoreId(sid));
+      }
+    }
+    placements.emplace(StoreId(sid), std::move(v));
+  }
+  std::erase_if(waiting_now_, [&](const auto& kv) { return !placements.contains(kv.first); });
+  std::map<std::string, int> by_health;
+  int unhealthy = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const topo::Node& n = c.nodes()[i];
+    nodes[i].name = n.name;
+    nodes[i].health = topo::NodeHealthName(n.health);
+    nodes[i].gpus = n.gpus;
+    nodes[i].gpus_allocated = std::popcount(n.allocated_mask);
+    ++by_health[nodes[i].health];
+    if (n.health != topo::NodeHealth::kHealthy) {
+      unhealthy += n.gpus - nodes[i].gpus_allocated;
+    }
+  }
+  {
+    std::lock_guard lock(snapshot_mu_);
+    for (auto& [id, rules] : active_rules_) nodes[id.value()].active_rules = rules;
+    placements_ = std::move(placements);
+    nodes_ = std::move(nodes);
+    ++cycles_;
+  }
+  for (const auto& [phase, n] : phases) metrics_->queue.WithLabels({phase}).Set(n);
+  const topo::GpuCounts& counts = c.counts();
+  metrics_->gpus.WithLabels({"allocated"}).Set(counts.allocated);
+  metrics_->gpus.WithLabels({"free"}).Set(counts.free);
+  metrics_->gpus.WithLabels({"unhealthy"}).Set(unhealthy);
+  for (std::string_view h : {"healthy", "suspect", "draining", "down"}) {
+    metrics_->nodes.WithLabels({h}).Set(by_health[std::string(h)]);
+  }
+}
+
+std::optional<PlacementView> SchedulingController::JobPlacement(JobId job) const {
+  std::lock_guard lock(snapshot_mu_);
+  auto it = placements_.find(job);
+  if (it == placements_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<NodeView> SchedulingController::Nodes() const {
+  std::lock_guard lock(snapshot_mu_);
+  return nodes_;
+}
+
+std::int64_t SchedulingController::cycles() const {
+  std::lock_guard lock(snapshot_mu_);
+  return cycles_;
+}
+
+}  // namespace baton::server

@@ -1,0 +1,153 @@
+// SchedulingController: the daemon's scheduling loop — the Controller that owns a sched::Scheduler
+// and drives it on the system clock. HTTP threads and telemetry enqueue; one controller thread
+// turns what happened (submissions, cancellations, node admin changes, telemetry, executor exits)
+// into sched::Events, runs Scheduler::RunCycle when something happened or at the decisions'
+// wake_at, and applies the decisions: store transitions and events (JobStore), launches and stops
+// (Executor).
+//
+// Durability: the store is the truth. A bind is recorded (running, "placed on ... [alloc ...]")
+// before the executor launches it; on Start, queued jobs are handed to the scheduler again and
+// running jobs are reattached to the executor (and adopted by the scheduler at their recorded
+// placement) or, when the executor no longer runs them, requeued. Nothing acknowledged is lost.
+//
+// Thread safety: the Controller callbacks, Telemetry and the query methods are thread-safe and
+// never wait for a cycle. Start and Stop are called once each, by the Server.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "core/clock.h"
+#include "health/health.h"
+#include "sched/framework/scheduler.h"
+#include "server/controller.h"
+#include "server/executors/executor.h"
+#include "topology/cluster.h"
+
+namespace baton::server {
+
+struct SchedulingControllerOptions {
+  sched::SchedulerConfig config;
+  std::vector<health::Rule> health_rules = health::DefaultRules();
+  // How often the loop looks at the executor when nothing else wakes it.
+  Seconds poll_interval{0.02};
+  int master_port_base = 29500;  // a job's MASTER_PORT = base + job id % 1000
+  // "waiting" events (why a job is not placed) made durable per cycle; the rest show in the API.
+  int max_waiting_events_per_cycle = 16;
+};
+
+class SchedulingController final : public Controller {
+ public:
+  // Builds the scheduler (errors: a bad config, plugin or rule). `executor` is owned; `clock` is
+  // not and must outlive the controller (the daemon passes a SystemClock).
+  static Result<std::unique_ptr<SchedulingController>> Create(topo::Cluster cluster,
+                                                              SchedulingControllerOptions options,
+                                                              std::unique_ptr<Executor> executor,
+                                                              const Clock& clock);
+  ~SchedulingController() override;
+
+  Status Start(JobStore& store, Registry& metrics) override;
+  void Stop() override;
+
+  void OnJobSubmitted(const JobRecord& job) override;
+  void OnJobCancelRequested(const JobRecord& job) override;
+  void OnNodeAdminChanged(const NodeAdminState& node) override;
+  Status Telemetry(std::string_view node, const TelemetrySample& sample) override;
+
+  std::optional<PlacementView> JobPlacement(JobId job) const override;
+  std::vector<NodeView> Nodes() const override;
+  std::string Topology() const override { return topology_summary_; }
+
+  // Cycles run so far (for tests).
+  std::int64_t cycles() const;
+
+ private:
+  struct Submitted {
+    JobRecord job;
+  };
+  struct CancelRequested {
+    JobRecord job;
+  };
+  struct AdminChanged {
+    NodeAdminState node;
+  };
+  struct TelemetryIn {
+    topo::NodeId node;
+    TelemetrySample sample;
+  };
+  using Input = std::variant<Submitted, CancelRequested, AdminChanged, TelemetryIn>;
+  struct Metrics;
+
+  SchedulingController(std::unique_ptr<sched::Scheduler> scheduler,
+                       SchedulingControllerOptions options, std::unique_ptr<Executor> executor,
+                       const Clock& clock);
+  void Enqueue(Input input);
+  void Loop();
+  Status Reload();
+  // Handlers run on the controller thread; they append scheduler events to `events_`.
+  void Handle(Submitted& in);
+  void Handle(CancelRequested& in);
+  void Handle(AdminChanged& in);
+  void Handle(TelemetryIn& in);
+  void HandleExit(const ExitReport& exit);
+  void ApplyDecisions(const sched::Decisions& d, TimePoint now);
+  void Launch(JobId id, const sched::Placement& placement, TimePoint now);
+  void SetNodeHealth(topo::NodeId node);
+  void PublishSnapshot();
+  LaunchRequest MakeLaunchRequest(JobId id, const sched::GangJob& spec,
+                                  const sched::Placement& placement, TimePoint start) const;
+  void Record(Status s, JobId id, std::string_view what) const;
+
+  const topo::Cluster& cluster() const { return scheduler_->state().cluster(); }
+
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  SchedulingControllerOptions options_;
+  std::unique_ptr<Executor> executor_;
+  const Clock& clock_;
+  std::string topology_summary_;
+  std::unordered_map<std::string, topo::NodeId> node_by_name_;  // immutable after Create
+  JobStore* store_ = nullptr;
+  std::unique_ptr<Metrics> metrics_;
+
+  // Inbox, filled by any thread.
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<Input> inbox_;
+  bool stopping_ = false;
+  std::thread thread_;
+
+  // Controller-thread state.
+  health::HealthMonitor health_;
+  std::vector<sched::Event> events_;  // for the next cycle
+  std::optional<TimePoint> wake_at_;
+  std::map<topo::NodeId, topo::NodeHealth> admin_health_;
+  std::map<JobId, std::vector<std::string>> commands_;  // of jobs the scheduler knows
+  std::map<JobId, JobId> preempted_by_;                 // victim -> preemptor
+  std::set<JobId> cancelling_;                          // user cancelled while running
+  std::map<JobId, std::string> waiting_reason_;         // last "waiting" event per job
+  std::map<JobId, std::string> waiting_now_;            // pending jobs' latest reasons
+
+  // Snapshot for queries.
+  mutable std::mutex snapshot_mu_;
+  std::map<JobId, PlacementView> placements_;
+  std::vector<NodeView> nodes_;
+  std::map<topo::NodeId, std::vector<std::string>> active_rules_;
+  std::int64_t cycles_ = 0;
+};
+
+// Builds the "[alloc node:0xff,...]" suffix of a "placed" event and parses it back (restart).
+std::string AllocTag(const topo::Cluster& cluster, const sched::Placement& placement);
+Result<sched::Placement> ParseAllocTag(const topo::Cluster& cluster, std::string_view message);
+
+// The scheduler's view of a stored job spec (http/job_spec.h JSON).
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job);
+
+}  // namespace baton::server

@@ -1,0 +1,433 @@
+// The daemon with its scheduler, over a real socket: jobs go queued -> placed -> finished with
+// the dry-run executor, a running job is cancelled, a kill -9 of a daemon child is followed by a
+// restart that adopts the running job and still schedules the queued ones, a DCGM scrape takes a
+// node out of scheduling, and the local executor starts ranks with their environment. Every daemon
+// child is killed by PID when its guard goes out of scope, pass or fail.
+#include "server/scheduling_controller.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "server/executors/dry_run_executor.h"
+#include "server/executors/local_executor.h"
+#include "server/server.h"
+#include "topology/builders/fabrics.h"
+
+#ifndef BATON_SERVE_TEST_DAEMON
+#error "BATON_SERVE_TEST_DAEMON must name the daemon executable"
+#endif
+
+namespace baton::server {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kToken = "Bearer ctl-admin-token-0123456789";
+
+fs::path TempDir(const std::string& name) {
+  fs::path dir =
+      fs::temp_directory_path() / ("baton-ctl-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "auth.yaml")
+      << "principals:\n  - {name: ops, role: admin, token: ctl-admin-token-0123456789}\n";
+  return dir;
+}
+
+// Polls `pred` every 20 ms for up to `limit`.
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit = 15s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+class Api {
+ public:
+  explicit Api(int port) : client_("127.0.0.1", port) { client_.set_read_timeout(10); }
+  json Get(const std::string& path) {
+    auto res = client_.Get(path.c_str(), {{"Authorization", kToken}});
+    if (!res) return json{{"http_error", httplib::to_string(res.error())}};
+    json body = json::parse(res->body, nullptr, false);
+    body["http_status"] = res->status;
+    return body;
+  }
+  json Send(const std::string& method, const std::string& path, const std::string& body,
+            const std::string& type = "application/json") {
+    httplib::Headers h{{"Authorization", kToken}};
+    auto res = method == "DELETE" ? client_.Delete(path.c_str(), h)
+                                  : client_.Post(path.c_str(), h, body, type.c_str());
+    if (!res) return json{{"http_error", httplib::to_string(res.error())}};
+    json out = json::parse(res->body, nullptr, false);
+    out["http_status"] = res->status;
+    return out;
+  }
+  std::int64_t Submit(const std::string& spec) {
+    json r = Send("POST", "/api/v1/jobs", spec);
+    EXPECT_EQ(r["http_status"], 201) << r.dump();
+    return r.value("id", std::int64_t{-1});
+  }
+  std::string State(std::int64_t id) {
+    return Get("/api/v1/jobs/" + std::to_string(id)).value("state", "?");
+  }
+  std::vector<std::string> EventKinds(std::int64_t id) {
+    std::vector<std::string> out;
+    json body = Get("/api/v1/jobs/" + std::to_string(id) + "/events");
+    for (const auto& e : body["events"]) {
+      out.push_back(e["kind"]);
+    }
+    return out;
+  }
+
+ private:
+  httplib::Client client_;
+};
+
+// A daemon in this process: Server + SchedulingController over the superpod-h100 preset.
+class InProcess {
+ public:
+  InProcess(const fs::path& dir, std::unique_ptr<Executor> executor) {
+    auto cluster = topo::BuildPreset("superpod-h100");
+    EXPECT_TRUE(cluster.ok());
+    auto c =
+        SchedulingController::Create(std::move(cluster).value(), {}, std::move(executor), clock_);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    controller_ = std::move(c).value();
+    ServerOptions options;
+    options.port = 0;
+    options.db_path = (dir / "baton.db").string();
+    options.auth_config_path = (dir / "auth.yaml").string();
+    options.worker_threads = 4;
+    auto s = Server::Create(options, controller_.get());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+    thread_ = std::thread([this] { EXPECT_TRUE(server_->Serve().ok()); });
+  }
+  ~InProcess() {
+    server_->Shutdown();
+    thread_.join();
+    server_.reset();
+  }
+  int port() const { return server_->port(); }
+  const Clock& clock() const { return clock_; }
+
+ private:
+  SystemClock clock_;
+  std::unique_ptr<SchedulingController> controller_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+std::unique_ptr<Executor> DryRun(double speedup, const Clock& clock) {
+  DryRunOptions o;
+  o.speedup = speedup;
+  return std::make_unique<DryRunExecutor>(o, clock);
+}
+
+TEST(ControllerTest, SubmittedJobIsPlacedThenFinishes) {
+  fs::path dir = TempDir("finish");
+  SystemClock clock;
+  InProcess d(dir, DryRun(100, clock));
+  Api api(d.port());
+  // 100 simulated seconds at x100: one real second.
+  std::int64_t id = api.Submit(R"({"name": "llm", "gpus": 64, "estimated_runtime_s": 100,
+                                   "topology": {"preferred": "leaf"}})");
+  json running;
+  ASSERT_TRUE(WaitFor([&] {
+    running = api.Get("/api/v1/jobs/" + std::to_string(id));
+    return running.value("state", "") == "running";
+  })) << running.dump();
+  ASSERT_TRUE(running.contains("placement")) << running.dump();
+  EXPECT_EQ(running["placement"]["gpus"], 64);
+  EXPECT_EQ(running["placement"]["nodes"].size(), 8u);
+  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "succeeded"; })) << api.State(id);
+  std::vector<std::string> kinds = api.EventKinds(id);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"queued", "placed", "finished"}));
+  json events = api.Get("/api/v1/jobs/" + std::to_string(id) + "/events");
+  std::string placed = events["events"][1]["message"];
+  EXPECT_NE(placed.find("at level leaf because"), std::string::npos) << placed;
+  std::string metrics = httplib::Client("127.0.0.1", d.port()).Get("/metrics")->body;
+  EXPECT_NE(metrics.find("baton_scheduler_cycle_duration_seconds_count"), std::string::npos);
+  EXPECT_NE(metrics.find("baton_scheduler_placements_total{level=\"leaf\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("baton_gpus{state=\"free\"} 1024"), std::string::npos);
+}
+
+TEST(ControllerTest, CancelStopsARunningJobAndFreesItsGpus) {
+  fs::path dir = TempDir("cancel");
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  std::int64_t id = api.Submit(
+      R"({"name": "long", "gpus": 16, "estimated_runtime_s": 3600, "grace_period_s": 0})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "running"; }));
+  json r = api.Send("DELETE", "/api/v1/jobs/" + std::to_string(id), "");
+  EXPECT_EQ(r["http_status"], 202) << r.dump();
+  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "cancelled"; })) << api.State(id);
+  EXPECT_EQ(api.EventKinds(id),
+            (std::vector<std::string>{"queued", "placed", "cancel_requested", "cancelled"}));
+  ASSERT_TRUE(
+      WaitFor([&] { return api.Get("/api/v1/topology").value("gpus_allocated", -1) == 0; }));
+}
+
+// A queued job that can never fit is rejected, with the reason, as failed.
+TEST(ControllerTest, ImpossibleJobIsRejected) {
+  fs::path dir = TempDir("reject");
+  SystemClock clock;
+  InProcess d(dir, DryRun(100, clock));
+  Api api(d.port());
+  std::int64_t id = api.Submit(R"({"name": "huge", "gpus": 4096})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "failed"; })) << api.State(id);
+  EXPECT_EQ(api.EventKinds(id), (std::vector<std::string>{"queued", "rejected"}));
+}
+
+TEST(ControllerTest, DcgmXid79TakesTheNodeOutOfScheduling) {
+  fs::path dir = TempDir("dcgm");
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  json nodes = api.Get("/api/v1/nodes");
+  ASSERT_EQ(nodes["nodes"].size(), 128u) << nodes.dump().substr(0, 300);
+  std::string bad = nodes["nodes"][5]["node"];
+  std::string hot = nodes["nodes"][9]["node"];
+  std::string scrape =
+      "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+      "DCGM_FI_DEV_XID_ERRORS{gpu=\"2\",UUID=\"GPU-x\",Hostname=\"" +
+      bad +
+      "\"} 79\n"
+      "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"" +
+      hot +
+      "\"} 97\n"
+      "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"nowhere\"} 40\n";
+  json r = api.Send("POST", "/api/v1/telemetry/dcgm", scrape, "text/plain");
+  EXPECT_EQ(r["http_status"], 202) << r.dump();
+  EXPECT_EQ(r["unknown_nodes"], json::array({"nowhere"}));
+  ASSERT_TRUE(
+      WaitFor([&] { return api.Get("/api/v1/nodes/" + bad).value("health", "") == "down"; }));
+  json node = api.Get("/api/v1/nodes/" + bad);
+  EXPECT_EQ(node["active_rules"].size(), 1u) << node.dump();
+  // Fill every other GPU: the gang must avoid the down node, and one more job must wait.
+  std::int64_t big = api.Submit(
+      R"({"name": "fill", "gpus": 1016, "gpus_per_node": 8, "estimated_runtime_s": 3600})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(big) == "running"; })) << api.State(big);
+  json job = api.Get("/api/v1/jobs/" + std::to_string(big));
+  for (const auto& n : job["placement"]["nodes"]) EXPECT_NE(n["node"], bad);
+  std::int64_t small = api.Submit(R"({"name": "one-more", "gpus": 8})");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(api.State(small), "queued");
+  EXPECT_EQ(api.Get("/api/v1/nodes/" + bad)["gpus_allocated"], 0);
+  std::string metrics = httplib::Client("127.0.0.1", d.port()).Get("/metrics")->body;
+  EXPECT_NE(metrics.find("baton_nodes{health=\"down\"} 1"), std::string::npos);
+}
+
+TEST(ControllerTest, HigherPriorityJobPreemptsAndTheVictimIsRequeued) {
+  fs::path dir = TempDir("preempt");
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  std::int64_t low = api.Submit(R"({"name": "low", "gpus": 1024, "priority": 0,
+                                    "estimated_runtime_s": 36000, "grace_period_s": 0})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(low) == "running"; }));
+  std::int64_t high = api.Submit(R"({"name": "high", "gpus": 64, "priority": 100,
+                                     "estimated_runtime_s": 36000})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(high) == "running"; })) << api.State(high);
+  std::vector<std::string> kinds = api.EventKinds(low);
+  ASSERT_GE(kinds.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(kinds.begin(), kinds.begin() + 4),
+            (std::vector<std::string>{"queued", "placed", "preempted", "requeued"}));
+  json events = api.Get("/api/v1/jobs/" + std::to_string(low) + "/events");
+  EXPECT_NE(events["events"][2]["message"].get<std::string>().find("preempted by job " +
+                                                                   std::to_string(high)),
+            std::string::npos);
+}
+
+TEST(ControllerTest, NodeGoingDownMovesTheJobOffIt) {
+  fs::path dir = TempDir("down");
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  std::int64_t id = api.Submit(R"({"name": "eight", "gpus": 8, "estimated_runtime_s": 36000})");
+  json job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = api.Get("/api/v1/jobs/" + std::to_string(id));
+    return job.contains("placement");
+  }));
+  std::string node = job["placement"]["nodes"][0]["node"];
+  json r =
+      api.Send("POST", "/api/v1/nodes/" + node + "/telemetry", R"({"DCGM_FI_DEV_XID_ERRORS": 79})");
+  EXPECT_EQ(r["http_status"], 202) << r.dump();
+  // The scheduler requeues it or replaces the node (restart from the checkpoint elsewhere).
+  ASSERT_TRUE(WaitFor([&] {
+    job = api.Get("/api/v1/jobs/" + std::to_string(id));
+    return job.value("state", "") == "running" && job.contains("placement") &&
+           job["placement"]["nodes"][0]["node"] != node;
+  })) << job.dump();
+  std::vector<std::string> kinds = api.EventKinds(id);
+  ASSERT_GE(kinds.size(), 3u);
+  EXPECT_TRUE(kinds[2] == "requeued" || kinds[2] == "placed") << kinds[2];
+  EXPECT_EQ(api.Get("/api/v1/nodes/" + node)["gpus_allocated"], 0);
+  EXPECT_EQ(api.Send("POST", "/api/v1/nodes/nosuchnode/telemetry", R"({"x": 1})")["http_status"],
+            404);
+}
+
+TEST(ControllerTest, LocalExecutorStartsRanksWithTheirEnvironment) {
+  fs::path dir = TempDir("local");
+  SystemClock clock;
+  InProcess d(dir,
+              std::make_unique<LocalExecutor>(LocalOptions{"", (dir / "logs").string()}, clock));
+  Api api(d.port());
+  std::int64_t id = api.Submit(R"({"name": "env", "gpus": 2, "gpus_per_node": 2,
+                                   "command": ["env"]})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "succeeded"; })) << api.State(id);
+  json job = api.Get("/api/v1/jobs/" + std::to_string(id));
+  for (int rank = 0; rank < 2; ++rank) {
+    fs::path log =
+        dir / "logs" / ("job-" + std::to_string(id)) / ("rank-" + std::to_string(rank) + ".log");
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string env = ss.str();
+    EXPECT_NE(env.find("\nRANK=" + std::to_string(rank) + "\n"), std::string::npos) << env;
+    EXPECT_NE(env.find("\nWORLD_SIZE=2\n"), std::string::npos) << env;
+    EXPECT_NE(env.find("\nLOCAL_RANK=" + std::to_string(rank) + "\n"), std::string::npos);
+    EXPECT_NE(env.find("\nCUDA_VISIBLE_DEVICES="), std::string::npos) << env;
+    EXPECT_NE(env.find("\nMASTER_PORT="), std::string::npos) << env;
+  }
+  // A long-running command is stopped (its process group killed) on cancel.
+  std::int64_t sleeper = api.Submit(R"({"name": "sleeper", "gpus": 1, "grace_period_s": 0,
+                                        "command": ["sleep", "60"]})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(sleeper) == "running"; }));
+  api.Send("DELETE", "/api/v1/jobs/" + std::to_string(sleeper), "");
+  ASSERT_TRUE(WaitFor([&] { return api.State(sleeper) == "cancelled"; }, 5s)) << api.State(sleeper);
+  // A command that does not exist fails the job with the reason.
+  std::int64_t missing = api.Submit(R"({"name": "missing", "gpus": 1,
+                                        "command": ["/nonexistent/trainer"]})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(missing) == "failed"; })) << api.State(missing);
+}
+
+// One daemon child process with the scheduler (dry-run, x1000). SIGKILLed by the destructor.
+class Child {
+ public:
+  explicit Child(const fs::path& dir) {
+    fs::path port_file = dir / "port";
+    fs::remove(port_file);
+    std::string db = (dir / "baton.db").string(), auth = (dir / "auth.yaml").string();
+    std::string log = (dir / "daemon.log").string(), pf = port_file.string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      const char* argv[] = {BATON_SERVE_TEST_DAEMON,
+                            "--db",
+                            db.c_str(),
+                            "--auth",
+                            auth.c_str(),
+                            "--port",
+                            "0",
+                            "--port-file",
+                            pf.c_str(),
+                            "--preset",
+                            "superpod-h100",
+                            "--speedup",
+                            "1000",
+                            nullptr};
+      ::execv(argv[0], const_cast<char**>(argv));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 1000 && port_ == 0; ++i) {
+      std::ifstream in(port_file);
+      if (!(in >> port_)) port_ = 0;
+      if (port_ == 0) std::this_thread::sleep_for(10ms);
+    }
+  }
+  ~Child() { Kill(); }
+  void Kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+TEST(ControllerTest, Kill9AndRestartLosesAndDuplicatesNothing) {
+  fs::path dir = TempDir("restart");
+  std::int64_t whole, a, b;
+  {
+    Child first(dir);
+    ASSERT_GT(first.port(), 0);
+    Api api(first.port());
+    // The whole cluster for 5000 simulated s (5 s at x1000), then two that must wait for it.
+    whole = api.Submit(R"({"name": "whole", "gpus": 1024, "estimated_runtime_s": 5000})");
+    ASSERT_TRUE(WaitFor([&] { return api.State(whole) == "running"; }));
+    a = api.Submit(R"({"name": "a", "gpus": 512, "estimated_runtime_s": 500})");
+    b = api.Submit(R"({"name": "b", "gpus": 512, "estimated_runtime_s": 500})");
+    EXPECT_EQ(api.State(a), "queued");
+    first.Kill();
+  }
+  Child second(dir);
+  ASSERT_GT(second.port(), 0);
+  Api api(second.port());
+  EXPECT_EQ(api.State(whole), "running");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return api.State(whole) == "succeeded" && api.State(a) == "succeeded" &&
+               api.State(b) == "succeeded";
+      },
+      20s))
+      << api.State(whole) << " " << api.State(a) << " " << api.State(b);
+  EXPECT_EQ(api.EventKinds(whole),
+            (std::vector<std::string>{"queued", "placed", "adopted", "finished"}));
+  for (std::int64_t id : {a, b}) {
+    // They waited (before and after the restart) for the whole-cluster job, then ran once.
+    std::vector<std::string> kinds = api.EventKinds(id);
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), "waiting"), kinds.end());
+    std::erase(kinds, "waiting");
+    EXPECT_EQ(kinds, (std::vector<std::string>{"queued", "placed", "finished"}));
+  }
+  json events = api.Get("/api/v1/jobs/" + std::to_string(a) + "/events");
+  std::cout << "waiting reason: " << events["events"][1]["message"] << "\n";
+  json all = api.Get("/api/v1/jobs?limit=100");
+  EXPECT_EQ(all["jobs"].size(), 3u);
+  for (const auto& j : all["jobs"]) EXPECT_EQ(j["attempts"], 1) << j.dump();
+}
+
+TEST(AllocTagTest, RoundTrips) {
+  auto cluster = topo::BuildPreset("superpod-h100");
+  ASSERT_TRUE(cluster.ok());
+  sched::Placement p;
+  p.nodes = {{topo::NodeId(3), 0xff}, {topo::NodeId(40), 0x0f}};
+  std::string msg = "placed on x because y " + AllocTag(*cluster, p);
+  Result<sched::Placement> back = ParseAllocTag(*cluster, msg);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->nodes, p.nodes);
+  EXPECT_FALSE(ParseAllocTag(*cluster, "placed on nothing").ok());
+  EXPECT_FALSE(ParseAllocTag(*cluster, "[alloc nosuchnode:0xff]").ok());
+}
+
+}  // namespace
+}  // namespace baton::server

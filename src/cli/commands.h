@@ -9,5 +9,6 @@ namespace baton::cli {
 void RegisterTopoCommand(CLI::App& app, int& exit_code);
 void RegisterPlanCommand(CLI::App& app, int& exit_code);
 void RegisterServeCommand(CLI::App& app, int& exit_code);
+void RegisterSimCommand(CLI::App& app, int& exit_code);
 
 }  // namespace baton::cli

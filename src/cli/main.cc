@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   baton::cli::RegisterTopoCommand(app, exit_code);
   baton::cli::RegisterPlanCommand(app, exit_code);
   baton::cli::RegisterServeCommand(app, exit_code);
+  baton::cli::RegisterSimCommand(app, exit_code);
   app.parse_complete_callback([&] {
     auto st = baton::InitLogging(log_level);
     if (!st.ok()) throw CLI::ValidationError("--log-level", st.message());

@@ -382,7 +382,16 @@ TEST_F(ServerTest, HealthMetricsOpenApiAndUnknownRoutes) {
   EXPECT_EQ(hc, 200);
   EXPECT_EQ(health["status"], "ok");
 
+  // httplib records a request's duration after writing its response, so the POST above may
+  // reach the histogram a moment after its 201 reached us: poll briefly for it.
+  const std::string post_count =
+      "baton_http_request_duration_seconds_count{method=\"POST\",route=\"/api/v1/jobs\","
+      "code=\"201\"} 1";
   auto metrics = client_->Get("/metrics");
+  for (int i = 0; i < 200 && metrics && metrics->body.find(post_count) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    metrics = client_->Get("/metrics");
+  }
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
   EXPECT_EQ(metrics->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");

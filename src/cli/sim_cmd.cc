@@ -1,0 +1,242 @@
+// baton sim: replays a job trace on a modelled cluster under one or more scheduling policies
+// (sched::SchedulerConfig presets, src/sim/engine/policies.h) and writes the comparison as a
+// summary table, JSON, CSV and a self-contained HTML report.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/strings.h"
+#include "sim/engine/policies.h"
+#include "sim/engine/simulator.h"
+#include "sim/report/report.h"
+#include "sim/workload/failures.h"
+#include "sim/workload/synthetic.h"
+#include "sim/workload/trace.h"
+#include "topology/builders/fabrics.h"
+#include "topology/io/cluster_file.h"
+
+namespace baton::cli {
+namespace {
+
+struct SimOptions {
+  std::string trace;
+  double synthetic_gap_s = 60;
+  std::string format;
+  bool strict = false;
+  std::string policies = "fifo,backfill,las,topo";
+  int cluster_gpus = 0;
+  int gpus_per_node = 8;
+  std::string gpu = "H100-SXM";
+  std::string preset;
+  std::string topology;
+  std::uint64_t seed = 1;
+  bool failures = false;
+  double failure_rate_scale = 1.0;
+  std::string failure_trace;
+  double checkpoint_interval_s = 3600;
+  double restart_cost_s = 300;
+  int max_retries = 10;
+  std::string estimate = "requested";
+  double sample_interval_s = 3600;
+  std::string json, csv, html;
+  bool quiet = false;
+};
+
+// A fat-tree of ceil(gpus / gpus_per_node) nodes: 16 nodes per leaf, 8 leaves per spine, core on
+// top (128-node pods).
+Result<topo::Cluster> BuildSized(const SimOptions& o) {
+  topo::FatTreeParams p;
+  p.name = fmt::format("sim-{}gpu", o.cluster_gpus);
+  p.layout.nodes = (o.cluster_gpus + o.gpus_per_node - 1) / o.gpus_per_node;
+  p.layout.gpus_per_node = o.gpus_per_node;
+  p.layout.gpu = o.gpu;
+  p.tiers = 3;
+  p.nodes_per_leaf = 16;
+  p.leaves_per_spine = 8;
+  return topo::BuildFatTree(p);
+}
+
+Result<topo::Cluster> MakeCluster(const SimOptions& o) {
+  const int given = (o.cluster_gpus > 0) + !o.preset.empty() + !o.topology.empty();
+  if (given > 1) {
+    return InvalidArgumentError("give at most one of --cluster-gpus, --preset, --topology");
+  }
+  if (!o.topology.empty()) return topo::LoadClusterFile(o.topology);
+  if (o.cluster_gpus > 0) return BuildSized(o);
+  return topo::BuildPreset(o.preset.empty() ? "superpod-h100" : o.preset);
+}
+
+Result<sim::EstimateSource> ParseEstimate(std::string_view s) {
+  if (s == "requested") return sim::EstimateSource::kRequestedElseActual;
+  if (s == "actual") return sim::EstimateSource::kActual;
+  if (s == "none") return sim::EstimateSource::kNone;
+  return InvalidArgumentError(
+      fmt::format("--estimate '{}': expected requested, actual or none", s));
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) return InternalError(fmt::format("{}: cannot write", path));
+  return Status::Ok();
+}
+
+Status Run(const SimOptions& o) {
+  std::optional<sim::TraceFormat> format;
+  if (!o.format.empty()) {
+    ASSIGN_OR_RETURN(sim::TraceFormat f, sim::ParseTraceFormat(o.format));
+    format = f;
+  }
+  ASSIGN_OR_RETURN(sim::EstimateSource estimate, ParseEstimate(o.estimate));
+  if (!(o.failure_rate_scale >= 0)) {
+    return InvalidArgumentError("--failure-rate-scale: expected a number >= 0");
+  }
+  std::vector<std::pair<std::string, sched::SchedulerConfig>> policies;
+  for (std::string_view name : Split(o.policies, ',')) {
+    ASSIGN_OR_RETURN(sched::SchedulerConfig c, sim::PolicyPreset(name));
+    policies.push_back({std::string(name), std::move(c)});
+  }
+  if (policies.empty()) return InvalidArgumentError("--policies: give at least one policy");
+  const bool progress = !o.quiet && isatty(STDERR_FILENO);
+  std::vector<sim::SimResult> runs;
+  std::string cluster_words;
+  for (auto& [name, sched_config] : policies) {
+    ASSIGN_OR_RETURN(topo::Cluster cluster, MakeCluster(o));
+    cluster_words = fmt::format("{}: {} nodes, {} GPUs", cluster.name(), cluster.nodes().size(),
+                                cluster.counts().total);
+    std::unique_ptr<sim::TraceReader> reader;
+    if (o.trace.rfind("synthetic:", 0) == 0) {
+      sim::SyntheticParams sp;
+      auto jobs = ParseInt64(std::string_view(o.trace).substr(10));
+      if (!jobs || *jobs <= 0) {
+        return InvalidArgumentError(
+            fmt::format("--trace '{}': expected synthetic:JOBS with JOBS > 0", o.trace));
+      }
+      sp.jobs = *jobs;
+      sp.mean_interarrival = Seconds(o.synthetic_gap_s);
+      sp.max_pretrain_gpus = std::min(sp.max_pretrain_gpus, cluster.counts().total);
+      reader = sim::MakeSyntheticTrace(sp, o.seed);
+    } else {
+      sim::TraceOptions topts;
+      topts.strict = o.strict;
+      ASSIGN_OR_RETURN(reader, sim::OpenTrace(o.trace, format, topts));
+    }
+    sim::SimConfig config;
+    config.policy = name;
+    config.scheduler = sched_config;
+    config.checkpoint_interval = Seconds(o.checkpoint_interval_s);
+    config.restart_cost = Seconds(o.restart_cost_s);
+    config.max_retries = o.max_retries;
+    config.estimate = estimate;
+    config.failures = o.failures;
+    config.failure_model.interruptions_per_gpu_day *= o.failure_rate_scale;
+    config.seed = o.seed;
+    config.sample_interval = Seconds(o.sample_interval_s);
+    if (progress) {
+      config.progress = [&name](const sim::SimProgress& p) {
+        fmt::print(stderr, "\r[{:<8}] day {:8.2f}  jobs {:7} submitted {:7} ended  {:10} events",
+                   name, p.now.value() / 86400, p.submitted, p.ended, p.events);
+      };
+    }
+    // A failure trace names nodes: it reads them from an identical copy of the cluster (the
+    // simulator owns the one it runs), kept alive for the run.
+    std::optional<topo::Cluster> names;
+    std::ifstream failure_in;
+    std::unique_ptr<sim::FailureTraceReader> failure_reader;
+    sim::FailureSource failures;
+    if (!o.failure_trace.empty()) {
+      ASSIGN_OR_RETURN(topo::Cluster copy, MakeCluster(o));
+      names.emplace(std::move(copy));
+      failure_in.open(o.failure_trace);
+      if (!failure_in) return NotFoundError(fmt::format("{}: cannot open", o.failure_trace));
+      failure_reader =
+          std::make_unique<sim::FailureTraceReader>(failure_in, o.failure_trace, *names);
+      failures = [&failure_reader] { return failure_reader->Next(); };
+    }
+    ASSIGN_OR_RETURN(sim::SimResult r,
+                     sim::RunSimulation(std::move(cluster), config, *reader, std::move(failures)));
+    if (progress) fmt::print(stderr, "\n");
+    for (const auto& w : r.trace.warnings) fmt::print(stderr, "warning: {}\n", w);
+    if (r.trace.malformed > 0) {
+      fmt::print(stderr, "{}: {} malformed lines skipped\n", o.trace, r.trace.malformed);
+    }
+    runs.push_back(std::move(r));
+  }
+  const sim::ReportMeta meta{o.trace, cluster_words, o.seed,
+                             o.failures || !o.failure_trace.empty()};
+  fmt::print("{}\n{}", cluster_words, sim::SummaryTable(runs));
+  if (!o.json.empty()) RETURN_IF_ERROR(WriteFile(o.json, sim::ReportJson(meta, runs)));
+  if (!o.csv.empty()) RETURN_IF_ERROR(WriteFile(o.csv, sim::JobsCsv(runs)));
+  if (!o.html.empty()) RETURN_IF_ERROR(WriteFile(o.html, sim::ReportHtml(meta, runs)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterSimCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SimOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "sim", "Replay a job trace on a modelled cluster and compare scheduling policies");
+  cmd->add_option("--trace", o->trace,
+                  "Job trace: ITP CSV, Philly .trace, SWF, openb CSV, JSONL; or synthetic:JOBS for "
+                  "the Acme-calibrated LLM workload (src/sim/workload/synthetic.h)")
+      ->required();
+  cmd->add_option("--synthetic-gap-s", o->synthetic_gap_s,
+                  "Mean gap between arrivals of --trace synthetic:JOBS")
+      ->capture_default_str();
+  cmd->add_option("--format", o->format,
+                  "Trace format (itp, philly, swf, openb, jsonl; default: "
+                  "guessed from the file)");
+  cmd->add_flag("--strict", o->strict, "Stop at the first malformed trace line");
+  cmd->add_option("--policies", o->policies, "Comma-separated: fifo, backfill, las, topo")
+      ->capture_default_str();
+  cmd->add_option("--cluster-gpus", o->cluster_gpus,
+                  "Model a fat-tree with this many GPUs (16 nodes per leaf, 8 leaves per spine)");
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "With --cluster-gpus")
+      ->capture_default_str();
+  cmd->add_option("--gpu", o->gpu, "GPU type, with --cluster-gpus")->capture_default_str();
+  cmd->add_option("--preset", o->preset, "A built-in cluster (see baton topo --list-presets)");
+  cmd->add_option("--topology", o->topology, "A cluster file (baton YAML or Slurm topology.conf)");
+  cmd->add_option("--seed", o->seed, "Seed for generated failures")->capture_default_str();
+  cmd->add_flag("--failures", o->failures,
+                "Inject node failures at Llama 3 405B's per-GPU rate (419 in 54 days on 16,384)");
+  cmd->add_option("--failure-rate-scale", o->failure_rate_scale,
+                  "Multiply the failure rate (stress tests)")
+      ->capture_default_str();
+  cmd->add_option("--failure-trace", o->failure_trace,
+                  "Failures from a CSV file (time_s,node,cause,repair_s) instead");
+  cmd->add_option("--checkpoint-interval-s", o->checkpoint_interval_s,
+                  "Every job checkpoints this often (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--restart-cost-s", o->restart_cost_s, "Time to restart after a failure")
+      ->capture_default_str();
+  cmd->add_option("--max-retries", o->max_retries, "Failures a job survives")
+      ->capture_default_str();
+  cmd->add_option("--estimate", o->estimate,
+                  "Backfill's runtime estimate: requested (the trace's limit, else the actual "
+                  "duration), actual, none")
+      ->capture_default_str();
+  cmd->add_option("--sample-interval-s", o->sample_interval_s, "Time-series resolution")
+      ->capture_default_str();
+  cmd->add_option("--json", o->json, "Write the JSON report here");
+  cmd->add_option("--csv", o->csv, "Write one CSV row per job and policy here");
+  cmd->add_option("--html", o->html, "Write the self-contained HTML report here");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+  cmd->callback([o, &exit_code] {
+    Status st = Run(*o);
+    if (!st.ok()) {
+      fmt::print(stderr, "baton sim: {}\n", st.message());
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace baton::cli

@@ -1,0 +1,157 @@
+#include "sim/engine/simulator.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "sim/engine/event_queue.h"
+#include "sim/engine/policies.h"
+#include "topology/builders/fabrics.h"
+
+namespace baton::sim {
+namespace {
+
+topo::Cluster SmallCluster(int nodes) {
+  topo::FatTreeParams p;
+  p.layout.nodes = nodes;
+  p.tiers = 2;
+  p.nodes_per_leaf = 2;
+  p.leaves_per_spine = 4;
+  auto c = topo::BuildFatTree(p);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(*c);
+}
+
+Result<SimResult> Simulate(const std::string& jsonl, const std::string& policy, int nodes,
+                           SimConfig config = {}) {
+  std::istringstream in(jsonl);
+  auto reader = MakeTraceReader(TraceFormat::kJsonl, in, "test.jsonl");
+  auto sc = PolicyPreset(policy);
+  if (!sc.ok()) return sc.status();
+  config.policy = policy;
+  config.scheduler = *sc;
+  return RunSimulation(SmallCluster(nodes), config, *reader);
+}
+
+TEST(EventQueueTest, OrdersByTimeThenSequence) {
+  EventQueue<int> q;
+  q.Push(2.0, 1);
+  q.Push(1.0, 2);
+  q.Push(2.0, 3);
+  q.Push(1.0, 4);
+  std::vector<int> order;
+  while (!q.empty()) order.push_back(q.Pop().payload);
+  EXPECT_EQ(order, (std::vector<int>{2, 4, 1, 3}));
+}
+
+TEST(ToGangJobTest, TaskSizeRule) {
+  SimConfig c;
+  TraceJob t;
+  t.id = "a";
+  t.duration = Seconds(10);
+  for (auto [gpus, task] :
+       std::vector<std::pair<int, int>>{{4, 0}, {8, 0}, {16, 8}, {12, 6}, {9, 3}, {13, 1}}) {
+    t.gpus = gpus;
+    auto g = ToGangJob(t, c, 8);
+    ASSERT_TRUE(g.ok());
+    EXPECT_EQ(g->gpus_per_task, task) << gpus;
+  }
+  t.duration.reset();
+  EXPECT_FALSE(ToGangJob(t, c, 8).ok());
+}
+
+TEST(SimulatorTest, FifoSerialisesJobsThatDoNotFitTogether) {
+  // Two 16-GPU jobs on a 16-GPU cluster: the second waits for the first.
+  const std::string trace = R"({"id":"a","submit_s":0,"duration_s":100,"gpus":16})"
+                            "\n"
+                            R"({"id":"b","submit_s":10,"duration_s":50,"gpus":16})"
+                            "\n";
+  SimConfig config;
+  config.level_slowdown.fill(1.0);
+  auto r = Simulate(trace, "fifo", 2, config);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->jobs.size(), 2u);
+  EXPECT_EQ(r->summary.completed, 2);
+  EXPECT_DOUBLE_EQ(r->jobs[0].end_s, 100);
+  EXPECT_DOUBLE_EQ(r->jobs[1].first_start_s, 100);
+  EXPECT_DOUBLE_EQ(r->jobs[1].end_s, 150);
+  EXPECT_DOUBLE_EQ(r->summary.avg_jct_s, (100.0 + 140.0) / 2);
+  EXPECT_DOUBLE_EQ(r->summary.makespan_s, 150);
+  EXPECT_NEAR(r->summary.allocated_util, 1.0, 1e-9);
+}
+
+TEST(SimulatorTest, CrossLeafPlacementRunsSlower) {
+  const std::string trace = R"({"id":"a","submit_s":0,"duration_s":100,"gpus":32})"
+                            "\n";
+  auto r = Simulate(trace, "fifo", 4);  // 2 nodes per leaf: 32 GPUs span the spine
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->jobs[0].end_s, 105, 1e-9);
+}
+
+TEST(SimulatorTest, TooLargeJobIsRejectedNotLost) {
+  const std::string trace = R"({"id":"a","submit_s":0,"duration_s":100,"gpus":64})"
+                            "\n"
+                            R"({"id":"b","submit_s":0,"duration_s":100})"
+                            "\n";
+  auto r = Simulate(trace, "backfill", 2);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->summary.rejected, 1);
+  EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kRejected);
+}
+
+TEST(SimulatorTest, FailuresLoseWorkButEveryJobEnds) {
+  std::string trace;
+  for (int i = 0; i < 40; ++i) {
+    trace += fmt::format(R"({{"id":"j{}","submit_s":{},"duration_s":{},"gpus":{}}})", i, i * 600,
+                         20000 + 1000 * (i % 7), 8 << (i % 3)) +
+             "\n";
+  }
+  SimConfig config;
+  config.failures = true;
+  config.failure_model.interruptions_per_gpu_day *= 200;  // enough failures in a small run
+  config.seed = 7;
+  auto r = Simulate(trace, "backfill", 8, config);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->summary.node_failures, 0);
+  EXPECT_GT(r->summary.lost_gpu_hours, 0);
+  EXPECT_EQ(r->summary.unfinished, 0);
+  EXPECT_EQ(r->summary.completed + r->summary.failed + r->summary.rejected, 40);
+  // Deterministic for a seed.
+  auto again = Simulate(trace, "backfill", 8, config);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->summary.avg_jct_s, r->summary.avg_jct_s);
+  EXPECT_EQ(again->summary.lost_gpu_hours, r->summary.lost_gpu_hours);
+}
+
+TEST(SimulatorTest, StopsWhenAJobCanNeverBePlacedAgain) {
+  // A whole-cluster gang hit by a failure has a bad node for ever: the run must still end.
+  const std::string trace = R"({"id":"a","submit_s":0,"duration_s":1000000,"gpus":16})"
+                            "\n";
+  SimConfig config;
+  config.failures = true;
+  config.failure_model.interruptions_per_gpu_day *= 1000;
+  auto r = Simulate(trace, "fifo", 2, config);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->summary.completed, 0);
+  EXPECT_EQ(r->summary.unfinished + r->summary.failed, 1);
+  EXPECT_GT(r->summary.lost_gpu_hours, 0);
+}
+
+TEST(SimulatorTest, EveryPolicyRuns) {
+  std::string trace;
+  for (int i = 0; i < 30; ++i) {
+    trace += fmt::format(R"({{"id":"j{}","submit_s":{},"duration_s":{},"gpus":{}}})", i, i * 10,
+                         100 + 37 * (i % 5), 1 << (i % 5)) +
+             "\n";
+  }
+  for (const auto& p : PolicyNames()) {
+    auto r = Simulate(trace, p, 2);
+    ASSERT_TRUE(r.ok()) << p << ": " << r.status().ToString();
+    EXPECT_EQ(r->summary.completed, 30) << p;
+  }
+  EXPECT_FALSE(PolicyPreset("nope").ok());
+}
+
+}  // namespace
+}  // namespace baton::sim

@@ -1,0 +1,325 @@
+#include "sim/report/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+namespace baton::sim {
+namespace {
+
+constexpr std::size_t kMaxPoints = 400;  // per plotted series
+constexpr std::string_view kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                        "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+// Every k-th sample so that at most kMaxPoints remain (the last one always kept).
+std::vector<const Sample*> Thin(const std::vector<Sample>& samples) {
+  std::vector<const Sample*> out;
+  if (samples.empty()) return out;
+  const std::size_t stride = (samples.size() + kMaxPoints - 1) / kMaxPoints;
+  for (std::size_t i = 0; i < samples.size(); i += stride) out.push_back(&samples[i]);
+  if (out.back() != &samples.back()) out.push_back(&samples.back());
+  return out;
+}
+
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;
+};
+
+// An empirical CDF of `values` as at most kMaxPoints (value, fraction) points.
+std::vector<std::pair<double, double>> Cdf(std::vector<double> values) {
+  std::vector<std::pair<double, double>> out;
+  if (values.empty()) return out;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  const std::size_t steps = std::min(n, kMaxPoints);
+  for (std::size_t k = 1; k <= steps; ++k) {
+    const std::size_t i = (k * n + steps - 1) / steps - 1;
+    out.push_back({values[i], static_cast<double>(i + 1) / static_cast<double>(n)});
+  }
+  return out;
+}
+
+std::string Num(double v) { return fmt::format("{:.2f}", v); }
+
+// A line chart as inline SVG. log_x: logarithmic x axis (values below 1 are drawn at 1); y_max:
+// the top of the y axis, 0 for 5 % above the largest value.
+std::string LineChart(std::string_view title, std::string_view x_label, std::string_view y_label,
+                      const std::vector<Series>& series, bool log_x, double y_max = 0) {
+  constexpr double kW = 640, kH = 320, kL = 60, kR = 130, kT = 30, kB = 45;
+  auto fx = [&](double x) { return log_x ? std::log10(std::max(x, 1.0)) : x; };
+  double x0 = 1e300, x1 = -1e300, y1 = 0;
+  for (const auto& s : series) {
+    for (auto [x, y] : s.points) {
+      x0 = std::min(x0, fx(x));
+      x1 = std::max(x1, fx(x));
+      y1 = std::max(y1, y);
+    }
+  }
+  if (x0 > x1) x0 = 0, x1 = 1;
+  if (x1 <= x0) x1 = x0 + 1;
+  if (y1 <= 0) y1 = 1;
+  y1 = y_max > 0 ? y_max : y1 * 1.05;
+  auto px = [&](double x) { return kL + (fx(x) - x0) / (x1 - x0) * (kW - kL - kR); };
+  auto py = [&](double y) { return kT + (1 - y / y1) * (kH - kT - kB); };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"11\">\n"
+      "<text x=\"{2}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{3}</text>\n"
+      "<rect x=\"{4}\" y=\"{5}\" width=\"{6}\" height=\"{7}\" fill=\"none\" stroke=\"#999\"/>\n",
+      kW, kH, kL, HtmlEscape(title), kL, kT, kW - kL - kR, kH - kT - kB);
+  for (int i = 0; i <= 4; ++i) {
+    const double y = y1 * i / 4;
+    const double xv = x0 + (x1 - x0) * i / 4;
+    const double xlabel = log_x ? std::pow(10.0, xv) : xv;
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n"
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+        Num(kL - 4), Num(py(y) + 4), fmt::format("{:.3g}", y), Num(kL + (kW - kL - kR) * i / 4),
+        Num(kH - kB + 14), fmt::format("{:.3g}", xlabel));
+  }
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n"
+      "<text x=\"12\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 12 {})\">{}</text>\n",
+      Num(kL + (kW - kL - kR) / 2), Num(kH - 8), HtmlEscape(x_label), Num(kT + (kH - kT - kB) / 2),
+      Num(kT + (kH - kT - kB) / 2), HtmlEscape(y_label));
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto color = kColors[i % std::size(kColors)];
+    std::string pts;
+    for (auto [x, y] : series[i].points) {
+      if (!pts.empty()) pts += ' ';
+      pts += Num(px(x)) + "," + Num(py(y));
+    }
+    svg += fmt::format(
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n"
+        "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"3\" fill=\"{}\"/>"
+        "<text x=\"{}\" y=\"{}\">{}</text>\n",
+        color, pts, Num(kW - kR + 10), Num(kT + 10 + 16 * i), color, Num(kW - kR + 26),
+        Num(kT + 14 + 16 * i), HtmlEscape(series[i].name));
+  }
+  return svg + "</svg>\n";
+}
+
+template <typename F>
+std::vector<Series> TimeSeries(const std::vector<SimResult>& runs, F value) {
+  std::vector<Series> out;
+  for (const auto& r : runs) {
+    Series s{r.summary.policy, {}};
+    for (const Sample* x : Thin(r.samples)) s.points.push_back({x->t_s / 86400.0, value(*x, r)});
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+template <typename F>
+std::vector<Series> CdfSeries(const std::vector<SimResult>& runs, F value) {
+  std::vector<Series> out;
+  for (const auto& r : runs) {
+    std::vector<double> v;
+    for (const auto& j : r.jobs) {
+      if (j.outcome == JobOutcome::kCompleted) v.push_back(value(j));
+    }
+    out.push_back({r.summary.policy, Cdf(std::move(v))});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string SummaryTable(const std::vector<SimResult>& runs) {
+  std::string out = fmt::format(
+      "{:<10} {:>7} {:>7} {:>6} {:>12} {:>12} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} {:>10}\n",
+      "policy", "jobs", "done", "fail", "avg JCT h", "p50 JCT h", "avg wait h", "slowdown", "util",
+      "eff", "goodpt", "restarts", "lost GPUh");
+  for (const auto& r : runs) {
+    const SimSummary& s = r.summary;
+    out += fmt::format(
+        "{:<10} {:>7} {:>7} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f} {:>7.3f} {:>7.3f} "
+        "{:>7.3f} {:>8} {:>10.1f}\n",
+        s.policy, s.jobs, s.completed, s.failed + s.rejected + s.unfinished, s.avg_jct_s / 3600,
+        s.median_jct_s / 3600, s.avg_wait_s / 3600, s.avg_slowdown, s.allocated_util,
+        s.effective_util, s.goodput, s.restarts, s.lost_gpu_hours);
+  }
+  return out;
+}
+
+std::string ReportJson(const ReportMeta& meta, const std::vector<SimResult>& runs) {
+  std::string out = fmt::format(
+      "{{\n  \"trace\": {},\n  \"cluster\": {},\n  \"seed\": {},\n  \"failures\": {},\n"
+      "  \"runs\": [",
+      JsonString(meta.trace), JsonString(meta.cluster), meta.seed, meta.failures);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const SimResult& r = runs[i];
+    const SimSummary& s = r.summary;
+    out += i ? ",\n" : "\n";
+    out += fmt::format(
+        "    {{\n      \"policy\": {},\n      \"summary\": {{\"cluster_gpus\": {}, \"jobs\": {}, "
+        "\"completed\": {}, \"failed\": {}, \"rejected\": {}, \"unfinished\": {}, "
+        "\"skipped\": {}, \"avg_jct_s\": {:.3f}, \"median_jct_s\": {:.3f}, \"p95_jct_s\": {:.3f}, "
+        "\"avg_wait_s\": {:.3f}, \"avg_slowdown\": {:.4f}, \"makespan_s\": {:.3f}, "
+        "\"allocated_util\": {:.4f}, \"effective_util\": {:.4f}, \"goodput\": {:.4f}, "
+        "\"avg_queue\": {:.3f}, \"avg_fragmentation_gpus\": {:.3f}, \"restarts\": {}, "
+        "\"node_failures\": {}, \"lost_gpu_hours\": {:.3f}, \"tenant_fairness\": {:.4f}, "
+        "\"events\": {}, \"cycles\": {}}},\n",
+        JsonString(s.policy), s.cluster_gpus, s.jobs, s.completed, s.failed, s.rejected,
+        s.unfinished, s.skipped, s.avg_jct_s, s.median_jct_s, s.p95_jct_s, s.avg_wait_s,
+        s.avg_slowdown, s.makespan_s, s.allocated_util, s.effective_util, s.goodput, s.avg_queue,
+        s.avg_fragmentation, s.restarts, s.node_failures, s.lost_gpu_hours, s.tenant_fairness,
+        s.events, s.cycles);
+    out += fmt::format(
+        "      \"trace\": {{\"lines\": {}, \"jobs\": {}, \"malformed\": {}, \"filtered\": {}}},\n"
+        "      \"tenants\": [",
+        r.trace.lines, r.trace.jobs, r.trace.malformed, r.trace.filtered);
+    for (std::size_t k = 0; k < r.tenants.size(); ++k) {
+      const TenantStats& t = r.tenants[k];
+      out += fmt::format(
+          "{}{{\"tenant\": {}, \"jobs\": {}, \"gpu_hours\": {:.3f}, \"avg_jct_s\": {:.3f}, "
+          "\"avg_slowdown\": {:.4f}}}",
+          k ? ", " : "", JsonString(t.tenant), t.jobs, t.gpu_hours, t.avg_jct_s, t.avg_slowdown);
+    }
+    out += "],\n      \"samples\": {\"t_s\": [";
+    const auto thin = Thin(r.samples);
+    auto list = [&](auto field) {
+      std::string l;
+      for (std::size_t k = 0; k < thin.size(); ++k) l += (k ? ", " : "") + field(*thin[k]);
+      return l;
+    };
+    out += list([](const Sample& x) { return fmt::format("{:.0f}", x.t_s); });
+    out += "],\n        \"allocated_gpus\": [";
+    out += list([](const Sample& x) { return fmt::format("{}", x.allocated_gpus); });
+    out += "],\n        \"effective_gpus\": [";
+    out += list([](const Sample& x) { return fmt::format("{:.2f}", x.effective_gpus); });
+    out += "],\n        \"down_gpus\": [";
+    out += list([](const Sample& x) { return fmt::format("{}", x.down_gpus); });
+    out += "],\n        \"queue\": [";
+    out += list([](const Sample& x) { return fmt::format("{}", x.queue); });
+    out += "],\n        \"fragmentation_gpus\": [";
+    out += list([](const Sample& x) { return fmt::format("{}", x.fragmentation); });
+    out += "]}\n    }";
+  }
+  return out + "\n  ]\n}\n";
+}
+
+std::string JobsCsv(const std::vector<SimResult>& runs) {
+  std::string out =
+      "policy,job,tenant,gpus,submit_s,start_s,end_s,work_s,wait_s,jct_s,slowdown,restarts,"
+      "lost_gpu_s,held_gpu_s,outcome,reason\n";
+  for (const auto& r : runs) {
+    for (const auto& j : r.jobs) {
+      out += fmt::format(
+          "{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{},{:.3f},"
+          "{:.3f},{},{}\n",
+          CsvField(r.summary.policy), CsvField(j.id), CsvField(j.tenant), j.gpus, j.submit_s,
+          j.first_start_s, j.end_s, j.work_s, j.wait_s(), j.jct_s(), j.slowdown(), j.restarts,
+          j.lost_gpu_s, j.held_gpu_s, JobOutcomeName(j.outcome), CsvField(j.reason));
+    }
+  }
+  return out;
+}
+
+std::string ReportHtml(const ReportMeta& meta, const std::vector<SimResult>& runs) {
+  std::string out = fmt::format(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>baton sim: {0}</title>\n"
+      "<style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}"
+      "table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;"
+      "text-align:right}}th{{background:#eee}}td:first-child{{text-align:left}}"
+      ".plots{{display:flex;flex-wrap:wrap;gap:1em}}</style></head><body>\n"
+      "<h1>baton sim</h1>\n<p>Trace <code>{0}</code> on {1}; seed {2}; node failures {3}.</p>\n",
+      HtmlEscape(meta.trace), HtmlEscape(meta.cluster), meta.seed, meta.failures ? "on" : "off");
+  out +=
+      "<table><tr><th>policy</th><th>jobs</th><th>completed</th><th>failed</th><th>rejected</th>"
+      "<th>avg JCT (h)</th><th>median JCT (h)</th><th>p95 JCT (h)</th><th>avg wait (h)</th>"
+      "<th>avg slowdown</th><th>allocated util</th><th>effective util</th><th>goodput</th>"
+      "<th>avg queue</th><th>avg fragmentation (GPUs)</th><th>restarts</th>"
+      "<th>node failures</th><th>lost GPU-h</th><th>tenant fairness</th></tr>\n";
+  for (const auto& r : runs) {
+    const SimSummary& s = r.summary;
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td>"
+        "<td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td><td>{:.3f}</td><td>{:.3f}</td>"
+        "<td>{:.3f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f}</td>"
+        "<td>{:.3f}</td></tr>\n",
+        HtmlEscape(s.policy), s.jobs, s.completed, s.failed, s.rejected, s.avg_jct_s / 3600,
+        s.median_jct_s / 3600, s.p95_jct_s / 3600, s.avg_wait_s / 3600, s.avg_slowdown,
+        s.allocated_util, s.effective_util, s.goodput, s.avg_queue, s.avg_fragmentation, s.restarts,
+        s.node_failures, s.lost_gpu_hours, s.tenant_fairness);
+  }
+  out += "</table>\n<div class=\"plots\">\n";
+  out += LineChart("Allocated GPU utilisation", "days", "fraction of GPUs",
+                   TimeSeries(runs,
+                              [](const Sample& x, const SimResult& r) {
+                                return r.summary.cluster_gpus
+                                           ? static_cast<double>(x.allocated_gpus) /
+                                                 r.summary.cluster_gpus
+                                           : 0.0;
+                              }),
+                   false, 1.0);
+  out += LineChart("JCT CDF", "job completion time (s, log)", "fraction of jobs",
+                   CdfSeries(runs, [](const JobRecord& j) { return j.jct_s(); }), true, 1.0);
+  out += LineChart("Queueing delay CDF", "wait (s, log)", "fraction of jobs",
+                   CdfSeries(runs, [](const JobRecord& j) { return j.wait_s(); }), true, 1.0);
+  out += LineChart("Queue length", "days", "waiting jobs",
+                   TimeSeries(runs, [](const Sample& x,
+                                       const SimResult&) { return static_cast<double>(x.queue); }),
+                   false);
+  out += LineChart(
+      "Fragmentation", "days", "free GPUs unusable by the smallest waiting gang",
+      TimeSeries(runs, [](const Sample& x,
+                          const SimResult&) { return static_cast<double>(x.fragmentation); }),
+      false);
+  out += "</div>\n</body></html>\n";
+  return out;
+}
+
+}  // namespace baton::sim

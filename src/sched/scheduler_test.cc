@@ -141,6 +141,63 @@ TEST(SchedulerTest, NonPreemptibleAndEqualPriorityAreNeverVictims) {
   EXPECT_TRUE(d.preemptions.empty());
 }
 
+SchedulerConfig LasBand(std::string preempt_by) {
+  SchedulerConfig c;
+  c.queue_sort = "las";
+  c.preempt_by = std::move(preempt_by);
+  c.plugins.push_back({"las", 1, {{"thresholds[0]", "1"}}});  // one band boundary: 1 GPU-hour
+  return c;
+}
+
+TEST(SchedulerTest, LasBandPreemptionEvictsWholeGangsInWorseBands) {
+  // Off by default: LAS only orders the queue.
+  auto plain = Make(LasBand("priority"));
+  Cycle(*plain, 0, {Event::Submit(Job(1, 64))});
+  EXPECT_TRUE(Cycle(*plain, 100, {Event::Submit(Job(2, 8))}).preemptions.empty());
+
+  auto s = Make(LasBand("las-band"));
+  GangJob big = Job(1, 64);
+  big.grace_period = Seconds(30);
+  Cycle(*s, 0, {Event::Submit(big)});
+  // 30 s x 64 GPUs < 1 GPU-hour: both in band 0, nothing is evicted.
+  auto d = Cycle(*s, 30, {Event::Submit(Job(2, 8))});
+  EXPECT_TRUE(d.preemptions.empty());
+  // 100 s x 64 GPUs of the current run: band 1, worse than the waiting job's band 0.
+  d = Cycle(*s, 100);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].victim, JobId(1));
+  EXPECT_EQ(d.preemptions[0].for_job, JobId(2));
+  EXPECT_EQ(d.preemptions[0].release_at, At(130));
+  EXPECT_TRUE(d.binds.empty());
+  d = Cycle(*s, 130);
+  ASSERT_EQ(d.binds.size(), 1u);
+  EXPECT_EQ(d.binds[0].job, JobId(2));
+  EXPECT_TRUE(d.preemptions.empty());
+  // The victim is requeued in band 1 and cannot evict the band-0 job in turn.
+  EXPECT_EQ(s->job(JobId(1))->phase, JobPhase::kPending);
+  EXPECT_DOUBLE_EQ(s->job(JobId(1))->attained_gpu_seconds, 130 * 64);
+  d = Cycle(*s, 200, {Event::Submit(Job(3, 8))});
+  EXPECT_TRUE(d.preemptions.empty());
+
+  // Higher-priority and non-preemptible jobs are never band victims.
+  auto t = Make(LasBand("las-band"));
+  GangJob important = Job(1, 32, 5);
+  GangJob pinned = Job(2, 32);
+  pinned.preemptible = false;
+  Cycle(*t, 0, {Event::Submit(important), Event::Submit(pinned)});
+  EXPECT_TRUE(Cycle(*t, 1000, {Event::Submit(Job(3, 8))}).preemptions.empty());
+}
+
+TEST(SchedulerTest, LasBandPreemptionNeedsLasQueueSort) {
+  SchedulerConfig c;
+  c.preempt_by = "las-band";
+  EXPECT_FALSE(Scheduler::Create(SmallTree(), c).ok());
+  auto parsed = ParseSchedulerConfig("queue_sort: las\npreempt_by: las-band\n");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->preempt_by, "las-band");
+  EXPECT_FALSE(ParseSchedulerConfig("preempt_by: size\n").ok());
+}
+
 TEST(SchedulerTest, NothingLandsOnUnhealthyNodes) {
   auto s = Make();
   std::vector<Event> ev;

@@ -5,7 +5,7 @@
 // nodes and the time at which running jobs' estimated ends make room) and places later jobs that
 // either end before the reservation or avoid its nodes. preempt: for a job still blocked, evicts
 // the cheapest set of whole lower-priority gangs that makes room (graceful: victims keep their
-// GPUs for their grace period).
+// GPUs for their grace period); with preempt_by: las-band, of gangs in a strictly worse LAS band.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "sched/actions/action.h"
+#include "sched/plugins/queue_sort/queue_sort.h"
 
 namespace baton::sched {
 namespace {
@@ -257,21 +258,40 @@ class PreemptAction final : public Action {
   void Execute(Session& s) override {
     if (s.plugins().victims.empty() || !s.lowest_victim_priority()) return;
     const int lowest = *s.lowest_victim_priority();
+    // preempt_by: las-band: a waiting job outranks running jobs (of no higher priority) in a
+    // strictly worse LAS band; a running job's band counts the service of its current run.
+    const LasPlugin* las = nullptr;
+    if (s.config().preempt_by == "las-band") {
+      las = dynamic_cast<const LasPlugin*>(s.plugins().queue_sort.plugin);
+      if (las == nullptr) return;
+    }
     // Bounded effort per cycle: the first few blocked jobs that outrank some victim. Running jobs
     // are listed once (in id order, as the table holds them); evictions only take jobs out of the
     // running phase, which TryPreempt checks.
     std::vector<const JobInfo*> running;
+    std::vector<int> bands;  // las-band: per running job
+    int worst_band = 0;      // las-band: of the preemptible running jobs
+    auto list_running = [&] {
+      for (const auto& [vid, v] : s.jobs()) {
+        if (v.phase != JobPhase::kRunning || SharesGpu(v.spec)) continue;
+        running.push_back(&v);
+        if (!las) continue;
+        const double run = std::max(0.0, (s.now() - v.start).value()) * v.placement.gpus();
+        bands.push_back(las->BandOf(v.attained_gpu_seconds + run));
+        if (v.spec.preemptible && v.start < s.now()) {
+          worst_band = std::max(worst_band, bands.back());
+        }
+      }
+    };
+    if (las) list_running();
     int attempts = 0;
     for (JobId id : s.PendingQueue()) {
       JobInfo& job = s.jobs().at(id);
-      if (job.nominated || job.spec.priority <= lowest) continue;
+      if (job.nominated) continue;
+      if (las ? las->Band(job) >= worst_band : job.spec.priority <= lowest) continue;
       if (++attempts > s.config().max_preemptors_per_cycle) break;
-      if (running.empty()) {
-        for (const auto& [vid, v] : s.jobs()) {
-          if (v.phase == JobPhase::kRunning && !SharesGpu(v.spec)) running.push_back(&v);
-        }
-      }
-      TryPreempt(s, job, running);
+      if (running.empty()) list_running();
+      TryPreempt(s, job, running, las, bands);
     }
   }
 
@@ -289,7 +309,12 @@ class PreemptAction final : public Action {
   }
 
   // Returns whether a preemption was started.
-  static bool TryPreempt(Session& s, JobInfo& job, const std::vector<const JobInfo*>& running) {
+  // `las` (preempt_by: las-band): victims are running jobs of no higher priority, not bound in
+  // this cycle, whose band (`bands`, parallel to `running`) is strictly worse than the job's;
+  // priced by EvictionCost.
+  // Otherwise victim plugins' VictimCost decides.
+  static bool TryPreempt(Session& s, JobInfo& job, const std::vector<const JobInfo*>& running,
+                         const LasPlugin* las, const std::vector<int>& bands) {
     // It may fit already (room freed earlier in this cycle): allocate places it next cycle.
     if (Fits(s, job)) return false;
     struct Candidate {
@@ -302,16 +327,22 @@ class PreemptAction final : public Action {
     };
     std::vector<Candidate> candidates;
     bool costs_nonnegative = true;
-    for (const JobInfo* vp_job : running) {
+    const int job_band = las ? las->Band(job) : 0;
+    for (std::size_t r = 0; r < running.size(); ++r) {
       // Jobs sharing a GPU are not victims yet (not listed): their GPU frees only with its last
       // share.
-      const JobInfo& v = *vp_job;
+      const JobInfo& v = *running[r];
       const JobId vid = v.spec.id;
       if (v.phase != JobPhase::kRunning) continue;
+      // Jobs bound this cycle are spared: their band is that of earlier runs only.
+      if (las &&
+          (v.start >= s.now() || bands[r] <= job_band || v.spec.priority > job.spec.priority)) {
+        continue;
+      }
       double cost = 0;
       bool ok = true;
       for (const auto& vp : s.plugins().victims) {
-        auto c = vp.ext->VictimCost(s.ctx(), job, v);
+        auto c = las ? vp.ext->EvictionCost(s.ctx(), job, v) : vp.ext->VictimCost(s.ctx(), job, v);
         if (!c) {
           ok = false;
           break;

@@ -73,6 +73,11 @@ Result<SchedulerConfig> Parse(const YAML::Node& root) {
       if (c.max_candidates < 1) return InvalidArgumentError("field 'max_candidates': must be >= 1");
     } else if (key == "max_preemptors_per_cycle") {
       ASSIGN_OR_RETURN(c.max_preemptors_per_cycle, IntField(v, key));
+    } else if (key == "preempt_by") {
+      c.preempt_by = v.as<std::string>();
+      if (c.preempt_by != "priority" && c.preempt_by != "las-band") {
+        return InvalidArgumentError("field 'preempt_by': expected priority or las-band");
+      }
     } else if (key == "backfill_reservations") {
       ASSIGN_OR_RETURN(c.backfill_reservations, IntField(v, key));
     } else {

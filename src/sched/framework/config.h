@@ -12,6 +12,7 @@
 //   max_candidates: 4               # placements scored per job
 //   backfill_reservations: 1        # head jobs that get a reservation
 //   max_preemptors_per_cycle: 8     # blocked jobs the preempt action tries per cycle
+//   preempt_by: priority            # priority | las-band (who may evict whom; see below)
 //
 // Plugin args arrive flattened as "tenants.a.guaranteed" -> "64".
 #pragma once
@@ -42,6 +43,14 @@ struct SchedulerConfig {
   int max_candidates = 4;
   int backfill_reservations = 1;
   int max_preemptors_per_cycle = 8;  // blocked jobs the preempt action tries per cycle
+  // Who may evict whom in the preempt action:
+  //   priority  a waiting job evicts running preemptible jobs of lower priority (victim plugins'
+  //             VictimCost decides)
+  //   las-band  Tiresias-style: a waiting job evicts running preemptible jobs of no higher
+  //             priority whose LAS band (queue_sort: las, its thresholds; a running job's
+  //             attained service counts its current run) is strictly worse than its own (victim
+  //             plugins' EvictionCost prices them). Requires queue_sort: las.
+  std::string preempt_by = "priority";
 };
 
 // Parses a YAML document; errors name the field ("plugins[2].weight: not a number"). Unknown

@@ -116,6 +116,13 @@ class VictimSelectionPlugin {
   virtual ~VictimSelectionPlugin() = default;
   virtual std::optional<double> VictimCost(const PluginContext& ctx, const JobInfo& preemptor,
                                            const JobInfo& victim) = 0;
+  // The same price when the preempt action itself decides that `preemptor` outranks `victim`
+  // (preempt_by: las-band): nullopt only for a job that may never be evicted (not running, not
+  // preemptible). Default: VictimCost.
+  virtual std::optional<double> EvictionCost(const PluginContext& ctx, const JobInfo& preemptor,
+                                             const JobInfo& victim) {
+    return VictimCost(ctx, preemptor, victim);
+  }
 };
 
 // Tenant guarantees, for the reclaim action: the GPUs `tenant` is guaranteed (nullopt: the plugin

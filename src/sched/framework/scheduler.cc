@@ -42,6 +42,9 @@ bool Accepts(const JobInfo& job, const topo::Cluster& c, topo::NodeId n) {
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
                                                      SchedulerOptions options) {
   const PluginRegistry& registry = options.registry ? *options.registry : BuiltinPlugins();
+  if (config.preempt_by == "las-band" && config.queue_sort != "las") {
+    return InvalidArgumentError("field 'preempt_by': las-band requires queue_sort: las");
+  }
   ASSIGN_OR_RETURN(PluginSet plugins,
                    BuildPluginSet(config, registry, PluginDeps{options.estimator}));
   std::vector<std::unique_ptr<Action>> actions;

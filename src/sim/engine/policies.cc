@@ -26,7 +26,13 @@ std::vector<std::string> PolicyNames() { return {"fifo", "backfill", "las", "top
 Result<sched::SchedulerConfig> PolicyPreset(std::string_view name) {
   if (name == "fifo") return Base("fifo", false);
   if (name == "backfill") return Base("fifo", true);
-  if (name == "las") return Base("las", false);
+  if (name == "las") {
+    // Tiresias' discretised LAS with preemption: a waiting job evicts running jobs in a worse band
+    // (the las plugin's default thresholds, 1, 10 and 100 GPU-hours).
+    sched::SchedulerConfig c = Base("las", false);
+    c.preempt_by = "las-band";
+    return c;
+  }
   if (name == "topo") {
     sched::SchedulerConfig c = Base("fifo", true);
     c.plugins.push_back({"binpack", 2, {}});

@@ -6,8 +6,9 @@
 //   backfill  FIFO with EASY backfilling: the blocked head job gets a reservation, later jobs run
 //             only if they end before it (by their estimated runtime) or avoid its nodes
 //   las       least attained service (Tiresias' discretised LAS: bands at 1, 10 and 100
-//             GPU-hours of service from earlier runs), allocate without backfill. The core's LAS
-//             is non-preemptive: it reorders the queue but does not suspend running jobs
+//             GPU-hours of service), allocate without backfill, and `preempt_by: las-band`: a
+//             waiting job may evict (gracefully, whole gangs) running preemptible jobs whose
+//             attained service has put them in a strictly worse band
 //   topo      backfill plus topology-aware scoring: 8 candidate placements per job scored by
 //             binpack (weight 2, keeps leaves whole for large gangs) and the planner (jobs with a
 //             plan); the others take the placement plugin's first candidate

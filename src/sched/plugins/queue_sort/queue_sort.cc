@@ -41,9 +41,9 @@ Result<std::unique_ptr<Plugin>> LasPlugin::Create(const PluginArgs& args) {
   return std::unique_ptr<Plugin>(std::move(p));
 }
 
-int LasPlugin::Band(const JobInfo& job) const {
+int LasPlugin::BandOf(double gpu_seconds) const {
   int band = 0;
-  for (double t : thresholds_gpu_seconds_) band += job.attained_gpu_seconds >= t ? 1 : 0;
+  for (double t : thresholds_gpu_seconds_) band += gpu_seconds >= t ? 1 : 0;
   return band;
 }
 

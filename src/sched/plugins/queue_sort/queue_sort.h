@@ -3,7 +3,10 @@
 //   priority        priority (higher first), then submit time ("priority + age")
 //   shortest-first  estimated runtime (unknown last)
 //   las             Tiresias-style 2D least-attained-service: jobs fall into bands by attained
-//                   GPU-hours (args thresholds[i], default 1, 10, 100), lower band first
+//                   GPU-hours (args thresholds[i], default 1, 10, 100 as in Tiresias'
+//                   discretised 2D-LAS), lower band first. With preempt_by: las-band the preempt
+//                   action also uses these bands: a waiting job evicts running jobs (whole gangs,
+//                   gracefully) in strictly worse bands, counting their current run's service
 //   drf             fair share across tenants: lowest (allocated GPUs / weight, as of the start
 //                   of the cycle) first, then priority (args tenants.<t>.weight, default 1)
 #pragma once
@@ -41,7 +44,10 @@ class LasPlugin final : public Plugin, public QueueSortPlugin {
   static Result<std::unique_ptr<Plugin>> Create(const PluginArgs& args);
   std::string_view Name() const override { return "las"; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
-  int Band(const JobInfo& job) const;
+  // The band of a job's service from earlier runs (what the queue sorts by).
+  int Band(const JobInfo& job) const { return BandOf(job.attained_gpu_seconds); }
+  // The band of `gpu_seconds` of attained service: the number of thresholds it reaches.
+  int BandOf(double gpu_seconds) const;
 
  private:
   std::vector<double> thresholds_gpu_seconds_;

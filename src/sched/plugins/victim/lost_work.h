@@ -13,6 +13,9 @@ class LostWorkPlugin final : public Plugin, public VictimSelectionPlugin {
   std::string_view Name() const override { return "lost-work"; }
   std::optional<double> VictimCost(const PluginContext& ctx, const JobInfo& preemptor,
                                    const JobInfo& victim) override;
+  // Any preemptible running job, whatever its priority (preempt_by: las-band); same cost.
+  std::optional<double> EvictionCost(const PluginContext& ctx, const JobInfo& preemptor,
+                                     const JobInfo& victim) override;
 };
 
 }  // namespace baton::sched

@@ -55,25 +55,6 @@ class PrefixReleaser {
   std::vector<std::size_t> marks_;
 };
 
-// The smallest n in [1, size] with fits(n) true, given fits is monotone and fits(size) holds:
-// doubling, then bisection — O(log size) probes.
-template <typename Fits>
-std::size_t SmallestFittingPrefix(std::size_t size, Fits fits) {
-  std::size_t hi = 1;
-  while (hi < size && !fits(hi)) hi *= 2;
-  hi = std::min(hi, size);
-  std::size_t lo = hi / 2;
-  while (hi - lo > 1) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (fits(mid)) {
-      hi = mid;
-    } else {
-      lo = mid;
-    }
-  }
-  return hi;
-}
-
 // The smallest n in [start, size] with fits(n) true, given fits is monotone and false below
 // `start` (>= 1); nullopt when fits(size) is false. Galloping from `start`, then bisection, so a
 // good lower bound costs one probe.
@@ -236,7 +217,7 @@ class BackfillAction final : public Action {
     Placement p;
     if (ends.empty() || !fits_after(ends.size(), &p)) return;
     // More ends free a superset of GPUs, so the first fitting prefix is a monotone search.
-    std::size_t hi = SmallestFittingPrefix(ends.size(), [&](std::size_t n) {
+    std::size_t hi = *SmallestFittingPrefixFrom(ends.size(), 1, [&](std::size_t n) {
       Placement q;
       return fits_after(n, &q);
     });

@@ -20,6 +20,8 @@
 #include <sstream>
 #include <thread>
 
+#include "server/testing/child_daemon.h"
+
 #ifndef BATON_SERVE_TEST_DAEMON
 #error "BATON_SERVE_TEST_DAEMON must name the daemon executable"
 #endif
@@ -34,82 +36,6 @@ using namespace std::chrono_literals;
 constexpr const char* kToken = "Bearer crash-admin-token-0123456789";
 constexpr int kRounds = 20;
 constexpr int kClients = 4;
-
-// One daemon process. The destructor SIGKILLs and reaps it if it is still running.
-class Daemon {
- public:
-  Daemon(const fs::path& dir, int round) : dir_(dir) {
-    port_file_ = dir / "port";
-    fs::remove(port_file_);
-    std::string log = (dir / ("daemon-" + std::to_string(round) + ".log")).string();
-    std::string db = (dir / "baton.db").string();
-    std::string auth = (dir / "auth.yaml").string();
-    std::string port_file = port_file_.string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      const char* argv[] = {BATON_SERVE_TEST_DAEMON,
-                            "--db",
-                            db.c_str(),
-                            "--auth",
-                            auth.c_str(),
-                            "--port",
-                            "0",
-                            "--port-file",
-                            port_file.c_str(),
-                            nullptr};
-      ::execv(argv[0], const_cast<char**>(argv));
-      ::_exit(127);
-    }
-    log_path_ = log;
-  }
-  ~Daemon() { Kill(SIGKILL); }
-  Daemon(const Daemon&) = delete;
-  Daemon& operator=(const Daemon&) = delete;
-
-  // The port once the daemon listens; 0 if it died or took longer than 20 s.
-  int WaitForPort() {
-    for (int i = 0; i < 2000; ++i) {
-      std::ifstream in(port_file_);
-      int port = 0;
-      if (in >> port && port > 0) return port;
-      int status = 0;
-      if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return 0;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return 0;
-  }
-
-  // Sends `sig` and reaps the process; returns its wait status (-1 if none was running).
-  int Kill(int sig) {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
-  std::string Log() const {
-    std::ifstream in(log_path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  fs::path dir_;
-  fs::path port_file_;
-  std::string log_path_;
-  pid_t pid_ = -1;
-};
 
 httplib::Headers Headers(const std::string& key = "") {
   httplib::Headers h{{"Authorization", kToken}};
@@ -153,7 +79,8 @@ TEST(ServerCrashTest, AcknowledgedSubmissionsSurviveKill9) {
   std::map<std::string, std::int64_t> acked;  // every acknowledged key, all rounds
   std::set<std::string> in_doubt;             // sent, but no answer before the kill
   for (int round = 0; round <= kRounds; ++round) {
-    Daemon daemon(dir, round);
+    testing::ChildDaemon daemon(BATON_SERVE_TEST_DAEMON, dir,
+                                dir / ("daemon-" + std::to_string(round) + ".log"));
     int port = daemon.WaitForPort();
     ASSERT_GT(port, 0) << "daemon did not start in round " << round << ":\n" << daemon.Log();
     if (round > 0) {

@@ -24,6 +24,7 @@
 #include "server/executors/dry_run_executor.h"
 #include "server/executors/local_executor.h"
 #include "server/server.h"
+#include "server/testing/child_daemon.h"
 #include "topology/builders/fabrics.h"
 
 #ifndef BATON_SERVE_TEST_DAEMON
@@ -322,76 +323,32 @@ TEST(ControllerTest, LocalExecutorStartsRanksWithTheirEnvironment) {
   ASSERT_TRUE(WaitFor([&] { return api.State(missing) == "failed"; })) << api.State(missing);
 }
 
-// One daemon child process with the scheduler (dry-run, x1000). SIGKILLed by the destructor.
-class Child {
- public:
-  explicit Child(const fs::path& dir) {
-    fs::path port_file = dir / "port";
-    fs::remove(port_file);
-    std::string db = (dir / "baton.db").string(), auth = (dir / "auth.yaml").string();
-    std::string log = (dir / "daemon.log").string(), pf = port_file.string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      const char* argv[] = {BATON_SERVE_TEST_DAEMON,
-                            "--db",
-                            db.c_str(),
-                            "--auth",
-                            auth.c_str(),
-                            "--port",
-                            "0",
-                            "--port-file",
-                            pf.c_str(),
-                            "--preset",
-                            "superpod-h100",
-                            "--speedup",
-                            "1000",
-                            nullptr};
-      ::execv(argv[0], const_cast<char**>(argv));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 1000 && port_ == 0; ++i) {
-      std::ifstream in(port_file);
-      if (!(in >> port_)) port_ = 0;
-      if (port_ == 0) std::this_thread::sleep_for(10ms);
-    }
-  }
-  ~Child() { Kill(); }
-  void Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  int port() const { return port_; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+// One daemon child process with the scheduler (dry-run, x1000). SIGKILLed by the guard.
+testing::ChildDaemon StartChild(const fs::path& dir, const char* log) {
+  return testing::ChildDaemon(BATON_SERVE_TEST_DAEMON, dir, dir / log,
+                              {"--preset", "superpod-h100", "--speedup", "1000"});
+}
 
 TEST(ControllerTest, Kill9AndRestartLosesAndDuplicatesNothing) {
   fs::path dir = TempDir("restart");
   std::int64_t whole, a, b;
   {
-    Child first(dir);
-    ASSERT_GT(first.port(), 0);
-    Api api(first.port());
+    testing::ChildDaemon first = StartChild(dir, "daemon-1.log");
+    const int port = first.WaitForPort();
+    ASSERT_GT(port, 0) << first.Log();
+    Api api(port);
     // The whole cluster for 5000 simulated s (5 s at x1000), then two that must wait for it.
     whole = api.Submit(R"({"name": "whole", "gpus": 1024, "estimated_runtime_s": 5000})");
     ASSERT_TRUE(WaitFor([&] { return api.State(whole) == "running"; }));
     a = api.Submit(R"({"name": "a", "gpus": 512, "estimated_runtime_s": 500})");
     b = api.Submit(R"({"name": "b", "gpus": 512, "estimated_runtime_s": 500})");
     EXPECT_EQ(api.State(a), "queued");
-    first.Kill();
+    first.Kill(SIGKILL);
   }
-  Child second(dir);
-  ASSERT_GT(second.port(), 0);
-  Api api(second.port());
+  testing::ChildDaemon second = StartChild(dir, "daemon-2.log");
+  const int port = second.WaitForPort();
+  ASSERT_GT(port, 0) << second.Log();
+  Api api(port);
   EXPECT_EQ(api.State(whole), "running");
   ASSERT_TRUE(WaitFor(
       [&] {

@@ -6,7 +6,7 @@ set -euo pipefail
 seconds="${1:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-targets=(fuzz_cluster_yaml fuzz_slurm_topology fuzz_job_spec)
+targets=(fuzz_cluster_yaml fuzz_slurm_topology fuzz_job_spec fuzz_plan_request)
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target "${targets[@]}"
 status=0

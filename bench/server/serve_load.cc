@@ -2,34 +2,91 @@
 // submission with its own Idempotency-Key, each acknowledged only after its fsync'd commit) and
 // print submissions/s and p50/p99 latency. By default it starts the daemon in-process on an
 // ephemeral port with a fresh database; --port targets a daemon that is already running.
+// --scheduler PRESET runs the in-process daemon with its scheduling loop over that topology preset
+// and a dry-run executor, and prints the scheduling-cycle latency under the load from the
+// daemon's own /metrics histogram (quantiles interpolated within buckets, as Prometheus'
+// histogram_quantile does).
 //
 //   serve_load [--threads 32] [--seconds 5] [--dir /tmp] [--no-group-commit]
+//              [--scheduler superpod-h100]
 //   serve_load --port 8080 --token TOKEN [--host 127.0.0.1] [--threads 32] [--seconds 5]
 #include <httplib.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "load_stats.h"
+#include "server/executors/dry_run_executor.h"
+#include "server/scheduling_controller.h"
 #include "server/server.h"
+#include "topology/builders/fabrics.h"
 
 namespace {
 
 using baton::bench::LoadStats;
 using SteadyClock = std::chrono::steady_clock;
 
+// One histogram from Prometheus text: cumulative bucket counts by upper bound, sum and count.
+struct Histogram {
+  std::vector<std::pair<double, double>> buckets;  // (le, cumulative count), +Inf last
+  double sum = 0, count = 0;
+
+  // histogram_quantile: linear interpolation inside the bucket holding rank q * count.
+  double Quantile(double q) const {
+    double rank = q * count, lower = 0, below = 0;
+    for (auto [le, cumulative] : buckets) {
+      if (cumulative >= rank) {
+        if (std::isinf(le)) return lower;
+        double in = cumulative - below;
+        return in <= 0 ? le : lower + (le - lower) * (rank - below) / in;
+      }
+      lower = le;
+      below = cumulative;
+    }
+    return lower;
+  }
+};
+
+Histogram ParseHistogram(const std::string& text, const std::string& name) {
+  Histogram h;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    double value = std::atof(line.substr(line.rfind(' ') + 1).c_str());
+    std::string rest = line.substr(name.size());
+    if (rest.rfind("_bucket{le=\"", 0) == 0) {
+      std::string le = rest.substr(12, rest.find('"', 12) - 12);
+      h.buckets.emplace_back(le == "+Inf" ? INFINITY : std::atof(le.c_str()), value);
+    } else if (rest.rfind("_sum ", 0) == 0) {
+      h.sum = value;
+    } else if (rest.rfind("_count ", 0) == 0) {
+      h.count = value;
+    }
+  }
+  return h;
+}
+
+double GaugeValue(const std::string& text, const std::string& series) {
+  std::size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::atof(text.c_str() + at + series.size() + 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 32, port = 0;
+  std::string scheduler_preset;
   double seconds = 5;
   bool group_commit = true;
   std::string host = "127.0.0.1", token = "bench-admin-token-0123456789";
@@ -49,16 +106,37 @@ int main(int argc, char** argv) {
       host = argv[++i];
     } else if (arg == "--port" && has_value) {
       port = std::atoi(argv[++i]);
+    } else if (arg == "--scheduler" && has_value) {
+      scheduler_preset = argv[++i];
     } else if (arg == "--token" && has_value) {
       token = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: serve_load [--threads N] [--seconds T] [--dir DIR] "
-                   "[--no-group-commit] [--host H --port P --token T]\n");
+                   "[--no-group-commit] [--scheduler PRESET] [--host H --port P --token T]\n");
       return 2;
     }
   }
 
+  baton::SystemClock clock;
+  std::unique_ptr<baton::server::SchedulingController> controller;
+  if (!scheduler_preset.empty()) {
+    auto cluster = baton::topo::BuildPreset(scheduler_preset);
+    if (!cluster.ok()) {
+      std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+      return 2;
+    }
+    baton::server::DryRunOptions dry;
+    dry.speedup = 600;  // the 600 s default runtime: one second
+    auto created = baton::server::SchedulingController::Create(
+        std::move(cluster).value(), {}, std::make_unique<baton::server::DryRunExecutor>(dry, clock),
+        clock);
+    if (!created.ok()) {
+      std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
+      return 1;
+    }
+    controller = std::move(created).value();
+  }
   std::unique_ptr<baton::server::Server> server;
   std::thread serve_thread;
   std::string work = dir + "/serve_load_" + std::to_string(::getpid());
@@ -72,7 +150,7 @@ int main(int argc, char** argv) {
     o.auth_config_path = work + "/auth.yaml";
     o.worker_threads = threads + 8;
     o.group_commit = group_commit;
-    auto created = baton::server::Server::Create(o);
+    auto created = baton::server::Server::Create(o, controller.get());
     if (!created.ok()) {
       std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
       return 1;
@@ -85,6 +163,7 @@ int main(int argc, char** argv) {
   std::printf(
       "serve_load: %d client threads, %.1f s, %s:%d%s\n", threads, seconds, host.c_str(), port,
       server ? (group_commit ? " (in-process daemon)" : " (in-process, no group commit)") : "");
+  if (controller) std::printf("scheduler: %s, dry-run executor\n", scheduler_preset.c_str());
   std::vector<LoadStats> stats(threads);
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
@@ -136,6 +215,22 @@ int main(int argc, char** argv) {
   LoadStats all;
   for (const auto& s : stats) all.Merge(s);
   all.Print("submissions", elapsed.count());
+
+  if (controller) {
+    auto res = httplib::Client(host, port).Get("/metrics");
+    if (!res || res->status != 200) {
+      std::fprintf(stderr, "GET /metrics failed\n");
+      return 1;
+    }
+    Histogram h = ParseHistogram(res->body, "baton_scheduler_cycle_duration_seconds");
+    std::printf(
+        "scheduling cycles under the load: %.0f cycles, mean %.2f ms, p50 %.2f ms, p99 %.2f ms; "
+        "%.0f jobs pending, %.0f running at the end\n",
+        h.count, h.count > 0 ? 1e3 * h.sum / h.count : 0.0, 1e3 * h.Quantile(0.5),
+        1e3 * h.Quantile(0.99),
+        GaugeValue(res->body, "baton_scheduler_queue_length{phase=\"pending\"}"),
+        GaugeValue(res->body, "baton_scheduler_queue_length{phase=\"running\"}"));
+  }
 
   if (server) {
     server->Shutdown();

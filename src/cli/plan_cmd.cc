@@ -273,21 +273,7 @@ Status RunEstimate(const PlanOptions& o) {
   perf::TrainingTotals totals = perf::ComputeTotals(model, training, e, plan.gpus());
   perf::EvalContext ctx(model, training, system);
   if (o.json) {
-    nlohmann::json j;
-    j["model"] = model.name;
-    j["system"] = system.name;
-    j["global_batch"] = training.global_batch;
-    j["plan"] = perf::PlanToJson(plan);
-    j["estimate"] = perf::EstimateToJson(e);
-    if (!e.feasible()) j["reason"] = perf::ExplainRejection(ctx, plan, e);
-    j["checkpoint"] = {{"size_gib", ToGiB(totals.checkpoint_size)},
-                       {"write_s", totals.checkpoint_write.value()},
-                       {"interval_s", totals.checkpoint_interval.value()}};
-    if (training.tokens_to_train > 0 && e.feasible()) {
-      j["train"] = {{"time_s", totals.time_to_train.value()},
-                    {"gpu_hours", totals.gpu_hours},
-                    {"cost_dollars", totals.cost_dollars}};
-    }
+    nlohmann::json j = perf::EstimateReportJson(model, training, system, plan, e);
     fmt::print("{}\n", j.dump(2));
     return Status::Ok();
   }

@@ -130,6 +130,28 @@ nlohmann::json SearchToJson(const SearchResult& r) {
   return j;
 }
 
+nlohmann::json EstimateReportJson(const ModelSpec& model, const TrainingSpec& training,
+                                  const SystemSpec& system, const ParallelPlan& plan,
+                                  const StepEstimate& e) {
+  TrainingTotals totals = ComputeTotals(model, training, e, plan.gpus());
+  nlohmann::json j;
+  j["model"] = model.name;
+  j["system"] = system.name;
+  j["global_batch"] = training.global_batch;
+  j["plan"] = PlanToJson(plan);
+  j["estimate"] = EstimateToJson(e);
+  if (!e.feasible()) j["reason"] = ExplainRejection(EvalContext(model, training, system), plan, e);
+  j["checkpoint"] = {{"size_gib", ToGiB(totals.checkpoint_size)},
+                     {"write_s", totals.checkpoint_write.value()},
+                     {"interval_s", totals.checkpoint_interval.value()}};
+  if (training.tokens_to_train > 0 && e.feasible()) {
+    j["train"] = {{"time_s", totals.time_to_train.value()},
+                  {"gpu_hours", totals.gpu_hours},
+                  {"cost_dollars", totals.cost_dollars}};
+  }
+  return j;
+}
+
 std::string FormatEstimate(const StepEstimate& e) {
   std::string out = fmt::format("step time     {}  ({} micro-batches)\n", FormatDuration(e.step),
                                 e.micro_batches);

@@ -13,6 +13,13 @@ namespace baton::perf {
 nlohmann::json PlanToJson(const ParallelPlan& plan);
 nlohmann::json EstimateToJson(const StepEstimate& e);
 nlohmann::json SearchToJson(const SearchResult& r);
+// The whole answer to "estimate this plan": model, system, batch, plan, estimate, why it does not
+// fit (when it does not), checkpoint size and interval, and the time / GPU-hours / cost to train
+// when the training spec asks for tokens. `baton plan estimate --json` and the daemon's
+// /api/v1/plan/estimate print it.
+nlohmann::json EstimateReportJson(const ModelSpec& model, const TrainingSpec& training,
+                                  const SystemSpec& system, const ParallelPlan& plan,
+                                  const StepEstimate& e);
 
 // A multi-line breakdown: step, each part with its share, rates and memory.
 std::string FormatEstimate(const StepEstimate& e);

@@ -9,7 +9,8 @@
 //    thread-safe and must not block (enqueue and return); the client's response waits for them.
 //  * Jobs that were already in the store when the daemon started are not announced: the
 //    controller reads them (JobStore::List) when it starts.
-//  * The query methods (JobPlacement, Nodes, Topology) and Telemetry may also be called from HTTP
+//  * The query methods (JobPlacement, Nodes, Topology, PlanningSystem) and Telemetry may also be
+//  called from HTTP
 //    threads at any time; they answer from a snapshot and must not block on a scheduling cycle.
 //  * Lifecycle: the Server calls Start once, after opening the store and before serving, and
 //    Stop once, after the last request finished and before closing the store.
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "perf/system.h"
 #include "server/metrics.h"
 #include "server/store/job_store.h"
 
@@ -84,6 +86,11 @@ class Controller {
   virtual std::vector<NodeView> Nodes() const { return {}; }
   // A human-readable summary of the cluster; empty without a scheduler.
   virtual std::string Topology() const { return {}; }
+  // The cluster as the planner sees it (GPU type, network tiers; gpus = all of them), for the
+  // plan endpoints; an error when there is no cluster or the planner cannot describe it.
+  virtual Result<perf::SystemSpec> PlanningSystem() const {
+    return UnavailableError("no scheduler is running (no cluster to plan on)");
+  }
 };
 
 // Does nothing: jobs stay queued. The daemon's default until a scheduler is wired in.

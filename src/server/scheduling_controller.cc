@@ -149,6 +149,7 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   if (executor == nullptr) return InvalidArgumentError("an executor is required");
   RETURN_IF_ERROR(health::ValidateRules(options.health_rules));
   std::string summary = topo::Summarize(cluster);
+  Result<perf::SystemSpec> planning = perf::SystemFromCluster(cluster);
   sched::SchedulerOptions sopts;
   sopts.timer = &clock;
   ASSIGN_OR_RETURN(std::unique_ptr<sched::Scheduler> scheduler,
@@ -156,6 +157,7 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   auto c = std::unique_ptr<SchedulingController>(new SchedulingController(
       std::move(scheduler), std::move(options), std::move(executor), clock));
   c->topology_summary_ = std::move(summary);
+  c->planning_system_ = std::move(planning);
   return c;
 }
 

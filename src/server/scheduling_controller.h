@@ -65,6 +65,7 @@ class SchedulingController final : public Controller {
   std::optional<PlacementView> JobPlacement(JobId job) const override;
   std::vector<NodeView> Nodes() const override;
   std::string Topology() const override { return topology_summary_; }
+  Result<perf::SystemSpec> PlanningSystem() const override { return planning_system_; }
 
   // Cycles run so far (for tests).
   std::int64_t cycles() const;
@@ -113,6 +114,7 @@ class SchedulingController final : public Controller {
   std::unique_ptr<Executor> executor_;
   const Clock& clock_;
   std::string topology_summary_;
+  Result<perf::SystemSpec> planning_system_ = UnavailableError("not built");  // immutable
   std::unordered_map<std::string, topo::NodeId> node_by_name_;  // immutable after Create
   JobStore* store_ = nullptr;
   std::unique_ptr<Metrics> metrics_;

@@ -188,6 +188,60 @@ TEST(ControllerTest, CancelStopsARunningJobAndFreesItsGpus) {
       WaitFor([&] { return api.Get("/api/v1/topology").value("gpus_allocated", -1) == 0; }));
 }
 
+// The planner on the daemon's cluster (superpod-h100: 1,024 H100s): an estimate with its
+// breakdown, a search with its top plans, and bad requests answered 4xx naming the field.
+TEST(ControllerTest, PlanEndpointsEstimateAndSearchOnTheDaemonsCluster) {
+  fs::path dir = TempDir("plan");
+  SystemClock clock;
+  InProcess d(dir, DryRun(100, clock));
+  Api api(d.port());
+  json e = api.Send("POST", "/api/v1/plan/estimate",
+                    R"({"model": "llama3-70b", "gpus": 512,
+                        "training": {"global_batch": 512, "tokens": 1e12, "price_per_gpu_hour": 2},
+                        "plan": {"tp": 8, "pp": 4, "vp": 5, "recompute": "selective",
+                                 "sequence_parallel": true, "zero": 1}})");
+  ASSERT_EQ(e["http_status"], 200) << e.dump();
+  EXPECT_EQ(e["model"], "llama3-70b");
+  EXPECT_EQ(e["plan"]["dp"], 16);
+  EXPECT_TRUE(e["estimate"]["feasible"].get<bool>()) << e.dump();
+  double step = e["estimate"]["step_s"];
+  double compute = e["estimate"]["breakdown_s"]["compute"];
+  EXPECT_GT(step, 0);
+  EXPECT_GT(compute, 0.3 * step);
+  double mfu = e["estimate"]["mfu"];
+  EXPECT_GT(mfu, 0.2);
+  EXPECT_LT(mfu, 0.7);
+  EXPECT_GT(e["train"]["cost_dollars"].get<double>(), 0);
+
+  // An infeasible plan is an answer, not an error: tp1 pp1 cannot hold 70B weights and Adam.
+  json oom = api.Send("POST", "/api/v1/plan/estimate",
+                      R"({"model": "llama3-70b", "gpus": 64, "plan": {"zero": 0}})");
+  ASSERT_EQ(oom["http_status"], 200) << oom.dump();
+  EXPECT_FALSE(oom["estimate"]["feasible"].get<bool>());
+  EXPECT_NE(oom.value("reason", "").find("GiB"), std::string::npos) << oom.dump();
+
+  json s = api.Send("POST", "/api/v1/plan/search",
+                    R"({"model": "llama3-8b", "gpus": 64, "training": {"global_batch": 256},
+                        "search": {"top": 3}})");
+  ASSERT_EQ(s["http_status"], 200) << s.dump();
+  ASSERT_EQ(s["top"].size(), 3u) << s.dump();
+  EXPECT_EQ(s["top"][0]["plan"]["gpus"], 64);
+  EXPECT_LE(s["top"][0]["estimate"]["step_s"].get<double>(),
+            s["top"][1]["estimate"]["step_s"].get<double>());
+  EXPECT_GT(s["feasible"].get<double>(), 0);
+
+  json big = api.Send("POST", "/api/v1/plan/search", R"({"model": "llama3-8b", "gpus": 4096})");
+  EXPECT_EQ(big["http_status"], 400);
+  EXPECT_EQ(big["error"]["field"], "gpus");
+  json bad = api.Send("POST", "/api/v1/plan/estimate",
+                      R"({"model": "llama3-8b", "gpus": 8, "plan": {"tp": 0}})");
+  EXPECT_EQ(bad["http_status"], 400);
+  EXPECT_EQ(bad["error"]["field"], "plan.tp");
+  json yaml =
+      api.Send("POST", "/api/v1/plan/search", "model: llama3-8b\ngpus: 8\n", "application/yaml");
+  EXPECT_EQ(yaml["http_status"], 415);
+}
+
 // A queued job that can never fit is rejected, with the reason, as failed.
 TEST(ControllerTest, ImpossibleJobIsRejected) {
   fs::path dir = TempDir("reject");

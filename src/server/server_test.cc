@@ -411,7 +411,8 @@ TEST_F(ServerTest, HealthMetricsOpenApiAndUnknownRoutes) {
   EXPECT_EQ(doc["openapi"].get<std::string>().substr(0, 2), "3.");
   for (const char* p :
        {"/api/v1/jobs", "/api/v1/jobs/{id}", "/api/v1/jobs/{id}:cancel", "/api/v1/jobs/{id}/events",
-        "/api/v1/nodes", "/api/v1/nodes/{node}:{action}", "/healthz", "/metrics"}) {
+        "/api/v1/nodes", "/api/v1/nodes/{node}:{action}", "/api/v1/plan/estimate",
+        "/api/v1/plan/search", "/healthz", "/metrics"}) {
     EXPECT_TRUE(doc["paths"].contains(p)) << p;
   }
 

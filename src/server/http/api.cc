@@ -1,5 +1,6 @@
 #include "server/http/api.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <chrono>
@@ -10,6 +11,10 @@
 
 #include "core/log.h"
 #include "core/strings.h"
+#include "perf/estimator.h"
+#include "perf/report.h"
+#include "perf/request.h"
+#include "perf/search.h"
 #include "server/http/dcgm.h"
 #include "server/http/job_spec.h"
 
@@ -215,6 +220,52 @@ struct Api::Routes {
       return std::nullopt;
     }
     return std::move(job).value();
+  }
+
+  // The planner on the daemon's own cluster: estimate one plan, or search the space. Pure
+  // computation on this worker thread (a search is bounded by perf::kMaxRequestSearchSpace and
+  // takes milliseconds for the catalogue's models); nothing is stored.
+  void Plan(const httplib::Request& req, httplib::Response& res, perf::PlanQuestion question) {
+    Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
+    if (!format.ok() || *format != BodyFormat::kJson) {
+      return SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE",
+                       "plan requests are JSON (Content-Type: application/json)", "Content-Type");
+    }
+    std::string field;
+    Result<perf::PlanRequest> request = perf::ParsePlanRequest(req.body, question, &field);
+    if (!request.ok()) {
+      return SendError(res, 400, "INVALID_ARGUMENT", request.status().message(), field);
+    }
+    Result<perf::SystemSpec> cluster = api.controller_.PlanningSystem();
+    if (!cluster.ok()) return SendStatus(res, cluster.status());
+    perf::SystemSpec system = std::move(cluster).value();
+    if (request->gpus > system.gpus) {
+      return SendError(
+          res, 400, "INVALID_ARGUMENT",
+          fmt::format("gpus: {} is more than the cluster's {} GPUs", request->gpus, system.gpus),
+          "gpus");
+    }
+    system.gpus = request->gpus;
+    if (question == perf::PlanQuestion::kEstimate) {
+      Result<perf::StepEstimate> e =
+          perf::Estimate(request->model, request->plan, request->training, system);
+      if (!e.ok()) return SendStatus(res, e.status());
+      return SendJson(
+          res, 200,
+          perf::EstimateReportJson(request->model, request->training, system, request->plan, *e));
+    }
+    perf::SearchOptions options;
+    options.top_k = request->top_k;
+    options.objective = request->objective;
+    Result<perf::SearchResult> r =
+        perf::Search(request->model, request->training, system, request->space, options);
+    if (!r.ok()) return SendStatus(res, r.status());
+    json out = perf::SearchToJson(*r);
+    out["model"] = request->model.name;
+    out["system"] = system.name;
+    out["gpus"] = request->gpus;
+    out["global_batch"] = request->training.global_batch;
+    SendJson(res, 200, out);
   }
 
   void Submit(const httplib::Request& req, httplib::Response& res, const Principal& who) {
@@ -526,6 +577,10 @@ struct Api::Routes {
                     {"gpus", gpus},
                     {"gpus_allocated", allocated}});
     });
+    Add("POST", "/api/v1/plan/estimate", "/api/v1/plan/estimate", Access::kAuthenticated,
+        [this](R req, W res, P) { Plan(req, res, perf::PlanQuestion::kEstimate); });
+    Add("POST", "/api/v1/plan/search", "/api/v1/plan/search", Access::kAuthenticated,
+        [this](R req, W res, P) { Plan(req, res, perf::PlanQuestion::kSearch); });
     Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
         "/api/v1/nodes/{node}:{action}", Access::kAdmin,
         [this](R req, W res, P who) { SetNode(req, res, who); });

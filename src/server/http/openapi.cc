@@ -192,6 +192,36 @@ std::string_view OpenApiJson() {
         }
       }
     },
+    "/api/v1/plan/estimate": {
+      "post": {
+        "summary": "Estimate one parallel plan of a model on N GPUs of this cluster",
+        "description": "The planner's step time, its breakdown (compute, recompute, TP/CP/EP/PP/DP communication, bubble, optimizer), MFU, memory per GPU, checkpoint size and interval, and time/GPU-hours/cost to train when training.tokens is given. An infeasible plan is a 200 answer with estimate.feasible false and a reason. Nothing is stored.",
+        "operationId": "estimatePlan",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlanRequest"}}}},
+        "responses": {
+          "200": {"description": "The estimate", "content": {"application/json": {"schema": {"type": "object"}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/plan/search": {
+      "post": {
+        "summary": "Search every parallel plan of a model on N GPUs of this cluster; the top plans",
+        "description": "The default space is every tp (powers of two to 64), pp, cp, ep, micro-batch, virtual stage, recompute, sequence-parallel, ZeRO and overlap choice; 'search' restricts it. Answers with the top plans and their estimates, the space size and the rejected plans by reason.",
+        "operationId": "searchPlans",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlanRequest"}}}},
+        "responses": {
+          "200": {"description": "The top plans", "content": {"application/json": {"schema": {"type": "object"}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
     "/api/v1/nodes/{node}:{action}": {
       "parameters": [
         {"name": "node", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}},
@@ -236,6 +266,32 @@ std::string_view OpenApiJson() {
       "Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     },
     "schemas": {
+      "PlanRequest": {
+        "type": "object", "required": ["model", "gpus"], "additionalProperties": false,
+        "properties": {
+          "model": {"oneOf": [{"type": "string", "description": "catalogue name: gpt3-175b, llama3-405b, megatron-1t, mixtral-8x7b, ..."},
+                              {"type": "object", "description": "layers, hidden, heads, kv_heads, ffn, ffn_kind, vocab, seq, tied_embeddings, moe {...}; 'base' starts from a catalogue model"}]},
+          "gpus": {"type": "integer", "minimum": 1},
+          "training": {"type": "object", "additionalProperties": false, "properties": {
+            "global_batch": {"type": "integer", "minimum": 1}, "global_batch_tokens": {"type": "number"},
+            "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp8"]}, "tokens": {"type": "number", "minimum": 0},
+            "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"}}},
+          "plan": {"type": "object", "description": "estimate only; dp defaults to gpus / (tp*pp*cp)", "additionalProperties": false, "properties": {
+            "tp": {"type": "integer"}, "pp": {"type": "integer"}, "dp": {"type": "integer"}, "cp": {"type": "integer"},
+            "ep": {"type": "integer"}, "mbs": {"type": "integer"}, "vp": {"type": "integer"},
+            "recompute": {"type": "string", "enum": ["none", "selective", "full"]}, "sequence_parallel": {"type": "boolean"},
+            "zero": {"type": "integer", "minimum": 0, "maximum": 3}, "overlap_dp_comm": {"type": "boolean"},
+            "uneven_pp": {"type": "boolean"}, "order": {"type": "string", "enum": ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"]}}},
+          "search": {"type": "object", "description": "search only; lists restrict the default space", "additionalProperties": false, "properties": {
+            "tp": {"type": "array", "items": {"type": "integer"}}, "pp": {"type": "array", "items": {"type": "integer"}},
+            "cp": {"type": "array", "items": {"type": "integer"}}, "ep": {"type": "array", "items": {"type": "integer"}},
+            "mbs": {"type": "array", "items": {"type": "integer"}}, "vp": {"type": "array", "items": {"type": "integer"}},
+            "zero": {"type": "array", "items": {"type": "integer"}},
+            "recompute": {"type": "array", "items": {"type": "string", "enum": ["none", "selective", "full"]}},
+            "top": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+            "objective": {"type": "string", "enum": ["time", "mfu"], "default": "time"}}}
+        }
+      },
       "Error": {
         "type": "object", "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {

@@ -1,0 +1,343 @@
+#include "perf/request.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/strings.h"
+
+namespace baton::perf {
+namespace {
+
+using nlohmann::json;
+
+// An error that names its field; converted to the Status + field pair at the boundary.
+struct FieldError {
+  std::string field;
+  std::string message;
+};
+
+class Reader {
+ public:
+  std::optional<FieldError> error;
+
+  bool Fail(std::string field, std::string message) {
+    if (!error) error = FieldError{std::move(field), std::move(message)};
+    return false;
+  }
+
+  // Rejects keys of `object` that are not in `known`.
+  bool OnlyKnown(const json& object, std::string_view prefix,
+                 std::initializer_list<std::string_view> known) {
+    for (const auto& [key, value] : object.items()) {
+      bool ok = false;
+      for (std::string_view k : known) ok = ok || key == k;
+      if (!ok) {
+        std::string name = Join(prefix, key);
+        return Fail(name, fmt::format("{}: unknown field", name));
+      }
+    }
+    return true;
+  }
+
+  bool Int(const json& v, const std::string& field, long long min, long long max, int* out) {
+    if (!v.is_number_integer()) return Fail(field, fmt::format("{}: must be an integer", field));
+    long long x = v.get<long long>();
+    if (v.is_number_unsigned() &&
+        v.get<unsigned long long>() >
+            static_cast<unsigned long long>(std::numeric_limits<long long>::max())) {
+      x = std::numeric_limits<long long>::max();
+    }
+    if (x < min || x > max) {
+      return Fail(field, fmt::format("{}: {} is not in {}..{}", field, x, min, max));
+    }
+    *out = static_cast<int>(x);
+    return true;
+  }
+
+  bool Number(const json& v, const std::string& field, double min, double* out) {
+    if (!v.is_number()) return Fail(field, fmt::format("{}: must be a number", field));
+    double x = v.get<double>();
+    if (!std::isfinite(x) || x < min) {
+      return Fail(field, fmt::format("{}: {} must be a finite number >= {}", field, x, min));
+    }
+    *out = x;
+    return true;
+  }
+
+  bool Bool(const json& v, const std::string& field, bool* out) {
+    if (!v.is_boolean()) return Fail(field, fmt::format("{}: must be true or false", field));
+    *out = v.get<bool>();
+    return true;
+  }
+
+  bool String(const json& v, const std::string& field, std::string* out) {
+    if (!v.is_string()) return Fail(field, fmt::format("{}: must be a string", field));
+    *out = v.get<std::string>();
+    return true;
+  }
+
+  // Adopts a Status from the perf validators, whose messages start with the field name.
+  bool Adopt(const Status& st, std::string_view fallback_field) {
+    if (st.ok()) return true;
+    std::string_view msg = st.message();
+    std::size_t colon = msg.find(':');
+    std::string field(colon == std::string_view::npos ? fallback_field : msg.substr(0, colon));
+    if (field.find(' ') != std::string::npos) field = std::string(fallback_field);
+    return Fail(field, std::string(msg));
+  }
+
+  static std::string Join(std::string_view prefix, std::string_view key) {
+    return prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
+  }
+};
+
+bool ReadModel(Reader& r, const json& v, ModelSpec* out) {
+  if (v.is_string()) {
+    Result<ModelSpec> m = FindModel(v.get<std::string>());
+    if (!m.ok()) return r.Fail("model", fmt::format("model: {}", m.status().message()));
+    *out = std::move(m).value();
+    return true;
+  }
+  if (!v.is_object()) {
+    return r.Fail("model", "model: must be a catalogue name or an object of model fields");
+  }
+  // JSON is YAML: the model reader validates every field and names it.
+  Result<ModelSpec> m = ParseModel(v.dump(), "model");
+  if (!m.ok()) return r.Fail("model", std::string(m.status().message()));
+  *out = std::move(m).value();
+  return true;
+}
+
+bool ReadTraining(Reader& r, const json& v, const ModelSpec& model, TrainingSpec* out) {
+  if (!v.is_object()) return r.Fail("training", "training: must be an object");
+  if (!r.OnlyKnown(v, "training",
+                   {"global_batch", "global_batch_tokens", "dtype", "tokens", "price_per_gpu_hour",
+                    "flash_attention"})) {
+    return false;
+  }
+  if (v.contains("global_batch") && v.contains("global_batch_tokens")) {
+    return r.Fail("training.global_batch_tokens",
+                  "training.global_batch_tokens: give global_batch or global_batch_tokens, not "
+                  "both");
+  }
+  if (v.contains("global_batch") &&
+      !r.Int(v["global_batch"], "training.global_batch", 1, 1 << 24, &out->global_batch)) {
+    return false;
+  }
+  if (v.contains("global_batch_tokens")) {
+    double tokens = 0;
+    if (!r.Number(v["global_batch_tokens"], "training.global_batch_tokens", 1, &tokens)) {
+      return false;
+    }
+    Result<int> b = GlobalBatchFromTokens(tokens, model.seq, "training.global_batch_tokens");
+    if (!b.ok()) return r.Adopt(b.status(), "training.global_batch_tokens");
+    out->global_batch = *b;
+  }
+  if (v.contains("dtype")) {
+    std::string name;
+    if (!r.String(v["dtype"], "training.dtype", &name)) return false;
+    Result<topo::Dtype> d = topo::ParseDtype(name);
+    if (!d.ok()) {
+      return r.Fail("training.dtype", fmt::format("training.dtype: {}", d.status().message()));
+    }
+    out->dtype = *d;
+  }
+  if (v.contains("tokens") && !r.Number(v["tokens"], "training.tokens", 0, &out->tokens_to_train)) {
+    return false;
+  }
+  if (v.contains("price_per_gpu_hour") &&
+      !r.Number(v["price_per_gpu_hour"], "training.price_per_gpu_hour", 0,
+                &out->dollars_per_gpu_hour)) {
+    return false;
+  }
+  if (v.contains("flash_attention") &&
+      !r.Bool(v["flash_attention"], "training.flash_attention", &out->flash_attention)) {
+    return false;
+  }
+  return true;
+}
+
+bool ReadPlan(Reader& r, const json& v, ParallelPlan* out, bool* has_dp) {
+  if (!v.is_object()) return r.Fail("plan", "plan: must be an object");
+  if (!r.OnlyKnown(v, "plan",
+                   {"tp", "pp", "dp", "cp", "ep", "mbs", "vp", "recompute", "sequence_parallel",
+                    "zero", "overlap_dp_comm", "uneven_pp", "order"})) {
+    return false;
+  }
+  struct IntField {
+    const char* name;
+    int* value;
+    int min;
+  };
+  for (IntField f :
+       {IntField{"tp", &out->tp, 1}, IntField{"pp", &out->pp, 1}, IntField{"dp", &out->dp, 1},
+        IntField{"cp", &out->cp, 1}, IntField{"ep", &out->ep, 1}, IntField{"mbs", &out->mbs, 1},
+        IntField{"vp", &out->vp, 1}, IntField{"zero", &out->zero, 0}}) {
+    if (v.contains(f.name) &&
+        !r.Int(v[f.name], fmt::format("plan.{}", f.name), f.min, 1 << 22, f.value)) {
+      return false;
+    }
+  }
+  *has_dp = v.contains("dp");
+  if (out->zero > 3)
+    return r.Fail("plan.zero", fmt::format("plan.zero: {} is not in 0..3", out->zero));
+  struct BoolField {
+    const char* name;
+    bool* value;
+  };
+  for (BoolField f : {BoolField{"sequence_parallel", &out->sequence_parallel},
+                      BoolField{"overlap_dp_comm", &out->overlap_dp_comm},
+                      BoolField{"uneven_pp", &out->uneven_pp}}) {
+    if (v.contains(f.name) && !r.Bool(v[f.name], fmt::format("plan.{}", f.name), f.value)) {
+      return false;
+    }
+  }
+  std::string text;
+  if (v.contains("recompute")) {
+    if (!r.String(v["recompute"], "plan.recompute", &text)) return false;
+    Result<Recompute> rc = ParseRecompute(text);
+    if (!rc.ok()) {
+      return r.Fail("plan.recompute", fmt::format("plan.recompute: {}", rc.status().message()));
+    }
+    out->recompute = *rc;
+  }
+  if (v.contains("order")) {
+    if (!r.String(v["order"], "plan.order", &text)) return false;
+    Result<RankOrder> o = ParseRankOrder(text);
+    if (!o.ok()) return r.Fail("plan.order", fmt::format("plan.order: {}", o.status().message()));
+    out->order = *o;
+  }
+  return true;
+}
+
+bool ReadIntList(Reader& r, const json& v, const std::string& field, int min, int max,
+                 std::vector<int>* out) {
+  if (!v.is_array() || v.empty()) {
+    return r.Fail(field, fmt::format("{}: must be a non-empty list of integers", field));
+  }
+  if (v.size() > 256) return r.Fail(field, fmt::format("{}: more than 256 values", field));
+  out->clear();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    int x = 0;
+    if (!r.Int(v[i], fmt::format("{}[{}]", field, i), min, max, &x)) return false;
+    out->push_back(x);
+  }
+  return true;
+}
+
+bool ReadSearch(Reader& r, const json& v, PlanRequest* out) {
+  if (!v.is_object()) return r.Fail("search", "search: must be an object");
+  if (!r.OnlyKnown(
+          v, "search",
+          {"tp", "pp", "cp", "ep", "mbs", "vp", "zero", "recompute", "top", "objective"})) {
+    return false;
+  }
+  SearchSpace& s = out->space;
+  struct ListField {
+    const char* name;
+    std::vector<int>* values;
+    int min;
+    int max;
+  };
+  for (ListField f : {ListField{"tp", &s.tp, 1, 1 << 16}, ListField{"pp", &s.pp, 1, 1 << 16},
+                      ListField{"cp", &s.cp, 1, 1 << 16}, ListField{"ep", &s.ep, 1, 1 << 16},
+                      ListField{"mbs", &s.mbs, 1, 1 << 16}, ListField{"vp", &s.vp, 1, 1 << 10},
+                      ListField{"zero", &s.zero, 0, 3}}) {
+    if (v.contains(f.name) &&
+        !ReadIntList(r, v[f.name], fmt::format("search.{}", f.name), f.min, f.max, f.values)) {
+      return false;
+    }
+  }
+  if (v.contains("recompute")) {
+    const json& list = v["recompute"];
+    if (!list.is_array() || list.empty() || list.size() > 3) {
+      return r.Fail("search.recompute", "search.recompute: must be a list of 1-3 names");
+    }
+    s.recompute.clear();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      std::string field = fmt::format("search.recompute[{}]", i);
+      std::string name;
+      if (!r.String(list[i], field, &name)) return false;
+      Result<Recompute> rc = ParseRecompute(name);
+      if (!rc.ok()) return r.Fail(field, fmt::format("{}: {}", field, rc.status().message()));
+      s.recompute.push_back(*rc);
+    }
+  }
+  if (v.contains("top") && !r.Int(v["top"], "search.top", 1, 100, &out->top_k)) return false;
+  if (v.contains("objective")) {
+    std::string name;
+    if (!r.String(v["objective"], "search.objective", &name)) return false;
+    if (name == "time") {
+      out->objective = Objective::kStepTime;
+    } else if (name == "mfu") {
+      out->objective = Objective::kMfu;
+    } else {
+      return r.Fail("search.objective",
+                    fmt::format("search.objective: '{}' is not time or mfu", Printable(name)));
+    }
+  }
+  if (s.size() > kMaxRequestSearchSpace) {
+    return r.Fail("search", fmt::format("search: the space holds {} plans, more than the {} a "
+                                        "request may search; restrict tp, pp, mbs or vp",
+                                        s.size(), kMaxRequestSearchSpace));
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<PlanRequest> ParsePlanRequest(std::string_view body, PlanQuestion question,
+                                     std::string* field) {
+  auto fail = [&](std::string f, std::string message) -> Status {
+    if (field != nullptr) *field = std::move(f);
+    return InvalidArgumentError(std::move(message));
+  };
+  json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return fail("", "body: not valid JSON");
+  if (!root.is_object()) return fail("", "body: must be a JSON object");
+
+  Reader r;
+  PlanRequest req;
+  const bool estimate = question == PlanQuestion::kEstimate;
+  bool has_dp = false;
+  auto run = [&]() -> bool {
+    if (!r.OnlyKnown(root, "", {"model", "gpus", "training", estimate ? "plan" : "search"})) {
+      return false;
+    }
+    if (!root.contains("model")) return r.Fail("model", "model: required");
+    if (!ReadModel(r, root["model"], &req.model)) return false;
+    if (!root.contains("gpus")) return r.Fail("gpus", "gpus: required");
+    if (!r.Int(root["gpus"], "gpus", 1, 1 << 22, &req.gpus)) return false;
+    if (root.contains("training") && !ReadTraining(r, root["training"], req.model, &req.training)) {
+      return false;
+    }
+    if (req.training.global_batch == 0) {
+      req.training.global_batch = std::max(1, (4 << 20) / req.model.seq);  // ~4M tokens
+    }
+    if (!r.Adopt(ValidateTraining(req.training), "training")) return false;
+    if (estimate) {
+      if (root.contains("plan") && !ReadPlan(r, root["plan"], &req.plan, &has_dp)) return false;
+      if (!has_dp) {
+        long long mp = static_cast<long long>(req.plan.tp) * req.plan.pp * req.plan.cp;
+        if (req.gpus % mp != 0) {
+          return r.Fail("gpus", fmt::format("gpus: {} GPUs cannot be split into tp {} x pp {} x "
+                                            "cp {} = {} model-parallel groups",
+                                            req.gpus, req.plan.tp, req.plan.pp, req.plan.cp, mp));
+        }
+        req.plan.dp = static_cast<int>(req.gpus / mp);
+      }
+      return r.Adopt(ValidatePlan(req.model, req.plan, req.training, req.gpus), "plan");
+    }
+    req.space = DefaultSearchSpace(req.model, {req.gpus});
+    return !root.contains("search") || ReadSearch(r, root["search"], &req);
+  };
+  if (!run()) return fail(r.error->field, r.error->message);
+  return req;
+}
+
+}  // namespace baton::perf

@@ -10,6 +10,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   libpq-dev libpqxx-dev postgresql curl
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

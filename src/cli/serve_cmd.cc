@@ -21,6 +21,7 @@
 #include "sched/framework/config.h"
 #include "server/executors/dry_run_executor.h"
 #include "server/executors/local_executor.h"
+#include "server/executors/slurm_executor.h"
 #include "server/scheduling_controller.h"
 #include "server/server.h"
 #include "topology/builders/fabrics.h"
@@ -40,6 +41,8 @@ struct ServeOptions {
   double speedup = 60;
   double failure_probability = 0;
   std::string local_host;
+  std::string slurm_conf;
+  std::string slurm_partition;
   std::string log_dir = "baton-logs";
   std::string tls_cert, tls_key;
   bool demo = false;
@@ -127,8 +130,21 @@ Status Run(const ServeOptions& o) {
   if (!o.preset.empty() && !o.topology.empty()) {
     return InvalidArgumentError("give --preset or --topology, not both");
   }
+  const bool slurm = o.executor == "slurm";
+  if (slurm && (!o.preset.empty() || !o.topology.empty())) {
+    return InvalidArgumentError(
+        "--executor slurm takes the cluster from Slurm (--slurm-conf), not --preset/--topology");
+  }
+  std::string slurm_conf = o.slurm_conf;
+  if (slurm && slurm_conf.empty() && std::getenv("SLURM_CONF") != nullptr) {
+    slurm_conf = std::getenv("SLURM_CONF");
+  }
+  if (slurm && slurm_conf.empty()) {
+    return InvalidArgumentError("--executor slurm needs --slurm-conf PATH (or $SLURM_CONF)");
+  }
   ASSIGN_OR_RETURN(topo::Cluster cluster,
-                   o.topology.empty()
+                   slurm ? server::ClusterFromSlurmConf(slurm_conf)
+                   : o.topology.empty()
                        ? topo::BuildPreset(o.preset.empty() ? "superpod-h100" : o.preset)
                        : topo::LoadClusterFile(o.topology));
   server::SchedulingControllerOptions co;
@@ -150,8 +166,14 @@ Status Run(const ServeOptions& o) {
   } else if (o.executor == "local") {
     executor = std::make_unique<server::LocalExecutor>(
         server::LocalOptions{o.local_host, o.log_dir}, clock);
+  } else if (slurm) {
+    server::SlurmOptions so_slurm;
+    so_slurm.slurm_conf = slurm_conf;
+    so_slurm.work_dir = o.log_dir;
+    so_slurm.partition = o.slurm_partition;
+    executor = std::make_unique<server::SlurmExecutor>(so_slurm, clock);
   } else {
-    return InvalidArgumentError("--executor must be dry-run or local (slurm: not yet)");
+    return InvalidArgumentError("--executor must be dry-run, local or slurm");
   }
   LOG_INFO("cluster {}: {} nodes, {} GPUs; executor {}", cluster.name(), cluster.nodes().size(),
            cluster.counts().total, executor->name());
@@ -193,8 +215,12 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--topology", o->topology, "Cluster file (baton YAML or Slurm topology.conf)");
   cmd->add_option("--scheduler-config", o->scheduler_config,
                   "Scheduler YAML: actions, queue sort, plugins (default: built-in)");
-  cmd->add_option("--executor", o->executor, "dry-run (simulated) or local (real processes)")
+  cmd->add_option("--executor", o->executor,
+                  "dry-run (simulated), local (real processes) or slurm (batch jobs on Slurm)")
       ->capture_default_str();
+  cmd->add_option("--slurm-conf", o->slurm_conf,
+                  "slurm: slurm.conf (topology.conf beside it); default $SLURM_CONF");
+  cmd->add_option("--slurm-partition", o->slurm_partition, "slurm: partition for baton's jobs");
   cmd->add_option("--speedup", o->speedup, "dry-run: simulated seconds per real second")
       ->capture_default_str();
   cmd->add_option("--failure-probability", o->failure_probability,
@@ -202,7 +228,9 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--local-host", o->local_host,
                   "local: the node this machine is (default: run every rank here)");
-  cmd->add_option("--log-dir", o->log_dir, "local: where rank logs go")->capture_default_str();
+  cmd->add_option("--log-dir", o->log_dir,
+                  "local: where rank logs go; slurm: batch scripts, hostfiles and job output")
+      ->capture_default_str();
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate (HTTPS with --tls-key)");
   cmd->add_option("--tls-key", o->tls_key, "PEM private key");
   cmd->add_flag("--demo", o->demo, "Submit a stream of synthetic jobs through the API");

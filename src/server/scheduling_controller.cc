@@ -397,8 +397,28 @@ void SchedulingController::Handle(TelemetryIn& in) {
 void SchedulingController::SetNodeHealth(topo::NodeId node) {
   topo::NodeHealth admin = topo::NodeHealth::kHealthy;
   if (auto it = admin_health_.find(node); it != admin_health_.end()) admin = it->second;
-  topo::NodeHealth h = Worse(admin, health_.condition(node));
+  // baton's own verdict (admin state, health rules) goes to the executor's resource manager; the
+  // resource manager's view of the node comes back through HandleNodeReport and only worsens it.
+  topo::NodeHealth ours = Worse(admin, health_.condition(node));
+  auto told = told_executor_.try_emplace(node, topo::NodeHealth::kHealthy).first;
+  if (told->second != ours) {
+    told->second = ours;
+    std::string reason =
+        admin != topo::NodeHealth::kHealthy ? "cordoned or drained by an admin" : "health rules";
+    executor_->NodeConditionChanged(cluster().node(node).name, ours, reason);
+  }
+  topo::NodeHealth h = ours;
+  if (auto it = executor_health_.find(node); it != executor_health_.end()) h = Worse(h, it->second);
   if (h != cluster().node(node).health) events_.push_back(sched::Event::NodeHealth(node, h));
+}
+
+void SchedulingController::HandleNodeReport(const NodeReport& report) {
+  auto it = node_by_name_.find(report.node);
+  if (it == node_by_name_.end()) return;  // a node the executor has and the cluster does not
+  LOG_WARN("node {}: {} says {} ({})", report.node, executor_->name(),
+           topo::NodeHealthName(report.health), report.reason);
+  executor_health_[it->second] = report.health;
+  SetNodeHealth(it->second);
 }
 
 LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::GangJob& spec,
@@ -457,6 +477,27 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
     events_.push_back(sched::Event::Cancel(sid));
     return;
   }
+  if (exit.kind == ExitKind::kLost && !preempted_by_.contains(id)) {
+    const sched::JobInfo* info = scheduler_->job(sid);
+    if (info == nullptr || info->phase == sched::JobPhase::kPending) return;  // already requeued
+    int lost = ++lost_[id];
+    if (lost <= options_.max_lost_requeues) {
+      Result<JobRecord> r =
+          store_->Transition(id, {{JobState::kRunning},
+                                  JobState::kQueued,
+                                  "requeued",
+                                  fmt::format("{} (lost {} of at most {} times); back in the queue",
+                                              exit.message, lost, options_.max_lost_requeues)});
+      Record(r.status(), id, "requeue");
+      metrics_->requeues.WithLabels({"lost"}).Increment();
+      events_.push_back(sched::Event::Finish(sid));  // frees its GPUs and forgets it ...
+      if (r.ok()) {
+        Submitted again{*r};  // ... and this hands it back as a new submission
+        Handle(again);
+      }
+      return;
+    }
+  }
   if (auto it = preempted_by_.find(id); it != preempted_by_.end()) {
     JobId by = it->second;
     preempted_by_.erase(it);
@@ -484,6 +525,7 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
     events_.push_back(sched::Event::Finish(sid));
   }
   commands_.erase(id);
+  lost_.erase(id);
   bool ok = exit.kind == ExitKind::kSucceeded;
   if (!ok) metrics_->failures.WithLabels({"exit"}).Increment();
   Record(store_
@@ -544,8 +586,11 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     JobId id = StoreId(r.job);
     metrics_->failures.WithLabels({"rejected"}).Increment();
     commands_.erase(id);
+    // A job the scheduler gives up on after it ran (its requeue can never be placed) may still
+    // be running in the executor: end it there too.
+    executor_->Kill(id);
     Record(store_
-               ->Transition(id, {{JobState::kQueued},
+               ->Transition(id, {{JobState::kQueued, JobState::kRunning},
                                  JobState::kFailed,
                                  "rejected",
                                  fmt::format("rejected by {}: {}", r.plugin, r.reason)})
@@ -607,6 +652,8 @@ void SchedulingController::Loop() {
     }
     for (Input& in : inputs) std::visit([this](auto& x) { Handle(x); }, in);
     inputs.clear();
+    // Nodes first: a job that died with its node is requeued by the node's failure.
+    for (const NodeReport& report : executor_->PollNodes()) HandleNodeReport(report);
     for (const ExitReport& exit : executor_->Poll()) HandleExit(exit);
     TimePoint now = clock_.Now();
     bool due = wake_at_ && *wake_at_ <= now;

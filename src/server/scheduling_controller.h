@@ -42,6 +42,9 @@ struct SchedulingControllerOptions {
   int master_port_base = 29500;  // a job's MASTER_PORT = base + job id % 1000
   // "waiting" events (why a job is not placed) made durable per cycle; the rest show in the API.
   int max_waiting_events_per_cycle = 16;
+  // A job the executor reports lost (its node failed, the resource manager preempted it) is
+  // requeued at most this many times, then failed.
+  int max_lost_requeues = 3;
 };
 
 class SchedulingController final : public Controller {
@@ -99,6 +102,7 @@ class SchedulingController final : public Controller {
   void Handle(AdminChanged& in);
   void Handle(TelemetryIn& in);
   void HandleExit(const ExitReport& exit);
+  void HandleNodeReport(const NodeReport& report);
   void ApplyDecisions(const sched::Decisions& d, TimePoint now);
   void Launch(JobId id, const sched::Placement& placement, TimePoint now);
   void SetNodeHealth(topo::NodeId node);
@@ -131,11 +135,14 @@ class SchedulingController final : public Controller {
   std::vector<sched::Event> events_;  // for the next cycle
   std::optional<TimePoint> wake_at_;
   std::map<topo::NodeId, topo::NodeHealth> admin_health_;
-  std::map<JobId, std::vector<std::string>> commands_;  // of jobs the scheduler knows
-  std::map<JobId, JobId> preempted_by_;                 // victim -> preemptor
-  std::set<JobId> cancelling_;                          // user cancelled while running
-  std::map<JobId, std::string> waiting_reason_;         // last "waiting" event per job
-  std::map<JobId, std::string> waiting_now_;            // pending jobs' latest reasons
+  std::map<topo::NodeId, topo::NodeHealth> executor_health_;  // the resource manager's view
+  std::map<topo::NodeId, topo::NodeHealth> told_executor_;    // baton's verdict, as last sent
+  std::map<JobId, int> lost_;                                 // kLost requeues per job
+  std::map<JobId, std::vector<std::string>> commands_;        // of jobs the scheduler knows
+  std::map<JobId, JobId> preempted_by_;                       // victim -> preemptor
+  std::set<JobId> cancelling_;                                // user cancelled while running
+  std::map<JobId, std::string> waiting_reason_;               // last "waiting" event per job
+  std::map<JobId, std::string> waiting_now_;                  // pending jobs' latest reasons
 
   // Snapshot for queries.
   mutable std::mutex snapshot_mu_;

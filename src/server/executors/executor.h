@@ -1,7 +1,7 @@
 // Executor: where the daemon's controller starts and stops jobs once the scheduler has placed
 // them. Implementations: DryRunExecutor (a simulated cluster in accelerated time, for demos and
-// tests) and LocalExecutor (real processes on this machine); a Slurm executor fits the same
-// interface.
+// tests), LocalExecutor (real processes on this machine) and SlurmExecutor (batch jobs on a real
+// Slurm cluster).
 //
 // Contract:
 //  * Threading: every method is called from the controller thread only; implementations need no
@@ -16,7 +16,12 @@
 //  * Reattach is called at daemon start-up for jobs the store says are running: true means the
 //    executor still runs (or can still account for) the job, and will report its exit; false
 //    means the job is gone and the controller requeues it.
-//  * Poll never blocks; it returns the exits seen since the last call.
+//  * Poll never blocks; it returns the exits seen since the last call. PollNodes likewise returns
+//    the node conditions the executor's resource manager reported since the last call (only
+//    executors with one, such as Slurm); the controller reads nodes before exits, so a job that
+//    died with its node is requeued by the node's failure rather than failed.
+//  * NodeConditionChanged tells the executor baton's own verdict on a node (admin cordon/drain,
+//    health rules); executors with a resource manager mirror it there (Slurm: drain / resume).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +31,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/units.h"
+#include "topology/cluster.h"
 
 namespace baton::server {
 
@@ -50,12 +56,22 @@ struct LaunchRequest {
   TimePoint started_at;       // when the controller placed it
 };
 
-enum class ExitKind : std::uint8_t { kSucceeded, kFailed, kStopped };
+// kLost: the job ended through no fault of its own (a node failed under it, the resource manager
+// preempted it); the controller requeues it.
+enum class ExitKind : std::uint8_t { kSucceeded, kFailed, kStopped, kLost };
 
 struct ExitReport {
   std::int64_t job = 0;
   ExitKind kind = ExitKind::kSucceeded;
   std::string message;  // "exit code 3 on rank 1", "stopped"
+};
+
+// A node's condition as the executor's resource manager sees it (Slurm: DOWN or NOT_RESPONDING is
+// kDown, DRAIN set by somebody other than baton is kDraining), sent when it changes.
+struct NodeReport {
+  std::string node;
+  topo::NodeHealth health = topo::NodeHealth::kHealthy;
+  std::string reason;
 };
 
 class Executor {
@@ -67,6 +83,9 @@ class Executor {
   virtual void Kill(std::int64_t job) = 0;
   virtual bool Reattach(const LaunchRequest& request) = 0;
   virtual std::vector<ExitReport> Poll() = 0;
+  virtual std::vector<NodeReport> PollNodes() { return {}; }
+  virtual void NodeConditionChanged(const std::string& /*node*/, topo::NodeHealth /*health*/,
+                                    const std::string& /*reason*/) {}
   // Stops everything still running (daemon shutdown in tests); jobs are not reported.
   virtual void StopAll() = 0;
 };

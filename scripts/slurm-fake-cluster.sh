@@ -1,0 +1,120 @@
+#!/bin/bash
+# A real Slurm 22.05 cluster of 16 fake nodes x 8 fake GPUs on ONE Debian 12 host, for tests.
+# baton's copy of ../shared/recipes/slurm-fake-cluster/run.sh, changed for its tests: failures are
+# noticed in seconds (SlurmdTimeout=4), finished jobs stay visible to squeue for 10 minutes
+# (MinJobAge), and three more commands stop one node, restart one node, and restart the controller
+# keeping its state:
+#   run.sh stop-node DIR NODE | start-node DIR NODE | restart-controller DIR
+# Debian's slurm-wlm is built with --enable-multiple-slurmd, so each node is its own slurmd
+# on localhost with its own port. Needs root (mknod for the fake GPU device files).
+#
+#   run.sh install          apt-get install the packages (slurmctld slurmd slurm-client munge)
+#   run.sh start [DIR]      write configs into DIR (default ./slurm-fake), start munged,
+#                           slurmctld and 16 slurmd; wait until all nodes are idle
+#   run.sh stop  [DIR]      stop every daemon this script started, by the PID files in DIR
+#
+# Topology: 4 leaf switches (leaf1: n[01-04] ... leaf4: n[13-16]) under one spine.
+# Placement without launching:  sbatch --test-only -N4 --gres=gpu:8 --wrap=true
+#   -> "sbatch: Job N to start at T using 4 processors on nodes n[05-08] in partition all" (stderr)
+set -u
+cmd=${1:-}
+DIR=$(realpath -m "${2:-./slurm-fake}")
+NODES=16
+case "$cmd" in
+install)
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge
+  ;;
+start)
+  mkdir -p "$DIR"/{state,spool,dev,log}
+  cat > "$DIR/slurm.conf" <<CONF
+ClusterName=fake
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+SlurmctldPidFile=$DIR/slurmctld.pid
+SlurmdPidFile=$DIR/slurmd-%n.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
+SlurmctldPort=6817
+SlurmdTimeout=4
+SlurmctldTimeout=10
+MinJobAge=600
+KillWait=5
+MessageTimeout=5
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+TopologyPlugin=topology/tree
+SchedulerType=sched/backfill
+GresTypes=gpu
+ReturnToService=2
+MpiDefault=none
+MailProg=/bin/true
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+NodeName=n[01-16] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-17016] CPUs=32 RealMemory=1000 Gres=gpu:h100:8 State=UNKNOWN
+PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+  cat > "$DIR/topology.conf" <<CONF
+SwitchName=leaf1 Nodes=n[01-04]
+SwitchName=leaf2 Nodes=n[05-08]
+SwitchName=leaf3 Nodes=n[09-12]
+SwitchName=leaf4 Nodes=n[13-16]
+SwitchName=spine Switches=leaf[1-4]
+CONF
+  # gres.conf File= must name character devices, or slurmd counts 0 GPUs and drains the node
+  for g in 0 1 2 3 4 5 6 7; do [ -e "$DIR/dev/nvidia$g" ] || mknod "$DIR/dev/nvidia$g" c 1 3; done
+  printf 'AutoDetect=off\nNodeName=n[01-16] Name=gpu Type=h100 File=%s/dev/nvidia[0-7]\n' "$DIR" > "$DIR/gres.conf"
+  mkdir -p /run/munge /var/log/munge /var/lib/munge /etc/munge
+  chown munge:munge /run/munge /var/log/munge /var/lib/munge
+  [ -s /etc/munge/munge.key ] || { dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 2>/dev/null; chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key; }
+  if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
+    runuser -u munge -- /usr/sbin/munged && echo started > "$DIR/munged.ours"
+  fi
+  export SLURM_CONF="$DIR/slurm.conf"
+  /usr/sbin/slurmctld -c -f "$DIR/slurm.conf"
+  for i in $(seq -w 1 $NODES); do /usr/sbin/slurmd -f "$DIR/slurm.conf" -N "n$i"; done
+  for _ in $(seq 1 60); do
+    scontrol update nodename=n[01-16] state=resume >/dev/null 2>&1
+    idle=$(sinfo -h -N -t idle -o %N 2>/dev/null | wc -l)
+    [ "$idle" -ge $NODES ] && break
+    sleep 1
+  done
+  sinfo -N -o "%N %T %G"
+  echo "export SLURM_CONF=$DIR/slurm.conf"
+  ;;
+stop-node)
+  f="$DIR/slurmd-$3.pid"; [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; rm -f "$f"
+  ;;
+start-node)
+  /usr/sbin/slurmd -f "$DIR/slurm.conf" -N "$3"
+  for _ in $(seq 1 30); do
+    SLURM_CONF="$DIR/slurm.conf" scontrol update nodename="$3" state=resume >/dev/null 2>&1
+    SLURM_CONF="$DIR/slurm.conf" sinfo -h -n "$3" -t idle -o %N | grep -q . && break
+    sleep 1
+  done
+  ;;
+restart-controller)
+  [ -f "$DIR/slurmctld.pid" ] && kill "$(cat "$DIR/slurmctld.pid")" 2>/dev/null
+  for _ in $(seq 1 50); do pgrep -f "slurmctld -c -f $DIR/slurm.conf|slurmctld -f $DIR/slurm.conf" >/dev/null || break; sleep 0.2; done
+  /usr/sbin/slurmctld -f "$DIR/slurm.conf"
+  ;;
+stop-controller)
+  [ -f "$DIR/slurmctld.pid" ] && kill "$(cat "$DIR/slurmctld.pid")" 2>/dev/null
+  for _ in $(seq 1 50); do pgrep -f "slurmctld -c -f $DIR/slurm.conf|slurmctld -f $DIR/slurm.conf" >/dev/null || break; sleep 0.2; done
+  ;;
+start-controller)
+  /usr/sbin/slurmctld -f "$DIR/slurm.conf"
+  ;;
+stop)
+  for f in "$DIR"/slurmd-n*.pid "$DIR/slurmctld.pid"; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  if [ -f "$DIR/munged.ours" ] && [ -f /run/munge/munged.pid ]; then kill "$(cat /run/munge/munged.pid)" 2>/dev/null; rm -f "$DIR/munged.ours"; fi
+  ;;
+*) echo "usage: $0 install | start [DIR] | stop [DIR] | stop-node DIR NODE | start-node DIR NODE | stop-controller DIR | start-controller DIR | restart-controller DIR"; exit 2;;
+esac

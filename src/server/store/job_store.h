@@ -107,6 +107,8 @@ struct JobPage {
 
 enum class NodeAdmin : std::uint8_t { kActive, kCordoned, kDraining };
 std::string_view NodeAdminName(NodeAdmin a);  // "active", "cordoned", "draining"
+// The inverse, for reading a stored name back: kInternal for a name no build wrote.
+Result<NodeAdmin> ParseNodeAdmin(std::string_view name);
 
 struct NodeAdminState {
   std::string node;  // node name as in the cluster description

@@ -1,8 +1,8 @@
 // JobStore: the daemon's durable state — jobs (spec, state, attempts, idempotency key), each
 // job's event history, and the administrative state of nodes (cordoned / draining). The daemon
 // acknowledges nothing to a client before the store has made it durable. SqliteJobStore
-// (sqlite_job_store.h) is the embedded default; a PostgreSQL implementation can sit behind the
-// same interface.
+// (sqlite_job_store.h) is the embedded default; PostgresJobStore (postgres_job_store.h) keeps the
+// same state in a PostgreSQL database.
 //
 // Contract shared by every implementation:
 //  * Durability: when a mutating call (Submit, Transition, AppendEvent, SetNodeAdmin) returns OK,

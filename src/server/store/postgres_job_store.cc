@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <pqxx/pqxx>
+#include <thread>
 #include <utility>
 
 #include "core/log.h"
@@ -326,17 +328,15 @@ struct PostgresJobStore::Writer {
   }
 };
 
-struct PostgresJobStore::PendingWrite {
-  std::function<Status(Writer&)> op;
-  Status result;
-  bool done = false;
-};
-
 // ---------------------------------------------------------------------------------------------
 // Open, migrate, close.
 
 PostgresJobStore::PostgresJobStore(const PostgresStoreOptions& options)
-    : options_(options), display_url_(WithoutPassword(options.url)), clock_(options.clock) {
+    : options_(options),
+      display_url_(WithoutPassword(options.url)),
+      clock_(options.clock),
+      writes_(display_url_, options.group_commit ? static_cast<std::size_t>(options.max_batch) : 1,
+              [this](const auto& batch) { return CommitBatch(batch); }) {
   static const SystemClock kSystemClock;
   if (clock_ == nullptr) clock_ = &kSystemClock;
 }
@@ -420,28 +420,22 @@ Status PostgresJobStore::Init() {
     return CurrentExceptionStatus("open");
   }
   ASSIGN_OR_RETURN(report_.jobs_by_state, CountByState());
-  committer_ = std::thread([this] { CommitLoop(); });
+  writes_.Start();
+  opened_ = true;
   return Status::Ok();
 }
 
 PostgresJobStore::~PostgresJobStore() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_all();
-  if (committer_.joinable() && writer_ != nullptr) {
-    committer_.join();
-    // Only a store that opened fully marks the database closed cleanly.
-    if (writer_->conn.connected()) {
-      try {
-        pqxx::work tx(*writer_->conn.conn);
-        tx.exec0("UPDATE daemon_session SET open = false WHERE id = 1");
-        tx.commit();
-      } catch (...) {
-        LOG_WARN("job store {}: {}", display_url_,
-                 CurrentExceptionStatus("recording a clean shutdown").ToString());
-      }
+  writes_.Stop();
+  // Only a store that opened fully marks the database closed cleanly.
+  if (opened_ && writer_->conn.connected()) {
+    try {
+      pqxx::work tx(*writer_->conn.conn);
+      tx.exec0("UPDATE daemon_session SET open = false WHERE id = 1");
+      tx.commit();
+    } catch (...) {
+      LOG_WARN("job store {}: {}", display_url_,
+               CurrentExceptionStatus("recording a clean shutdown").ToString());
     }
   }
   readers_.clear();
@@ -451,47 +445,7 @@ PostgresJobStore::~PostgresJobStore() {
 // ---------------------------------------------------------------------------------------------
 // The committer.
 
-Status PostgresJobStore::Write(std::function<Status(Writer&)> op) {
-  PendingWrite pending{std::move(op), Status::Ok(), false};
-  std::unique_lock lock(mu_);
-  if (stopping_) return UnavailableError("job store is closing");
-  queue_.push_back(&pending);
-  queue_cv_.notify_one();
-  done_cv_.wait(lock, [&] { return pending.done; });
-  return pending.result;
-}
-
-void PostgresJobStore::CommitLoop() {
-  std::vector<PendingWrite*> batch;
-  while (true) {
-    {
-      std::unique_lock lock(mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued has been written
-      std::size_t n = options_.group_commit ? static_cast<std::size_t>(options_.max_batch) : 1;
-      while (!queue_.empty() && batch.size() < n) {
-        batch.push_back(queue_.front());
-        queue_.pop_front();
-      }
-    }
-    Status txn = CommitBatch(batch);
-    if (txn.ok()) {
-      transactions_.fetch_add(1);
-    } else {
-      LOG_ERROR("job store {}: transaction of {} writes failed: {}", display_url_, batch.size(),
-                txn.ToString());
-      for (PendingWrite* p : batch) p->result = txn;
-    }
-    {
-      std::lock_guard lock(mu_);
-      for (PendingWrite* p : batch) p->done = true;
-    }
-    done_cv_.notify_all();
-    batch.clear();
-  }
-}
-
-Status PostgresJobStore::CommitBatch(const std::vector<PendingWrite*>& batch) {
+Status PostgresJobStore::CommitBatch(const std::vector<GroupCommitQueue<Writer>::Pending*>& batch) {
   Writer& w = *writer_;
   try {
     if (!w.conn.connected()) {
@@ -502,7 +456,7 @@ Status PostgresJobStore::CommitBatch(const std::vector<PendingWrite*>& batch) {
       LOG_INFO("job store {}: reconnected", display_url_);
     }
     pqxx::work tx(*w.conn.conn);
-    for (PendingWrite* p : batch) {
+    for (auto* p : batch) {
       try {
         pqxx::subtransaction savepoint(tx);
         w.tx = &savepoint;
@@ -554,7 +508,7 @@ auto PostgresJobStore::WithReader(std::string_view what, Fn&& fn) {
 
 Result<SubmitResult> PostgresJobStore::Submit(const NewJob& job) {
   std::optional<SubmitResult> out;
-  RETURN_IF_ERROR(Write([&](Writer& w) -> Status {
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(SubmitResult r, w.Submit(job));
     out = std::move(r);
     return Status::Ok();
@@ -619,7 +573,7 @@ Result<std::map<JobState, std::int64_t>> PostgresJobStore::CountByState() {
 
 Result<JobRecord> PostgresJobStore::Transition(JobId id, const StateChange& change) {
   std::optional<JobRecord> out;
-  RETURN_IF_ERROR(Write([&](Writer& w) -> Status {
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(JobRecord r, w.Transition(id, change));
     out = std::move(r);
     return Status::Ok();
@@ -628,7 +582,7 @@ Result<JobRecord> PostgresJobStore::Transition(JobId id, const StateChange& chan
 }
 
 Status PostgresJobStore::AppendEvent(JobId id, std::string_view kind, std::string_view message) {
-  return Write([&](Writer& w) -> Status {
+  return writes_.Write([&](Writer& w) -> Status {
     return w.InsertEvent(id, ToMicros(clock_->Now()), kind, message);
   });
 }
@@ -651,7 +605,7 @@ Result<std::vector<JobEvent>> PostgresJobStore::Events(JobId id, int limit) {
 
 Status PostgresJobStore::SetNodeAdmin(const NodeAdminState& state) {
   if (state.node.empty()) return InvalidArgumentError("node name is empty");
-  return Write([&](Writer& w) -> Status {
+  return writes_.Write([&](Writer& w) -> Status {
     if (state.admin == NodeAdmin::kActive) {
       w.tx->exec_prepared0("delete_node", state.node);
     } else {

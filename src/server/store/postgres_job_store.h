@@ -19,18 +19,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/units.h"
+#include "server/store/group_commit.h"
 #include "server/store/job_store.h"
 
 namespace baton::server {
@@ -83,23 +79,18 @@ class PostgresJobStore final : public JobStore {
   const std::string& display_url() const { return display_url_; }
 
   // Write transactions committed so far. Thread-safe; for tests and benchmarks.
-  std::int64_t transactions_committed() const { return transactions_.load(); }
+  std::int64_t transactions_committed() const { return writes_.transactions_committed(); }
 
   // Implementation types, public only so that the .cc's helpers can name them.
   struct Connection;
   struct Writer;
-  struct PendingWrite;
 
  private:
   explicit PostgresJobStore(const PostgresStoreOptions& options);
   Status Init();
-  // Queues `op` for the committer and waits until the transaction holding it has committed (or
-  // failed). `op` runs on the committer thread inside a savepoint: an error (returned or thrown)
-  // rolls back only its own changes.
-  Status Write(std::function<Status(Writer&)> op);
-  void CommitLoop();
-  // Runs one batch in one transaction; sets each write's result. Returns the transaction's status.
-  Status CommitBatch(const std::vector<PendingWrite*>& batch);
+  // Runs a batch of writes in one transaction, each inside a savepoint: an error (returned or
+  // thrown) rolls back only that write's changes. On the committer thread.
+  Status CommitBatch(const std::vector<GroupCommitQueue<Writer>::Pending*>& batch);
   // Borrows a read connection (round-robin, one user at a time) for `fn`, reconnecting it first
   // if the server dropped it.
   template <typename Fn>
@@ -113,13 +104,8 @@ class PostgresJobStore final : public JobStore {
   std::vector<std::unique_ptr<Connection>> readers_;
   std::atomic<std::uint32_t> next_reader_{0};
 
-  std::mutex mu_;
-  std::condition_variable queue_cv_;  // committer waits for work
-  std::condition_variable done_cv_;   // writers wait for their batch
-  std::deque<PendingWrite*> queue_;
-  bool stopping_ = false;
-  std::thread committer_;
-  std::atomic<std::int64_t> transactions_{0};
+  bool opened_ = false;  // Init succeeded
+  GroupCommitQueue<Writer> writes_;
 };
 
 }  // namespace baton::server

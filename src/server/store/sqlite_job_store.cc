@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <mutex>
 #include <system_error>
 #include <utility>
 
@@ -338,17 +339,14 @@ struct SqliteJobStore::Writer {
   }
 };
 
-struct SqliteJobStore::PendingWrite {
-  std::function<Status(Writer&)> op;
-  Status result;
-  bool done = false;
-};
-
 // ---------------------------------------------------------------------------------------------
 // Open, migrate, close.
 
 SqliteJobStore::SqliteJobStore(const SqliteStoreOptions& options)
-    : options_(options), clock_(options.clock) {
+    : options_(options),
+      clock_(options.clock),
+      writes_(options.path, options.group_commit ? static_cast<std::size_t>(options.max_batch) : 1,
+              [this](const auto& batch) { return CommitBatch(batch); }) {
   static const SystemClock kSystemClock;
   if (clock_ == nullptr) clock_ = &kSystemClock;
 }
@@ -433,17 +431,12 @@ Status SqliteJobStore::Init() {
 
   ASSIGN_OR_RETURN(report_.jobs_by_state, CountByState());
   ASSIGN_OR_RETURN(report_.node_admin_entries, QueryInt(db, "SELECT COUNT(*) FROM node_admin"));
-  committer_ = std::thread([this] { CommitLoop(); });
+  writes_.Start();
   return Status::Ok();
 }
 
 SqliteJobStore::~SqliteJobStore() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_all();
-  if (committer_.joinable()) committer_.join();
+  writes_.Stop();
   readers_.clear();
   writer_.reset();  // the last connection to close checkpoints and removes the WAL
   if (lock_fd_ >= 0) ::close(lock_fd_);
@@ -452,63 +445,28 @@ SqliteJobStore::~SqliteJobStore() {
 // ---------------------------------------------------------------------------------------------
 // The committer.
 
-Status SqliteJobStore::Write(std::function<Status(Writer&)> op) {
-  PendingWrite pending{std::move(op), Status::Ok(), false};
-  std::unique_lock lock(mu_);
-  if (stopping_) return UnavailableError("job store is closing");
-  queue_.push_back(&pending);
-  queue_cv_.notify_one();
-  done_cv_.wait(lock, [&] { return pending.done; });
-  return pending.result;
-}
-
-void SqliteJobStore::CommitLoop() {
+Status SqliteJobStore::CommitBatch(const std::vector<GroupCommitQueue<Writer>::Pending*>& batch) {
   Writer& w = *writer_;
-  std::vector<PendingWrite*> batch;
-  while (true) {
-    {
-      std::unique_lock lock(mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued has been written
-      std::size_t n = options_.group_commit ? static_cast<std::size_t>(options_.max_batch) : 1;
-      while (!queue_.empty() && batch.size() < n) {
-        batch.push_back(queue_.front());
-        queue_.pop_front();
+  Status txn = w.begin.Reset().Run();
+  if (txn.ok()) {
+    for (auto* p : batch) {
+      Status s = w.savepoint.Reset().Run();
+      if (s.ok()) s = p->op(w);
+      if (s.ok()) {
+        s = w.release.Reset().Run();
+      } else {
+        (void)w.rollback_to.Reset().Run();
+        (void)w.release.Reset().Run();
       }
+      p->result = s;
     }
-    Status txn = w.begin.Reset().Run();
-    if (txn.ok()) {
-      for (PendingWrite* p : batch) {
-        Status s = w.savepoint.Reset().Run();
-        if (s.ok()) s = p->op(w);
-        if (s.ok()) {
-          s = w.release.Reset().Run();
-        } else {
-          (void)w.rollback_to.Reset().Run();
-          (void)w.release.Reset().Run();
-        }
-        p->result = s;
-      }
-      txn = w.commit.Reset().Run();
-      if (!txn.ok()) (void)w.rollback.Reset().Run();
-      w.begin.Reset();
-      w.commit.Reset();
-      w.rollback.Reset();
-    }
-    if (txn.ok()) {
-      transactions_.fetch_add(1);
-    } else {
-      LOG_ERROR("job store {}: transaction of {} writes failed: {}", options_.path, batch.size(),
-                txn.ToString());
-      for (PendingWrite* p : batch) p->result = txn;
-    }
-    {
-      std::lock_guard lock(mu_);
-      for (PendingWrite* p : batch) p->done = true;
-    }
-    done_cv_.notify_all();
-    batch.clear();
+    txn = w.commit.Reset().Run();
+    if (!txn.ok()) (void)w.rollback.Reset().Run();
   }
+  w.begin.Reset();
+  w.commit.Reset();
+  w.rollback.Reset();
+  return txn;
 }
 
 template <typename Fn>
@@ -523,7 +481,7 @@ auto SqliteJobStore::WithReader(Fn&& fn) {
 
 Result<SubmitResult> SqliteJobStore::Submit(const NewJob& job) {
   std::optional<SubmitResult> out;
-  RETURN_IF_ERROR(Write([&](Writer& w) -> Status {
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(SubmitResult r, w.Submit(job));
     out = std::move(r);
     return Status::Ok();
@@ -583,7 +541,7 @@ Result<std::map<JobState, std::int64_t>> SqliteJobStore::CountByState() {
 
 Result<JobRecord> SqliteJobStore::Transition(JobId id, const StateChange& change) {
   std::optional<JobRecord> out;
-  RETURN_IF_ERROR(Write([&](Writer& w) -> Status {
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(JobRecord r, w.Transition(id, change));
     out = std::move(r);
     return Status::Ok();
@@ -592,7 +550,7 @@ Result<JobRecord> SqliteJobStore::Transition(JobId id, const StateChange& change
 }
 
 Status SqliteJobStore::AppendEvent(JobId id, std::string_view kind, std::string_view message) {
-  return Write([&](Writer& w) -> Status {
+  return writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(JobRecord job, w.conn->GetJob(id));
     return w.InsertEvent(job.id, ToMicros(clock_->Now()), kind, message);
   });
@@ -625,7 +583,7 @@ Result<std::vector<JobEvent>> SqliteJobStore::Events(JobId id, int limit) {
 
 Status SqliteJobStore::SetNodeAdmin(const NodeAdminState& state) {
   if (state.node.empty()) return InvalidArgumentError("node name is empty");
-  return Write([&](Writer& w) -> Status {
+  return writes_.Write([&](Writer& w) -> Status {
     if (state.admin == NodeAdmin::kActive) {
       return w.delete_node.Reset().Bind(1, state.node).Run();
     }

@@ -31,6 +31,19 @@ Result<JobState> ParseJobState(std::string_view name) {
                               "cancelled)");
 }
 
+Status CheckTransition(JobId id, JobState current, const StateChange& change) {
+  bool allowed = change.from.empty();
+  for (JobState s : change.from) allowed = allowed || s == current;
+  if (allowed) return Status::Ok();
+  return FailedPreconditionError("job " + std::to_string(id) + " is " +
+                                 std::string(JobStateName(current)) + ", cannot become " +
+                                 std::string(JobStateName(change.to)));
+}
+
+std::string_view TransitionEventKind(const StateChange& change) {
+  return change.event_kind.empty() ? JobStateName(change.to) : std::string_view(change.event_kind);
+}
+
 bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }

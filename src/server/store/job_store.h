@@ -93,6 +93,12 @@ struct StateChange {
   std::string message;
 };
 
+// What every store does with a StateChange, so that they agree: CheckTransition is OK when
+// `change` applies to a job now in `current`, else kFailedPrecondition naming that state;
+// TransitionEventKind is the kind of the event recorded with it.
+Status CheckTransition(JobId id, JobState current, const StateChange& change);
+std::string_view TransitionEventKind(const StateChange& change);
+
 struct JobFilter {
   std::optional<std::string> tenant;
   std::optional<JobState> state;

@@ -308,19 +308,11 @@ struct PostgresJobStore::Writer {
     pqxx::result current = tx->exec_prepared("lock_job", id);
     if (current.empty()) return NotFound(id);
     ASSIGN_OR_RETURN(JobRecord job, ReadJob(current[0]));
-    bool allowed = change.from.empty();
-    for (JobState s : change.from) allowed = allowed || s == job.state;
-    if (!allowed) {
-      return FailedPreconditionError("job " + std::to_string(id) + " is " +
-                                     std::string(JobStateName(job.state)) + ", cannot become " +
-                                     std::string(JobStateName(change.to)));
-    }
+    RETURN_IF_ERROR(CheckTransition(id, job.state, change));
     std::int64_t now = ToMicros(clock->Now());
     int attempt = change.to == JobState::kRunning ? 1 : 0;
     tx->exec_prepared0("update_state", id, std::string(JobStateName(change.to)), attempt, now);
-    std::string_view kind =
-        change.event_kind.empty() ? JobStateName(change.to) : std::string_view(change.event_kind);
-    RETURN_IF_ERROR(InsertEvent(id, now, kind, change.message));
+    RETURN_IF_ERROR(InsertEvent(id, now, TransitionEventKind(change), change.message));
     job.state = change.to;
     job.attempts += attempt;
     job.updated_at = FromMicros(now);

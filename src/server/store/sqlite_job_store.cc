@@ -318,20 +318,12 @@ struct SqliteJobStore::Writer {
 
   Result<JobRecord> Transition(JobId id, const StateChange& change) {
     ASSIGN_OR_RETURN(JobRecord job, conn->GetJob(id));
-    bool allowed = change.from.empty();
-    for (JobState s : change.from) allowed = allowed || s == job.state;
-    if (!allowed) {
-      return FailedPreconditionError("job " + std::to_string(id) + " is " +
-                                     std::string(JobStateName(job.state)) + ", cannot become " +
-                                     std::string(JobStateName(change.to)));
-    }
+    RETURN_IF_ERROR(CheckTransition(id, job.state, change));
     std::int64_t now = ToMicros(clock->Now());
     int attempt = change.to == JobState::kRunning ? 1 : 0;
     update_state.Reset().Bind(1, id).Bind(2, JobStateName(change.to)).Bind(3, attempt).Bind(4, now);
     RETURN_IF_ERROR(update_state.Run());
-    std::string_view kind =
-        change.event_kind.empty() ? JobStateName(change.to) : std::string_view(change.event_kind);
-    RETURN_IF_ERROR(InsertEvent(id, now, kind, change.message));
+    RETURN_IF_ERROR(InsertEvent(id, now, TransitionEventKind(change), change.message));
     job.state = change.to;
     job.attempts += attempt;
     job.updated_at = FromMicros(now);

@@ -33,6 +33,7 @@ namespace {
 struct ServeOptions {
   std::string listen = "127.0.0.1:8080";
   std::string db = "baton.db";
+  std::string store;
   std::string auth;
   std::string preset;
   std::string topology;
@@ -123,6 +124,7 @@ Status Run(const ServeOptions& o) {
   so.host = o.listen.substr(0, colon);
   so.port = static_cast<int>(*port);
   so.db_path = o.db;
+  so.store = o.store;
   so.auth_config_path = o.auth;
   so.tls_cert_path = o.tls_cert;
   so.tls_key_path = o.tls_key;
@@ -210,6 +212,10 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--listen", o->listen, "HOST:PORT to serve on")->capture_default_str();
   cmd->add_option("--db", o->db, "SQLite database file (created if missing)")
       ->capture_default_str();
+  cmd->add_option(
+      "--store", o->store,
+      "Keep the job store in PostgreSQL instead of --db: postgresql://user@host:port/db "
+      "(the database must exist; tables are created on start)");
   cmd->add_option("--auth", o->auth, "YAML file of principals and tokens")->required();
   cmd->add_option("--preset", o->preset, "Built-in cluster (default superpod-h100)");
   cmd->add_option("--topology", o->topology, "Cluster file (baton YAML or Slurm topology.conf)");

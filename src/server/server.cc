@@ -14,6 +14,7 @@
 #include "server/http/api.h"
 #include "server/http/auth.h"
 #include "server/metrics.h"
+#include "server/store/postgres_job_store.h"
 #include "server/store/sqlite_job_store.h"
 
 namespace baton::server {
@@ -23,7 +24,7 @@ struct Server::Impl {
   NullController null_controller;
   Controller* controller = nullptr;
   bool controller_started = false;
-  std::unique_ptr<SqliteJobStore> store;
+  std::unique_ptr<JobStore> store;
   std::unique_ptr<Authenticator> auth;
   Registry metrics;
   std::unique_ptr<Api> api;
@@ -74,11 +75,23 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   ASSIGN_OR_RETURN(Authenticator auth, Authenticator::LoadFile(options.auth_config_path));
   impl->auth = std::make_unique<Authenticator>(std::move(auth));
 
-  SqliteStoreOptions store_options;
-  store_options.path = options.db_path;
-  store_options.group_commit = options.group_commit;
-  ASSIGN_OR_RETURN(impl->store, SqliteJobStore::Open(store_options));
-  LOG_INFO("job store {}: {}", options.db_path, impl->store->open_report().ToString());
+  std::string store_name = options.db_path;
+  if (options.store.empty()) {
+    SqliteStoreOptions store_options;
+    store_options.path = options.db_path;
+    store_options.group_commit = options.group_commit;
+    ASSIGN_OR_RETURN(impl->store, SqliteJobStore::Open(store_options));
+  } else if (IsPostgresUrl(options.store)) {
+    PostgresStoreOptions store_options;
+    store_options.url = options.store;
+    store_options.group_commit = options.group_commit;
+    ASSIGN_OR_RETURN(auto postgres, PostgresJobStore::Open(store_options));
+    store_name = postgres->display_url();
+    impl->store = std::move(postgres);
+  } else {
+    return InvalidArgumentError("the store must be a postgresql:// URL (or empty for SQLite)");
+  }
+  LOG_INFO("job store {}: {}", store_name, impl->store->open_report().ToString());
 
   if (!options.tls_cert_path.empty()) {
     auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),

@@ -17,8 +17,10 @@ namespace baton::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;  // 0: any free port (see on_listening)
-  std::string db_path = "baton.db";
+  int port = 8080;                   // 0: any free port (see on_listening)
+  std::string db_path = "baton.db";  // the embedded SQLite store, unless `store` is set
+  // A PostgreSQL store instead: "postgresql://user@host:port/db" (see postgres_job_store.h).
+  std::string store;
   std::string auth_config_path;  // YAML, see http/auth.h; required
   // HTTPS when both are set (cpp-httplib is built with OpenSSL); PEM files.
   std::string tls_cert_path;

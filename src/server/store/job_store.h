@@ -1,8 +1,8 @@
 // JobStore: the daemon's durable state — jobs (spec, state, attempts, idempotency key), each
 // job's event history, and the administrative state of nodes (cordoned / draining). The daemon
 // acknowledges nothing to a client before the store has made it durable. SqliteJobStore
-// (sqlite_job_store.h) is the embedded default; a PostgreSQL implementation can sit behind the
-// same interface.
+// (sqlite_job_store.h) is the embedded default; PostgresJobStore (postgres_job_store.h) keeps the
+// same state in a PostgreSQL database.
 //
 // Contract shared by every implementation:
 //  * Durability: when a mutating call (Submit, Transition, AppendEvent, SetNodeAdmin) returns OK,
@@ -93,6 +93,12 @@ struct StateChange {
   std::string message;
 };
 
+// What every store does with a StateChange, so that they agree: CheckTransition is OK when
+// `change` applies to a job now in `current`, else kFailedPrecondition naming that state;
+// TransitionEventKind is the kind of the event recorded with it.
+Status CheckTransition(JobId id, JobState current, const StateChange& change);
+std::string_view TransitionEventKind(const StateChange& change);
+
 struct JobFilter {
   std::optional<std::string> tenant;
   std::optional<JobState> state;
@@ -107,6 +113,8 @@ struct JobPage {
 
 enum class NodeAdmin : std::uint8_t { kActive, kCordoned, kDraining };
 std::string_view NodeAdminName(NodeAdmin a);  // "active", "cordoned", "draining"
+// The inverse, for reading a stored name back: kInternal for a name no build wrote.
+Result<NodeAdmin> ParseNodeAdmin(std::string_view name);
 
 struct NodeAdminState {
   std::string node;  // node name as in the cluster description

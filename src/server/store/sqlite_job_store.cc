@@ -7,92 +7,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <mutex>
 #include <system_error>
 #include <utility>
 
 #include "core/log.h"
 
 namespace baton::server {
-
-// ---------------------------------------------------------------------------------------------
-// Enum names and the open report.
-
-std::string_view JobStateName(JobState s) {
-  switch (s) {
-    case JobState::kQueued:
-      return "queued";
-    case JobState::kRunning:
-      return "running";
-    case JobState::kCancelling:
-      return "cancelling";
-    case JobState::kSucceeded:
-      return "succeeded";
-    case JobState::kFailed:
-      return "failed";
-    case JobState::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
-Result<JobState> ParseJobState(std::string_view name) {
-  for (JobState s : kAllJobStates) {
-    if (JobStateName(s) == name) return s;
-  }
-  return InvalidArgumentError("unknown job state '" + std::string(name) +
-                              "' (expected queued, running, cancelling, succeeded, failed or "
-                              "cancelled)");
-}
-
-bool IsTerminal(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
-}
-
-std::string_view NodeAdminName(NodeAdmin a) {
-  switch (a) {
-    case NodeAdmin::kActive:
-      return "active";
-    case NodeAdmin::kCordoned:
-      return "cordoned";
-    case NodeAdmin::kDraining:
-      return "draining";
-  }
-  return "unknown";
-}
-
-namespace {
-
-Result<NodeAdmin> ParseNodeAdmin(std::string_view name) {
-  for (NodeAdmin a : {NodeAdmin::kActive, NodeAdmin::kCordoned, NodeAdmin::kDraining}) {
-    if (NodeAdminName(a) == name) return a;
-  }
-  return InternalError("unknown node admin state '" + std::string(name) + "' in the database");
-}
-
-}  // namespace
-
-std::string OpenReport::ToString() const {
-  std::string out = "schema v" + std::to_string(schema_version);
-  if (schema_version_found == 0) {
-    out += " (new database)";
-  } else if (schema_version_found != schema_version) {
-    out += " (migrated from v" + std::to_string(schema_version_found) + ")";
-  }
-  out += recovered_after_crash ? ", recovered after an unclean shutdown" : ", clean";
-  out += ", jobs:";
-  std::int64_t total = 0;
-  for (const auto& [state, count] : jobs_by_state) {
-    if (count == 0) continue;
-    out += ' ';
-    out += JobStateName(state);
-    out += '=';
-    out += std::to_string(count);
-    total += count;
-  }
-  if (total == 0) out += " none";
-  out += ", node admin entries: " + std::to_string(node_admin_entries);
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Thin RAII over the sqlite3 C API.
@@ -397,20 +318,12 @@ struct SqliteJobStore::Writer {
 
   Result<JobRecord> Transition(JobId id, const StateChange& change) {
     ASSIGN_OR_RETURN(JobRecord job, conn->GetJob(id));
-    bool allowed = change.from.empty();
-    for (JobState s : change.from) allowed = allowed || s == job.state;
-    if (!allowed) {
-      return FailedPreconditionError("job " + std::to_string(id) + " is " +
-                                     std::string(JobStateName(job.state)) + ", cannot become " +
-                                     std::string(JobStateName(change.to)));
-    }
+    RETURN_IF_ERROR(CheckTransition(id, job.state, change));
     std::int64_t now = ToMicros(clock->Now());
     int attempt = change.to == JobState::kRunning ? 1 : 0;
     update_state.Reset().Bind(1, id).Bind(2, JobStateName(change.to)).Bind(3, attempt).Bind(4, now);
     RETURN_IF_ERROR(update_state.Run());
-    std::string_view kind =
-        change.event_kind.empty() ? JobStateName(change.to) : std::string_view(change.event_kind);
-    RETURN_IF_ERROR(InsertEvent(id, now, kind, change.message));
+    RETURN_IF_ERROR(InsertEvent(id, now, TransitionEventKind(change), change.message));
     job.state = change.to;
     job.attempts += attempt;
     job.updated_at = FromMicros(now);
@@ -418,17 +331,14 @@ struct SqliteJobStore::Writer {
   }
 };
 
-struct SqliteJobStore::PendingWrite {
-  std::function<Status(Writer&)> op;
-  Status result;
-  bool done = false;
-};
-
 // ---------------------------------------------------------------------------------------------
 // Open, migrate, close.
 
 SqliteJobStore::SqliteJobStore(const SqliteStoreOptions& options)
-    : options_(options), clock_(options.clock) {
+    : options_(options),
+      clock_(options.clock),
+      writes_(options.path, options.group_commit ? static_cast<std::size_t>(options.max_batch) : 1,
+              [this](const auto& batch) { return CommitBatch(batch); }) {
   static const SystemClock kSystemClock;
   if (clock_ == nullptr) clock_ = &kSystemClock;
 }
@@ -513,17 +423,12 @@ Status SqliteJobStore::Init() {
 
   ASSIGN_OR_RETURN(report_.jobs_by_state, CountByState());
   ASSIGN_OR_RETURN(report_.node_admin_entries, QueryInt(db, "SELECT COUNT(*) FROM node_admin"));
-  committer_ = std::thread([this] { CommitLoop(); });
+  writes_.Start();
   return Status::Ok();
 }
 
 SqliteJobStore::~SqliteJobStore() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_all();
-  if (committer_.joinable()) committer_.join();
+  writes_.Stop();
   readers_.clear();
   writer_.reset();  // the last connection to close checkpoints and removes the WAL
   if (lock_fd_ >= 0) ::close(lock_fd_);
@@ -532,63 +437,28 @@ SqliteJobStore::~SqliteJobStore() {
 // ---------------------------------------------------------------------------------------------
 // The committer.
 
-Status SqliteJobStore::Write(std::function<Status(Writer&)> op) {
-  PendingWrite pending{std::move(op), Status::Ok(), false};
-  std::unique_lock lock(mu_);
-  if (stopping_) return UnavailableError("job store is closing");
-  queue_.push_back(&pending);
-  queue_cv_.notify_one();
-  done_cv_.wait(lock, [&] { return pending.done; });
-  return pending.result;
-}
-
-void SqliteJobStore::CommitLoop() {
+Status SqliteJobStore::CommitBatch(const std::vector<GroupCommitQueue<Writer>::Pending*>& batch) {
   Writer& w = *writer_;
-  std::vector<PendingWrite*> batch;
-  while (true) {
-    {
-      std::unique_lock lock(mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued has been written
-      std::size_t n = options_.group_commit ? static_cast<std::size_t>(options_.max_batch) : 1;
-      while (!queue_.empty() && batch.size() < n) {
-        batch.push_back(queue_.front());
-        queue_.pop_front();
+  Status txn = w.begin.Reset().Run();
+  if (txn.ok()) {
+    for (auto* p : batch) {
+      Status s = w.savepoint.Reset().Run();
+      if (s.ok()) s = p->op(w);
+      if (s.ok()) {
+        s = w.release.Reset().Run();
+      } else {
+        (void)w.rollback_to.Reset().Run();
+        (void)w.release.Reset().Run();
       }
+      p->result = s;
     }
-    Status txn = w.begin.Reset().Run();
-    if (txn.ok()) {
-      for (PendingWrite* p : batch) {
-        Status s = w.savepoint.Reset().Run();
-        if (s.ok()) s = p->op(w);
-        if (s.ok()) {
-          s = w.release.Reset().Run();
-        } else {
-          (void)w.rollback_to.Reset().Run();
-          (void)w.release.Reset().Run();
-        }
-        p->result = s;
-      }
-      txn = w.commit.Reset().Run();
-      if (!txn.ok()) (void)w.rollback.Reset().Run();
-      w.begin.Reset();
-      w.commit.Reset();
-      w.rollback.Reset();
-    }
-    if (txn.ok()) {
-      transactions_.fetch_add(1);
-    } else {
-      LOG_ERROR("job store {}: transaction of {} writes failed: {}", options_.path, batch.size(),
-                txn.ToString());
-      for (PendingWrite* p : batch) p->result = txn;
-    }
-    {
-      std::lock_guard lock(mu_);
-      for (PendingWrite* p : batch) p->done = true;
-    }
-    done_cv_.notify_all();
-    batch.clear();
+    txn = w.commit.Reset().Run();
+    if (!txn.ok()) (void)w.rollback.Reset().Run();
   }
+  w.begin.Reset();
+  w.commit.Reset();
+  w.rollback.Reset();
+  return txn;
 }
 
 template <typename Fn>
@@ -603,7 +473,7 @@ auto SqliteJobStore::WithReader(Fn&& fn) {
 
 Result<SubmitResult> SqliteJobStore::Submit(const NewJob& job) {
   std::optional<SubmitResult> out;
-  RETURN_IF_ERROR(Write([&](Writer& w) -> Status {
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(SubmitResult r, w.Submit(job));
     out = std::move(r);
     return Status::Ok();
@@ -663,7 +533,7 @@ Result<std::map<JobState, std::int64_t>> SqliteJobStore::CountByState() {
 
 Result<JobRecord> SqliteJobStore::Transition(JobId id, const StateChange& change) {
   std::optional<JobRecord> out;
-  RETURN_IF_ERROR(Write([&](Writer& w) -> Status {
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(JobRecord r, w.Transition(id, change));
     out = std::move(r);
     return Status::Ok();
@@ -672,7 +542,7 @@ Result<JobRecord> SqliteJobStore::Transition(JobId id, const StateChange& change
 }
 
 Status SqliteJobStore::AppendEvent(JobId id, std::string_view kind, std::string_view message) {
-  return Write([&](Writer& w) -> Status {
+  return writes_.Write([&](Writer& w) -> Status {
     ASSIGN_OR_RETURN(JobRecord job, w.conn->GetJob(id));
     return w.InsertEvent(job.id, ToMicros(clock_->Now()), kind, message);
   });
@@ -705,7 +575,7 @@ Result<std::vector<JobEvent>> SqliteJobStore::Events(JobId id, int limit) {
 
 Status SqliteJobStore::SetNodeAdmin(const NodeAdminState& state) {
   if (state.node.empty()) return InvalidArgumentError("node name is empty");
-  return Write([&](Writer& w) -> Status {
+  return writes_.Write([&](Writer& w) -> Status {
     if (state.admin == NodeAdmin::kActive) {
       return w.delete_node.Reset().Bind(1, state.node).Run();
     }

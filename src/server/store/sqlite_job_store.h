@@ -10,17 +10,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/clock.h"
+#include "server/store/group_commit.h"
 #include "server/store/job_store.h"
 
 namespace baton::server {
@@ -62,21 +59,18 @@ class SqliteJobStore final : public JobStore {
   const OpenReport& open_report() const override { return report_; }
 
   // Write transactions committed so far (each one fsync). Thread-safe; for tests and benchmarks.
-  std::int64_t transactions_committed() const { return transactions_.load(); }
+  std::int64_t transactions_committed() const { return writes_.transactions_committed(); }
 
   // Implementation types, public only so that the .cc's helpers can name them.
   struct Connection;
   struct Writer;
-  struct PendingWrite;
 
  private:
   explicit SqliteJobStore(const SqliteStoreOptions& options);
   Status Init();
-  // Queues `op` for the committer and waits until the transaction holding it has committed (or
-  // failed). `op` runs on the committer thread inside a savepoint: an error return rolls back
-  // only its own changes.
-  Status Write(std::function<Status(Writer&)> op);
-  void CommitLoop();
+  // Runs a batch of writes in one transaction, each inside a savepoint: an error return rolls
+  // back only that write's changes. On the committer thread.
+  Status CommitBatch(const std::vector<GroupCommitQueue<Writer>::Pending*>& batch);
   // Borrows a read connection (round-robin, one user at a time) for `fn`.
   template <typename Fn>
   auto WithReader(Fn&& fn);
@@ -89,13 +83,7 @@ class SqliteJobStore final : public JobStore {
   std::vector<std::unique_ptr<Connection>> readers_;
   std::atomic<std::uint32_t> next_reader_{0};
 
-  std::mutex mu_;
-  std::condition_variable queue_cv_;  // committer waits for work
-  std::condition_variable done_cv_;   // writers wait for their batch
-  std::deque<PendingWrite*> queue_;
-  bool stopping_ = false;
-  std::thread committer_;
-  std::atomic<std::int64_t> transactions_{0};
+  GroupCommitQueue<Writer> writes_;
 };
 
 }  // namespace baton::server

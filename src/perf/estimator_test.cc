@@ -142,6 +142,61 @@ TEST(EstimatorTest, BubbleIsPMinusOneOverVM) {
   }
 }
 
+// Context parallelism splits the sequence, not the work: the same GPUs spend more time per
+// token as cp grows (smaller GEMMs, one attention kernel per ring step on half-size blocks,
+// partial-output merges), even where the KV ring hides completely (GQA on NVLink).
+TEST(EstimatorTest, ContextParallelIsNotFree) {
+  ModelSpec m = Model("llama3-70b");
+  TrainingSpec t = Training(64, topo::Dtype::kBf16);
+  t.flash_attention = true;
+  ShortSystem s;
+  s.gpus = 256;
+  auto sys = SystemFromShort(s);
+  ASSERT_TRUE(sys.ok());
+  double prev = 0;
+  for (int cp : {1, 2, 4, 8}) {
+    ParallelPlan plan{
+        .tp = 8, .pp = 4, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
+    plan.recompute = Recompute::kSelective;
+    plan.zero = 1;
+    StepEstimate e = EstimateOf(m, plan, t, *sys);
+    ASSERT_TRUE(e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory)
+        << RejectionName(e.rejection);
+    // Same GPUs, same tokens: compute per step would be flat if cp were free.
+    EXPECT_GT(e.compute.value(), prev) << "cp" << cp;
+    prev = e.compute.value();
+  }
+}
+
+// The KV ring hides only behind the attention step that runs beside it. Full multi-head K and
+// V of short chunks over a slow network cannot hide, and the exposed part grows with the ring.
+TEST(EstimatorTest, ContextParallelRingHidesOnlyBehindAttention) {
+  ModelSpec m = Model("gpt3-175b");
+  TrainingSpec t = Training(64, topo::Dtype::kBf16);
+  t.flash_attention = true;
+  ShortSystem s;
+  s.gpu = "H100-SXM";
+  s.gpus = 512;
+  s.nic_gbits_per_gpu = 50;
+  auto sys = SystemFromShort(s);
+  ASSERT_TRUE(sys.ok());
+  double prev = 0;
+  for (int cp : {2, 4, 8}) {
+    ParallelPlan plan{
+        .tp = 8, .pp = 8, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
+    plan.recompute = Recompute::kSelective;
+    StepEstimate e = EstimateOf(m, plan, t, *sys);
+    EXPECT_GT(e.cp_comm.value(), prev) << "cp" << cp;
+    prev = e.cp_comm.value();
+  }
+  s.nic_gbits_per_gpu = 3200;
+  auto fast = SystemFromShort(s);
+  ASSERT_TRUE(fast.ok());
+  ParallelPlan plan{.tp = 8, .pp = 8, .dp = 2, .cp = 4, .mbs = 1, .sequence_parallel = true};
+  EXPECT_LT(EstimateOf(m, plan, t, *fast).cp_comm.value(),
+            EstimateOf(m, plan, t, *sys).cp_comm.value());
+}
+
 TEST(EstimatorTest, PartsAddUpAndRatesAreConsistent) {
   ModelSpec m = Model("llama3-70b");
   TrainingSpec t = Training(512, topo::Dtype::kBf16);

@@ -410,8 +410,10 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   out->ep_comm = Seconds(mb * (3 * comm_fwd_ep + rc_ep));
   out->bubble = Seconds(plan.pp > 1 ? (p - 1) / v * t_mb : 0.0);
   if (plan.pp > 1) {
-    double p2p_bytes = 2 * tokens * h / t;  // Megatron's scatter-gather across TP ranks
-    out->pp_comm = Seconds(2 * (v * mb + p - 1) * P2pTime(ctx, pp_g, p2p_bytes));
+    // Split across TP ranks (Megatron's scatter-gather; DeepSpeed's engine partitions too).
+    double p2p_bytes = 2 * tokens * h / t;
+    double transfers = plan.batched_pp_p2p ? 2.0 : 4.0;  // per micro-batch, see plan.h
+    out->pp_comm = Seconds(transfers * (v * mb + p - 1) * P2pTime(ctx, pp_g, p2p_bytes));
   }
 
   // ---- Data parallel gradient reduction, ZeRO gathers and the optimizer.

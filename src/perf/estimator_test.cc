@@ -35,6 +35,23 @@ TrainingSpec Training(int gbs, topo::Dtype dtype = topo::Dtype::kFp16) {
   return t;
 }
 
+// A post-2022 run: bf16 with fused (flash) attention.
+TrainingSpec FlashTraining(int gbs) {
+  TrainingSpec t = Training(gbs, topo::Dtype::kBf16);
+  t.flash_attention = true;
+  return t;
+}
+
+SystemSpec H100s(int gpus, double nic_gbits_per_gpu = 400) {
+  ShortSystem s;
+  s.gpu = "H100-SXM";
+  s.gpus = gpus;
+  s.nic_gbits_per_gpu = nic_gbits_per_gpu;
+  auto sys = SystemFromShort(s);
+  CHECK(sys.ok());
+  return *sys;
+}
+
 StepEstimate EstimateOf(const ModelSpec& m, const ParallelPlan& p, const TrainingSpec& t,
                         const SystemSpec& s) {
   EvalContext ctx(m, t, s);
@@ -148,19 +165,15 @@ TEST(EstimatorTest, BubbleIsPMinusOneOverVM) {
 // partial-output merges), even where the KV ring hides completely (GQA on NVLink).
 TEST(EstimatorTest, ContextParallelIsNotFree) {
   ModelSpec m = Model("llama3-70b");
-  TrainingSpec t = Training(64, topo::Dtype::kBf16);
-  t.flash_attention = true;
-  ShortSystem s;
-  s.gpus = 256;
-  auto sys = SystemFromShort(s);
-  ASSERT_TRUE(sys.ok());
+  TrainingSpec t = FlashTraining(64);
+  SystemSpec sys = H100s(256);
   double prev = 0;
   for (int cp : {1, 2, 4, 8}) {
     ParallelPlan plan{
         .tp = 8, .pp = 4, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
     plan.recompute = Recompute::kSelective;
     plan.zero = 1;
-    StepEstimate e = EstimateOf(m, plan, t, *sys);
+    StepEstimate e = EstimateOf(m, plan, t, sys);
     ASSERT_TRUE(e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory)
         << RejectionName(e.rejection);
     // Same GPUs, same tokens: compute per step would be flat if cp were free.
@@ -173,29 +186,20 @@ TEST(EstimatorTest, ContextParallelIsNotFree) {
 // V of short chunks over a slow network cannot hide, and the exposed part grows with the ring.
 TEST(EstimatorTest, ContextParallelRingHidesOnlyBehindAttention) {
   ModelSpec m = Model("gpt3-175b");
-  TrainingSpec t = Training(64, topo::Dtype::kBf16);
-  t.flash_attention = true;
-  ShortSystem s;
-  s.gpu = "H100-SXM";
-  s.gpus = 512;
-  s.nic_gbits_per_gpu = 50;
-  auto sys = SystemFromShort(s);
-  ASSERT_TRUE(sys.ok());
+  TrainingSpec t = FlashTraining(64);
+  SystemSpec slow = H100s(512, 50);
   double prev = 0;
   for (int cp : {2, 4, 8}) {
     ParallelPlan plan{
         .tp = 8, .pp = 8, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
     plan.recompute = Recompute::kSelective;
-    StepEstimate e = EstimateOf(m, plan, t, *sys);
+    StepEstimate e = EstimateOf(m, plan, t, slow);
     EXPECT_GT(e.cp_comm.value(), prev) << "cp" << cp;
     prev = e.cp_comm.value();
   }
-  s.nic_gbits_per_gpu = 3200;
-  auto fast = SystemFromShort(s);
-  ASSERT_TRUE(fast.ok());
   ParallelPlan plan{.tp = 8, .pp = 8, .dp = 2, .cp = 4, .mbs = 1, .sequence_parallel = true};
-  EXPECT_LT(EstimateOf(m, plan, t, *fast).cp_comm.value(),
-            EstimateOf(m, plan, t, *sys).cp_comm.value());
+  EXPECT_LT(EstimateOf(m, plan, t, H100s(512, 3200)).cp_comm.value(),
+            EstimateOf(m, plan, t, slow).cp_comm.value());
 }
 
 // DeepSpeed's pipeline engine sends and receives one blocking call at a time: four transfers per

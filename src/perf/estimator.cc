@@ -312,12 +312,30 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double rate = gemm_rate(h / t);
   double attn_model_flops = 4 * tokens * seq * h / t;
   double t_attn_core;
+  // Context parallelism runs attention as a ring of cp steps (Megatron-Core / Transformer
+  // Engine): the sequence is cut into 2 * cp chunks and rank r holds chunks r and 2cp-1-r, so
+  // causal work is balanced across ranks (the reason CheckPlan wants seq % 2cp == 0; a plain
+  // contiguous split would leave the last rank (2cp-1)/cp times the mean). Each step is its own
+  // kernel on 1/cp of the work: step 0 the causal diagonal block (sl x sl), the others
+  // rectangular blocks with one side of sl / 2, where the kernel is less efficient. After each
+  // off-diagonal step the fp32 partial output is rescaled by the new log-sum-exp and
+  // accumulated (read and write fp32, read the step's bf16 result: 10 bytes per element); the
+  // backward pass accumulates dQ the same way, and costs twice the forward like every term here.
+  double t_attn_step_diag = 0, t_attn_step_off = 0;
   if (flash) {
-    double block = sl / (sl + c.flash_half_length);
-    t_attn_core = 0.5 * attn_model_flops / (peak * c.flash_attention_fraction * block);
+    auto flash_rate = [&](double len) {
+      return peak * c.flash_attention_fraction * len / (len + c.flash_half_length);
+    };
+    double step_work = 0.5 * attn_model_flops / plan.cp;
+    t_attn_step_diag = step_work / flash_rate(sl);
+    if (plan.cp > 1) {
+      t_attn_step_off = step_work / flash_rate(sl / 2) + 10 * tokens * h / t / hbm;
+    }
+    t_attn_core = t_attn_step_diag + (plan.cp - 1) * t_attn_step_off;
   } else {
     double softmax_elems = (m.dropout ? 4.5 : 2.0) * plan.mbs * (m.heads / t) * sl * seq;
     t_attn_core = attn_model_flops / gemm_rate(m.head_dim()) + 2 * softmax_elems / hbm;
+    t_attn_step_diag = t_attn_step_off = t_attn_core / plan.cp;
   }
   double attn_gemm = 2 * tokens * (h * (h + 2 * kvd) + h * h) / t;
   double norm_bytes = 2 * (m.dropout ? 15.0 : 10.0) * tokens * h / sp_div;
@@ -352,11 +370,19 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double tp_layer = plan.tp > 1
                         ? (1 - c.tp_overlap_fraction) * 2 * AllReduceTime(ctx, tp_g, 2 * tokens * h)
                         : 0.0;
-  double cp_layer = 0;
+  // The ring passes K and V of the local chunk cp - 1 times per layer; each transfer hides only
+  // behind the attention step running at the same time (the previous chunk's), never behind
+  // the GEMMs, which need the attention output. The backward pass sends K, V and their
+  // gradients (twice the bytes) behind attention steps that take twice as long.
+  double cp_layer = 0, cp_layer_bwd = 0;
   if (plan.cp > 1) {
     double chunk = 2 * 2 * tokens * kvd / t;  // K and V of the local chunk
-    double ring = (plan.cp - 1) * P2pTime(ctx, cp_g, chunk);
-    cp_layer = std::max(0.0, ring - t_attn_core);
+    double hop = P2pTime(ctx, cp_g, chunk);
+    double hop_bwd = P2pTime(ctx, cp_g, 2 * chunk);
+    cp_layer = std::max(0.0, hop - t_attn_step_diag) +
+               (plan.cp - 2) * std::max(0.0, hop - t_attn_step_off);
+    cp_layer_bwd = std::max(0.0, hop_bwd - 2 * t_attn_step_diag) +
+                   (plan.cp - 2) * std::max(0.0, hop_bwd - 2 * t_attn_step_off);
   }
   double ep_layer = 0;
   if (plan.ep > 1) {
@@ -365,26 +391,29 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   }
   double comm_fwd_tp = stage_layers * tp_layer;
   double comm_fwd_cp = stage_layers * cp_layer;
+  double comm_bwd_cp = stage_layers * cp_layer_bwd;
   double comm_fwd_ep = ls_moe * ep_layer;
-  double rc_comm =
-      plan.recompute == Recompute::kFull ? comm_fwd_tp + comm_fwd_cp + comm_fwd_ep : 0.0;
   double rc_tp = plan.recompute == Recompute::kFull ? comm_fwd_tp : 0.0;
-  double rc_cp = plan.recompute == Recompute::kFull ? comm_fwd_cp : 0.0;
+  // Selective recomputation re-runs core attention, and with it the forward ring.
+  double rc_cp = plan.recompute != Recompute::kNone ? comm_fwd_cp : 0.0;
   double rc_ep = plan.recompute == Recompute::kFull ? comm_fwd_ep : 0.0;
+  double rc_comm = rc_tp + rc_cp + rc_ep;
   double t_fwd = fwd + comm_fwd_tp + comm_fwd_cp + comm_fwd_ep;
-  double t_bwd = bwd + 2 * (comm_fwd_tp + comm_fwd_cp + comm_fwd_ep) + rc + rc_comm;
+  double t_bwd = bwd + 2 * (comm_fwd_tp + comm_fwd_ep) + comm_bwd_cp + rc + rc_comm;
   double t_mb = t_fwd + t_bwd;
 
   out->micro_batches = micro;
   out->compute = Seconds(mb * (fwd + bwd));
   out->recompute = Seconds(mb * rc);
   out->tp_comm = Seconds(mb * (3 * comm_fwd_tp + rc_tp));
-  out->cp_comm = Seconds(mb * (3 * comm_fwd_cp + rc_cp));
+  out->cp_comm = Seconds(mb * (comm_fwd_cp + comm_bwd_cp + rc_cp));
   out->ep_comm = Seconds(mb * (3 * comm_fwd_ep + rc_ep));
   out->bubble = Seconds(plan.pp > 1 ? (p - 1) / v * t_mb : 0.0);
   if (plan.pp > 1) {
-    double p2p_bytes = 2 * tokens * h / t;  // Megatron's scatter-gather across TP ranks
-    out->pp_comm = Seconds(2 * (v * mb + p - 1) * P2pTime(ctx, pp_g, p2p_bytes));
+    // Split across TP ranks (Megatron's scatter-gather; DeepSpeed's engine partitions too).
+    double p2p_bytes = 2 * tokens * h / t;
+    double transfers = plan.batched_pp_p2p ? 2.0 : 4.0;  // per micro-batch, see plan.h
+    out->pp_comm = Seconds(transfers * (v * mb + p - 1) * P2pTime(ctx, pp_g, p2p_bytes));
   }
 
   // ---- Data parallel gradient reduction, ZeRO gathers and the optimizer.

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "topology/builders/fabrics.h"
 
@@ -32,6 +33,23 @@ TrainingSpec Training(int gbs, topo::Dtype dtype = topo::Dtype::kFp16) {
   t.dtype = dtype;
   t.flash_attention = false;
   return t;
+}
+
+// A post-2022 run: bf16 with fused (flash) attention.
+TrainingSpec FlashTraining(int gbs) {
+  TrainingSpec t = Training(gbs, topo::Dtype::kBf16);
+  t.flash_attention = true;
+  return t;
+}
+
+SystemSpec H100s(int gpus, double nic_gbits_per_gpu = 400) {
+  ShortSystem s;
+  s.gpu = "H100-SXM";
+  s.gpus = gpus;
+  s.nic_gbits_per_gpu = nic_gbits_per_gpu;
+  auto sys = SystemFromShort(s);
+  CHECK(sys.ok());
+  return *sys;
 }
 
 StepEstimate EstimateOf(const ModelSpec& m, const ParallelPlan& p, const TrainingSpec& t,
@@ -140,6 +158,63 @@ TEST(EstimatorTest, BubbleIsPMinusOneOverVM) {
       EXPECT_NEAR(e.bubble.value() / busy, 7.0 / (vp * m_count), 1e-9) << vp << " " << gbs;
     }
   }
+}
+
+// Context parallelism splits the sequence, not the work: the same GPUs spend more time per
+// token as cp grows (smaller GEMMs, one attention kernel per ring step on half-size blocks,
+// partial-output merges), even where the KV ring hides completely (GQA on NVLink).
+TEST(EstimatorTest, ContextParallelIsNotFree) {
+  ModelSpec m = Model("llama3-70b");
+  TrainingSpec t = FlashTraining(64);
+  SystemSpec sys = H100s(256);
+  double prev = 0;
+  for (int cp : {1, 2, 4, 8}) {
+    ParallelPlan plan{
+        .tp = 8, .pp = 4, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
+    plan.recompute = Recompute::kSelective;
+    plan.zero = 1;
+    StepEstimate e = EstimateOf(m, plan, t, sys);
+    ASSERT_TRUE(e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory)
+        << RejectionName(e.rejection);
+    // Same GPUs, same tokens: compute per step would be flat if cp were free.
+    EXPECT_GT(e.compute.value(), prev) << "cp" << cp;
+    prev = e.compute.value();
+  }
+}
+
+// The KV ring hides only behind the attention step that runs beside it. Full multi-head K and
+// V of short chunks over a slow network cannot hide, and the exposed part grows with the ring.
+TEST(EstimatorTest, ContextParallelRingHidesOnlyBehindAttention) {
+  ModelSpec m = Model("gpt3-175b");
+  TrainingSpec t = FlashTraining(64);
+  SystemSpec slow = H100s(512, 50);
+  double prev = 0;
+  for (int cp : {2, 4, 8}) {
+    ParallelPlan plan{
+        .tp = 8, .pp = 8, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
+    plan.recompute = Recompute::kSelective;
+    StepEstimate e = EstimateOf(m, plan, t, slow);
+    EXPECT_GT(e.cp_comm.value(), prev) << "cp" << cp;
+    prev = e.cp_comm.value();
+  }
+  ParallelPlan plan{.tp = 8, .pp = 8, .dp = 2, .cp = 4, .mbs = 1, .sequence_parallel = true};
+  EXPECT_LT(EstimateOf(m, plan, t, H100s(512, 3200)).cp_comm.value(),
+            EstimateOf(m, plan, t, slow).cp_comm.value());
+}
+
+// DeepSpeed's pipeline engine sends and receives one blocking call at a time: four transfers per
+// micro-batch on the critical path where Megatron's batched calls have two. Nothing else moves.
+TEST(EstimatorTest, SerialPipelineP2pDoublesPipelineCommunication) {
+  ModelSpec m = Model("gpt3-175b");
+  ParallelPlan batched{.tp = 8, .pp = 8, .dp = 8, .mbs = 1, .recompute = Recompute::kFull};
+  ParallelPlan serial = batched;
+  serial.batched_pp_p2p = false;
+  StepEstimate a = EstimateOf(m, batched, Training(256), A100s(512));
+  StepEstimate b = EstimateOf(m, serial, Training(256), A100s(512));
+  ASSERT_GT(a.pp_comm.value(), 0);
+  EXPECT_NEAR(b.pp_comm.value() / a.pp_comm.value(), 2.0, 1e-12);
+  EXPECT_NEAR((b.step - b.pp_comm).value(), (a.step - a.pp_comm).value(), 1e-12);
+  EXPECT_NE(PlanToString(serial).find("serial-p2p"), std::string::npos);
 }
 
 TEST(EstimatorTest, PartsAddUpAndRatesAreConsistent) {

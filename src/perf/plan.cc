@@ -47,6 +47,7 @@ std::string PlanToString(const ParallelPlan& p) {
   s += fmt::format(" zero{}", p.zero);
   s += p.overlap_dp_comm ? " overlap" : " no-overlap";
   if (p.uneven_pp) s += " uneven-pp";
+  if (!p.batched_pp_p2p) s += " serial-p2p";
   if (p.order != RankOrder::kTpCpEpDpPp) s += fmt::format(" order={}", RankOrderName(p.order));
   return s;
 }

@@ -37,6 +37,11 @@ struct ParallelPlan {
   bool sequence_parallel = false;
   int zero = 0;  // 0 none, 1 distributed optimizer, 2 + gradients, 3 FSDP (+ parameters)
   bool overlap_dp_comm = true;  // overlap DP gradient reduction with the backward pass
+  // Pipeline sends and receives of one schedule step go out together, both link directions at
+  // once (Megatron-LM's batched isend/irecv): two transfer times per micro-batch on the critical
+  // path. false: each is its own blocking call (DeepSpeed's pipeline engine issues RecvGrad,
+  // SendActivation, SendGrad, RecvActivation in turn), four transfer times per micro-batch.
+  bool batched_pp_p2p = true;
   // Allows pp not dividing the layers (Megatron's uneven first/last stages, as BLOOM and
   // Llama 3 405B ran); the slowest stage then holds ceil(layers / pp) layers.
   bool uneven_pp = false;

@@ -88,6 +88,7 @@ nlohmann::json PlanToJson(const ParallelPlan& p) {
           {"zero", p.zero},
           {"overlap_dp_comm", p.overlap_dp_comm},
           {"uneven_pp", p.uneven_pp},
+          {"batched_pp_p2p", p.batched_pp_p2p},
           {"order", std::string(RankOrderName(p.order))},
           {"gpus", p.gpus()}};
 }

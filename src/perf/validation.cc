@@ -114,6 +114,15 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     ASSIGN_OR_RETURN(r.plan.overlap_dp_comm, YesNo(get("dp_overlap"), "dp_overlap"));
   }
   r.plan.uneven_pp = r.model.layers % r.plan.pp != 0;
+  // The optional column pp_p2p says how the run's pipeline engine moved activations: batched
+  // (Megatron-LM, the default) or serial (DeepSpeed's pipeline engine, blocking calls in turn).
+  std::string_view p2p = Trim(get("pp_p2p"));
+  if (EqualsIgnoreCase(p2p, "serial")) {
+    r.plan.batched_pp_p2p = false;
+  } else if (!p2p.empty() && !EqualsIgnoreCase(p2p, "batched")) {
+    return InvalidArgumentError(
+        fmt::format("column pp_p2p: '{}' is not batched or serial", Printable(p2p)));
+  }
   ASSIGN_OR_RETURN(r.training.dtype, topo::ParseDtype(get("dtype")));
   ASSIGN_OR_RETURN(r.training.flash_attention, YesNo(get("flash_attention"), "flash_attention"));
   std::string_view metric = Trim(get("metric"));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 namespace baton::perf {
 namespace {
@@ -16,16 +17,31 @@ std::string SourceDir() {
   return dir != nullptr ? dir : ".";
 }
 
-// IsKnownOutlier() (validation.h): runs the model cannot match without a per-run factor, and why:
-// MT-NLG was trained with DeepSpeed's pipeline engine and reports 126/121/113 TFLOP/s per GPU,
-// while Megatron-LM reached 159-171 TFLOP/s for the same model, plan family and cluster
-// (Narayanan Table 2). The estimator already times MT-NLG's plan as it ran (mbs 1, 240
-// micro-batches, plain 1F1B since 240 % 35 != 0 rules out interleaving, full recompute, no DP
-// overlap) and still comes out 18-21 % fast. The obvious DeepSpeed differences (p2p without
-// Megatron's scatter-gather, blocking sends) add by our estimate 2-4 s of a 9-11 s gap, and would
-// push BLOOM (also on the DeepSpeed pipeline engine, now within 3.2 %) up by 6-11 %; no documented
-// mechanism closes the rest. These rows are held to a looser bound so that a regression still
-// shows.
+// IsKnownOutlier() (validation.h): runs the model cannot match without a per-run factor, and why.
+// MT-NLG (Smith et al. 2022; DeepSpeed pipeline engine + Megatron TP) reports 60.1 / 50.2 / 44.4 s
+// per step (126 / 121 / 113 TFLOP/s) on 2240 / 2800 / 3360 GPUs; Megatron-LM reached 159-171
+// TFLOP/s for the same model and plan family on the same cluster (Narayanan Table 2). The
+// estimator times MT-NLG's plan as it ran (mbs 1, 240 / 192 / 160 micro-batches, plain 1F1B since
+// none divides by 35 stages, full recompute, no DP overlap, DeepSpeed's serial p2p) and comes out
+// 17-21 % fast. What was checked:
+//  * The three rows fit step = m * 0.196 s + 13.0 s (m micro-batches; the third row within 1 %).
+//    The estimator gives m * 0.178 s + 7.0 s (bubble 6.05 s, serial p2p 0.5 s, DP all-reduce
+//    0.3 s, optimizer 0.05 s). Narayanan's 530B rows fit m * 0.1795 s + 5.2 s (interleaved), so
+//    Megatron's per-micro-batch time matches the estimator and MT-NLG's is 10 % slower, with
+//    a fixed part twice the 1F1B bubble. Both gaps would have to be explained.
+//  * Full activations over the pipeline (no scatter-gather): would add ~4 s, but DeepSpeed's
+//    engine partitions them across TP ranks too (engine.py: is_pipe_partitioned =
+//    is_model_parallel), so each transfer is 10.5 MB, ~0.5 ms.
+//  * Blocking, one-at-a-time p2p (DeepSpeed's TrainSchedule): modelled (pp_p2p = serial, four
+//    transfers per micro-batch); +0.27 s here. Simulating TrainSchedule with rendezvous sends
+//    gives exactly (m + p - 1) slots with free communication: no extra bubble.
+//  * DP all-reduce after the backward pass: 0.3 s (0.6 s if gradients were reduced in fp32);
+//    the tied-embedding all-reduce and the optimizer step are below 0.1 s.
+//  * Batch-size warm-up (the paper ramps the batch up to 1920 early on) does not enter a
+//    per-step figure at batch 1920, and the figure definition checks: 96 B s l h^2 (1 + s/6h +
+//    V/16lh) / (step * GPUs) gives 125.7 / 120.4 / 113.5 TFLOP/s, the paper's numbers.
+// No documented mechanism closes the rest, so these rows are held to a looser bound and a
+// regression still shows.
 constexpr double kOutlierBound = 0.25;
 
 TEST(ValidationTest, PublishedRunsWithinBounds) {
@@ -63,6 +79,25 @@ TEST(ValidationTest, BadTableNamesLineAndColumn) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("t.csv:2"), std::string::npos) << r.status().ToString();
   EXPECT_NE(r.status().message().find("layers"), std::string::npos) << r.status().ToString();
+}
+
+TEST(ValidationTest, PipelineP2pColumn) {
+  std::string head =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
+      "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,dp_overlap,pp_p2p\n";
+  std::string row =
+      "x,s,GPT-3 175B,175,96,12288,96,96,49152,2048,51200,64,1,64,A100-SXM4-80GB,"
+      "DGX-A100 8xHDR200,8,8,1,1,1,full,no,0,fp16,iteration_time_s,18,secondary,no,no,";
+  auto serial = ParsePublishedRuns(head + row + "serial\n", "t.csv");
+  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+  EXPECT_FALSE((*serial)[0].plan.batched_pp_p2p);
+  auto blank = ParsePublishedRuns(head + row + "\n", "t.csv");
+  ASSERT_TRUE(blank.ok()) << blank.status().ToString();
+  EXPECT_TRUE((*blank)[0].plan.batched_pp_p2p);
+  auto bad = ParsePublishedRuns(head + row + "async\n", "t.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("pp_p2p"), std::string::npos) << bad.status().ToString();
 }
 
 // vTrain: small GPT models (hidden 1024/2048) on one node, a regime far below the published

@@ -131,21 +131,39 @@ class AllocateAction final : public Action {
   }
 };
 
+// The nodes reservations hold, each from the earliest time one of them starts.
+class ReservedNodes {
+ public:
+  explicit ReservedNodes(std::size_t nodes) : from_(nodes) {}
+  // Holds `node` from `at` (or from earlier, if it is already held from then).
+  void Hold(topo::NodeId node, TimePoint at) {
+    auto& f = from_[node.value()];
+    if (!f) ++count_;
+    f = f ? std::min(*f, at) : at;
+  }
+  const std::optional<TimePoint>& From(topo::NodeId node) const { return from_[node.value()]; }
+  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+
+ private:
+  std::vector<std::optional<TimePoint>> from_;  // per node; nullopt: not reserved
+  std::size_t count_ = 0;
+};
+
 // Nodes a reservation holds and until when; a backfilled job may use such a node only if it
 // ends (by its estimate) before the reservation starts.
 class ReservationFilter final : public NodeFilter {
  public:
-  ReservationFilter(const std::map<std::uint32_t, TimePoint>* reserved,
-                    std::optional<TimePoint> end)
+  ReservationFilter(const ReservedNodes* reserved, std::optional<TimePoint> end)
       : reserved_(reserved), end_(end) {}
   bool Fits(topo::NodeId node) const override {
-    auto it = reserved_->find(node.value());
-    if (it == reserved_->end()) return true;
-    return end_.has_value() && *end_ <= it->second;
+    const std::optional<TimePoint>& from = reserved_->From(node);
+    if (!from) return true;
+    return end_.has_value() && *end_ <= *from;
   }
 
  private:
-  const std::map<std::uint32_t, TimePoint>* reserved_;
+  const ReservedNodes* reserved_;
   std::optional<TimePoint> end_;
 };
 
@@ -153,7 +171,7 @@ class BackfillAction final : public Action {
  public:
   std::string_view Name() const override { return "backfill"; }
   void Execute(Session& s) override {
-    std::map<std::uint32_t, TimePoint> reserved;
+    ReservedNodes reserved(s.state().cluster().nodes().size());
     int reservations = 0;
     for (JobId id : s.PendingQueue()) {
       JobInfo& job = s.jobs().at(id);
@@ -189,8 +207,7 @@ class BackfillAction final : public Action {
  private:
   // Finds when and where `job` could start if running jobs end at their estimates, and holds
   // those nodes from then on.
-  static void Reserve(Session& s, const JobInfo& job,
-                      std::map<std::uint32_t, TimePoint>* reserved) {
+  static void Reserve(Session& s, const JobInfo& job, ReservedNodes* reserved) {
     std::vector<std::pair<TimePoint, JobId>> ends;
     for (const auto& [id, r] : s.jobs()) {
       if (SharesGpu(r.spec)) continue;  // a shared GPU frees only with its last share
@@ -225,10 +242,7 @@ class BackfillAction final : public Action {
     while (hi < ends.size() && ends[hi].first == ends[hi - 1].first) ++hi;
     fits_after(hi, &p);
     const TimePoint at = ends[hi - 1].first;
-    for (const auto& a : p.nodes) {
-      auto [it, inserted] = reserved->emplace(a.node.value(), at);
-      if (!inserted) it->second = std::min(it->second, at);
-    }
+    for (const auto& a : p.nodes) reserved->Hold(a.node, at);
     s.WakeAt(at);
   }
 };

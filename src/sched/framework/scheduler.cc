@@ -326,7 +326,7 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
   }
   cycle_.Clear();
   Session session(now, &state_, &jobs_, &plugins_, &config_, &cycle_, &out, options_.timer,
-                  std::move(pending), lowest_victim);
+                  std::move(pending), lowest_victim, &queue_order_);
   for (const auto& a : actions_) {
     const TimePoint t0 = options_.timer ? options_.timer->Now() : TimePoint{};
     a->Execute(session);

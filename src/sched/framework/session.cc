@@ -146,7 +146,7 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
 Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
                  const SchedulerConfig* config, CycleState* cycle, Decisions* out,
                  const Clock* timer, std::vector<JobId> pending,
-                 std::optional<int> lowest_victim_priority)
+                 std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order)
     : ctx_{now, *state, *jobs, *cycle},
       state_(state),
       jobs_(jobs),
@@ -155,7 +155,8 @@ Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const Plugi
       out_(out),
       timer_(timer),
       pending_at_start_(std::move(pending)),
-      lowest_victim_priority_(lowest_victim_priority) {}
+      lowest_victim_priority_(lowest_victim_priority),
+      queue_order_(queue_order) {}
 
 bool Session::HasAction(std::string_view name) const {
   return std::find(config_->actions.begin(), config_->actions.end(), name) !=
@@ -165,24 +166,48 @@ bool Session::HasAction(std::string_view name) const {
 std::vector<JobId> Session::PendingQueue() {
   ScopedTiming t(this, "queue-sort");
   plugins_->queue_sort.ext->PrepareSort(ctx_);
-  std::vector<const JobInfo*> pending;
+  std::vector<const JobInfo*> eligible;  // ascending id
   for (JobId id : pending_at_start_) {
     auto it = jobs_->find(id);
     if (it == jobs_->end()) continue;
     const JobInfo& job = it->second;
-    if (job.phase == JobPhase::kPending && job.eligible_at <= ctx_.now) pending.push_back(&job);
+    if (job.phase == JobPhase::kPending && job.eligible_at <= ctx_.now) eligible.push_back(&job);
+  }
+  // Start from the last order: the eligible jobs it lists, in its order, then the others by id.
+  std::vector<const JobInfo*> pending;
+  pending.reserve(eligible.size());
+  if (queue_order_ != nullptr && !queue_order_->empty()) {
+    std::vector<bool> placed(eligible.size(), false);
+    auto by_id = [](const JobInfo* j, JobId id) { return j->spec.id < id; };
+    for (JobId id : *queue_order_) {
+      auto it = std::lower_bound(eligible.begin(), eligible.end(), id, by_id);
+      if (it == eligible.end() || (*it)->spec.id != id) continue;
+      const auto i = static_cast<std::size_t>(it - eligible.begin());
+      if (placed[i]) continue;
+      placed[i] = true;
+      pending.push_back(*it);
+    }
+    for (std::size_t i = 0; i < eligible.size(); ++i) {
+      if (!placed[i]) pending.push_back(eligible[i]);
+    }
+  } else {
+    pending = std::move(eligible);
   }
   const QueueSortPlugin* q = plugins_->queue_sort.ext;
-  std::stable_sort(pending.begin(), pending.end(), [&](const JobInfo* a, const JobInfo* b) {
+  auto before = [&](const JobInfo* a, const JobInfo* b) {
     if (q->Less(ctx_, *a, *b)) return true;
     if (q->Less(ctx_, *b, *a)) return false;
     if (a->spec.submit_time != b->spec.submit_time)
       return a->spec.submit_time < b->spec.submit_time;
     return a->spec.id < b->spec.id;
-  });
+  };
+  if (!std::is_sorted(pending.begin(), pending.end(), before)) {
+    std::stable_sort(pending.begin(), pending.end(), before);
+  }
   std::vector<JobId> ids;
   ids.reserve(pending.size());
   for (const JobInfo* j : pending) ids.push_back(j->spec.id);
+  if (queue_order_ != nullptr) *queue_order_ = ids;
   return ids;
 }
 
@@ -393,16 +418,14 @@ void Session::Bind(JobInfo& job, Placement p, Statement* stmt) {
   const topo::Level preferred = job.spec.topology.preferred.value_or(topo::Level::kCore);
   p.span = SpanOf(state_->cluster(), p.nodes);
   job.placement = p;
-  waiting_.erase(job.spec.id);
   out_->binds.push_back({job.spec.id, std::move(p), job.placement.span <= preferred});
 }
 
 void Session::Wait(const JobInfo& job, PluginStatus status) {
-  waiting_[job.spec.id] = std::move(status);
+  waiting_.emplace_back(job.spec.id, std::move(status));
 }
 
 void Session::Reject(JobId id, std::string plugin, std::string reason) {
-  waiting_.erase(id);
   jobs_->erase(id);
   out_->rejections.push_back({id, std::move(plugin), std::move(reason)});
 }
@@ -436,7 +459,13 @@ void Session::AddTiming(std::string_view name, double seconds, std::int64_t call
 }
 
 void Session::Finish() {
-  for (auto& [id, status] : waiting_) {
+  // Bound, evicted or rejected jobs are no longer pending (a job never returns to pending within
+  // a cycle), so their notes drop out here.
+  std::stable_sort(waiting_.begin(), waiting_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < waiting_.size(); ++i) {
+    if (i + 1 < waiting_.size() && waiting_[i + 1].first == waiting_[i].first) continue;
+    auto& [id, status] = waiting_[i];
     auto it = jobs_->find(id);
     if (it != jobs_->end() && it->second.phase == JobPhase::kPending) {
       out_->waiting.push_back({id, std::move(status)});

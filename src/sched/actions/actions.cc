@@ -111,8 +111,9 @@ class AllocateAction final : public Action {
   std::string_view Name() const override { return "allocate"; }
   void Execute(Session& s) override {
     const bool head_blocks = s.HasAction("backfill");
-    for (JobId id : s.PendingQueue()) {
-      JobInfo& job = s.jobs().at(id);
+    for (JobInfo* pending : s.PendingJobs()) {
+      JobInfo& job = *pending;
+      const JobId id = job.spec.id;
       Statement stmt(&s.state());
       Placement p;
       PluginStatus st = s.TryPlace(job, &stmt, &p);
@@ -173,8 +174,9 @@ class BackfillAction final : public Action {
   void Execute(Session& s) override {
     ReservedNodes reserved(s.state().cluster().nodes().size());
     int reservations = 0;
-    for (JobId id : s.PendingQueue()) {
-      JobInfo& job = s.jobs().at(id);
+    for (JobInfo* pending : s.PendingJobs()) {
+      JobInfo& job = *pending;
+      const JobId id = job.spec.id;
       std::optional<TimePoint> end;
       if (job.spec.estimated_runtime.value() > 0) end = s.now() + job.spec.estimated_runtime;
       ReservationFilter filter(&reserved, end);
@@ -281,8 +283,8 @@ class PreemptAction final : public Action {
     if (las) list_running();
     int attempts = 0;
     VictimCache cache;
-    for (JobId id : s.PendingQueue()) {
-      JobInfo& job = s.jobs().at(id);
+    for (JobInfo* pending : s.PendingJobs()) {
+      JobInfo& job = *pending;
       if (job.nominated) continue;
       if (las ? las->Band(job) >= worst_band : job.spec.priority <= lowest) continue;
       if (++attempts > s.config().max_preemptors_per_cycle) break;

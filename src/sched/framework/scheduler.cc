@@ -295,6 +295,7 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
   std::set<JobId> awaited;
   std::optional<TimePoint> next_deadline;
   std::vector<JobId> pending;
+  std::vector<JobInfo*> pending_jobs;
   std::optional<int> lowest_victim;
   for (auto& [id, job] : jobs_) {
     if (job.phase == JobPhase::kTerminating && job.evict_deadline <= now) {
@@ -309,6 +310,7 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
         break;
       case JobPhase::kPending:
         pending.push_back(id);
+        pending_jobs.push_back(&job);
         break;
       case JobPhase::kRunning:
         if (job.spec.preemptible && (!lowest_victim || job.spec.priority < *lowest_victim)) {
@@ -320,13 +322,12 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
     }
   }
   // A job stays nominated only while victims are terminating on its behalf.
-  for (JobId id : pending) {
-    JobInfo& job = jobs_.at(id);
-    if (job.nominated && !awaited.contains(id)) job.nominated = false;
+  for (JobInfo* job : pending_jobs) {
+    if (job->nominated && !awaited.contains(job->spec.id)) job->nominated = false;
   }
   cycle_.Clear();
   Session session(now, &state_, &jobs_, &plugins_, &config_, &cycle_, &out, options_.timer,
-                  std::move(pending), lowest_victim, &queue_order_);
+                  std::move(pending), std::move(pending_jobs), lowest_victim, &queue_order_);
   for (const auto& a : actions_) {
     const TimePoint t0 = options_.timer ? options_.timer->Now() : TimePoint{};
     a->Execute(session);

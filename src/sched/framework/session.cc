@@ -145,7 +145,7 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
 
 Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
                  const SchedulerConfig* config, CycleState* cycle, Decisions* out,
-                 const Clock* timer, std::vector<JobId> pending,
+                 const Clock* timer, std::vector<JobId> pending, std::vector<JobInfo*> pending_jobs,
                  std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order)
     : ctx_{now, *state, *jobs, *cycle},
       state_(state),
@@ -156,7 +156,10 @@ Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const Plugi
       timer_(timer),
       pending_at_start_(std::move(pending)),
       lowest_victim_priority_(lowest_victim_priority),
-      queue_order_(queue_order) {}
+      pending_jobs_(std::move(pending_jobs)),
+      queue_order_(queue_order) {
+  CHECK(pending_jobs_.size() == pending_at_start_.size());
+}
 
 bool Session::HasAction(std::string_view name) const {
   return std::find(config_->actions.begin(), config_->actions.end(), name) !=
@@ -164,34 +167,49 @@ bool Session::HasAction(std::string_view name) const {
 }
 
 std::vector<JobId> Session::PendingQueue() {
+  std::vector<JobInfo*> jobs = PendingJobs();
+  std::vector<JobId> ids;
+  ids.reserve(jobs.size());
+  for (const JobInfo* j : jobs) ids.push_back(j->spec.id);
+  return ids;
+}
+
+std::vector<JobInfo*> Session::PendingJobs() {
   ScopedTiming t(this, "queue-sort");
   plugins_->queue_sort.ext->PrepareSort(ctx_);
-  std::vector<const JobInfo*> eligible;  // ascending id
-  for (JobId id : pending_at_start_) {
-    auto it = jobs_->find(id);
-    if (it == jobs_->end()) continue;
-    const JobInfo& job = it->second;
-    if (job.phase == JobPhase::kPending && job.eligible_at <= ctx_.now) eligible.push_back(&job);
-  }
-  // Start from the last order: the eligible jobs it lists, in its order, then the others by id.
-  std::vector<const JobInfo*> pending;
-  pending.reserve(eligible.size());
-  if (queue_order_ != nullptr && !queue_order_->empty()) {
-    std::vector<bool> placed(eligible.size(), false);
-    auto by_id = [](const JobInfo* j, JobId id) { return j->spec.id < id; };
-    for (JobId id : *queue_order_) {
-      auto it = std::lower_bound(eligible.begin(), eligible.end(), id, by_id);
-      if (it == eligible.end() || (*it)->spec.id != id) continue;
-      const auto i = static_cast<std::size_t>(it - eligible.begin());
-      if (placed[i]) continue;
-      placed[i] = true;
-      pending.push_back(*it);
-    }
-    for (std::size_t i = 0; i < eligible.size(); ++i) {
-      if (!placed[i]) pending.push_back(eligible[i]);
+  auto eligible = [&](const JobInfo* job) {
+    return job != nullptr && job->phase == JobPhase::kPending && job->eligible_at <= ctx_.now;
+  };
+  std::vector<JobInfo*> pending;
+  if (queue_cached_) {
+    pending.reserve(queue_cache_.size());
+    for (JobInfo* job : queue_cache_) {
+      if (eligible(job)) pending.push_back(job);
     }
   } else {
-    pending = std::move(eligible);
+    std::vector<JobInfo*> now_eligible;  // ascending id
+    for (JobInfo* job : pending_jobs_) {
+      if (eligible(job)) now_eligible.push_back(job);
+    }
+    // Start from the last order: the eligible jobs it lists, in its order, then the others by id.
+    pending.reserve(now_eligible.size());
+    if (queue_order_ != nullptr && !queue_order_->empty()) {
+      std::vector<bool> placed(now_eligible.size(), false);
+      auto by_id = [](const JobInfo* j, JobId id) { return j->spec.id < id; };
+      for (JobId id : *queue_order_) {
+        auto it = std::lower_bound(now_eligible.begin(), now_eligible.end(), id, by_id);
+        if (it == now_eligible.end() || (*it)->spec.id != id) continue;
+        const auto i = static_cast<std::size_t>(it - now_eligible.begin());
+        if (placed[i]) continue;
+        placed[i] = true;
+        pending.push_back(*it);
+      }
+      for (std::size_t i = 0; i < now_eligible.size(); ++i) {
+        if (!placed[i]) pending.push_back(now_eligible[i]);
+      }
+    } else {
+      pending = std::move(now_eligible);
+    }
   }
   const QueueSortPlugin* q = plugins_->queue_sort.ext;
   auto before = [&](const JobInfo* a, const JobInfo* b) {
@@ -204,11 +222,13 @@ std::vector<JobId> Session::PendingQueue() {
   if (!std::is_sorted(pending.begin(), pending.end(), before)) {
     std::stable_sort(pending.begin(), pending.end(), before);
   }
-  std::vector<JobId> ids;
-  ids.reserve(pending.size());
-  for (const JobInfo* j : pending) ids.push_back(j->spec.id);
-  if (queue_order_ != nullptr) *queue_order_ = ids;
-  return ids;
+  queue_cache_ = pending;
+  queue_cached_ = true;
+  if (queue_order_ != nullptr) {
+    queue_order_->clear();
+    for (const JobInfo* j : pending) queue_order_->push_back(j->spec.id);
+  }
+  return pending;
 }
 
 const PluginStatus* Session::CachedFailure(const ShapeKey& key, int gpus, double rank) const {
@@ -426,7 +446,13 @@ void Session::Wait(const JobInfo& job, PluginStatus status) {
 }
 
 void Session::Reject(JobId id, std::string plugin, std::string reason) {
-  jobs_->erase(id);
+  auto it = jobs_->find(id);
+  if (it != jobs_->end()) {
+    JobInfo* gone = &it->second;
+    std::replace(pending_jobs_.begin(), pending_jobs_.end(), gone, static_cast<JobInfo*>(nullptr));
+    std::replace(queue_cache_.begin(), queue_cache_.end(), gone, static_cast<JobInfo*>(nullptr));
+    jobs_->erase(it);
+  }
   out_->rejections.push_back({id, std::move(plugin), std::move(reason)});
 }
 

@@ -487,11 +487,15 @@ void Session::AddTiming(std::string_view name, double seconds, std::int64_t call
 void Session::Finish() {
   // Bound, evicted or rejected jobs are no longer pending (a job never returns to pending within
   // a cycle), so their notes drop out here.
-  std::stable_sort(waiting_.begin(), waiting_.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (std::size_t i = 0; i < waiting_.size(); ++i) {
-    if (i + 1 < waiting_.size() && waiting_[i + 1].first == waiting_[i].first) continue;
-    auto& [id, status] = waiting_[i];
+  std::vector<std::uint32_t> order(waiting_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return waiting_[a].first < waiting_[b].first ||
+           (waiting_[a].first == waiting_[b].first && a < b);
+  });
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (k + 1 < order.size() && waiting_[order[k + 1]].first == waiting_[order[k]].first) continue;
+    auto& [id, status] = waiting_[order[k]];
     auto it = jobs_->find(id);
     if (it != jobs_->end() && it->second.phase == JobPhase::kPending) {
       out_->waiting.push_back({id, std::move(status)});

@@ -37,6 +37,21 @@ bool Accepts(const JobInfo& job, const topo::Cluster& c, topo::NodeId n) {
          job.accepted_gpus.end();
 }
 
+// Whether the nodes the job may use, its bad nodes aside, hold enough GPUs for it in an otherwise
+// idle cluster (health aside: a down node may come back).
+bool BadNodesLeaveRoom(const JobInfo& job, const topo::Cluster& c) {
+  std::int64_t gpus = 0;
+  for (std::uint32_t n = 0; n < c.nodes().size() && gpus < job.spec.gpus; ++n) {
+    const topo::NodeId id(n);
+    if (!Accepts(job, c, id) || (job.allowed_nodes && !(*job.allowed_nodes)[n]) ||
+        std::binary_search(job.bad_nodes.begin(), job.bad_nodes.end(), id)) {
+      continue;
+    }
+    gpus += c.node(id).gpus;
+  }
+  return gpus >= job.spec.gpus;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
@@ -116,6 +131,7 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
                         job.placement.gpus();
     ++job.failures;
     job.bad_nodes.insert(std::lower_bound(job.bad_nodes.begin(), job.bad_nodes.end(), node), node);
+    if (!BadNodesLeaveRoom(job, c)) job.bad_nodes.clear();
     const std::string why = fmt::format("node {} is down", c.node(node).name);
     if (job.failures > job.spec.max_retries) {
       ReleaseJob(job, now);

@@ -225,10 +225,48 @@ TEST(SchedulerTest, NodeDownRequeuesFromCheckpointWithRestartCostAndBadNode) {
   ASSERT_EQ(d.requeues.size(), 1u);
   EXPECT_DOUBLE_EQ(d.requeues[0].lost_gpu_seconds, 50 * 32);
   EXPECT_EQ(*d.wake_at, At(210));
-  EXPECT_EQ(s->job(JobId(1))->bad_nodes, std::vector<topo::NodeId>{topo::NodeId(0)});
+  // A whole-cluster gang: keeping node 0 on its bad-node list would strand it for good (24
+  // GPUs elsewhere can never hold it), so the list expires.
+  EXPECT_TRUE(s->job(JobId(1))->bad_nodes.empty());
   EXPECT_EQ(s->state().cluster().counts().allocated, 0);
-  // Node 0 comes back, but the job never returns to it; 24 GPUs elsewhere are not enough.
+  // Node 0 comes back after the restart cost: the job runs again, node 0 included.
   d = Cycle(*s, 210, {Event::NodeHealth(topo::NodeId(0), topo::NodeHealth::kHealthy)});
+  ASSERT_EQ(d.binds.size(), 1u);
+  EXPECT_EQ(d.binds[0].placement.gpus(), 32);
+}
+
+TEST(SchedulerTest, BadNodeListKeepsAJobOffTheNodeWhileOtherNodesCouldHoldIt) {
+  SchedulerConfig c;
+  auto s = Make(c, SmallTree(4, 2));  // 4 nodes, 2 leaves
+  GangJob j = Job(1, 16);
+  j.restart_cost = Seconds(60);
+  j.max_retries = 1;
+  auto d = Cycle(*s, 0, {Event::Submit(j)});
+  ASSERT_EQ(d.binds.size(), 1u);
+  const topo::NodeId first = d.binds[0].placement.nodes[0].node;
+  // Fill the other two nodes so that after the failure only the failed node has room.
+  std::vector<Event> fill;
+  std::vector<topo::NodeId> others;
+  for (std::uint32_t n = 0; n < 4; ++n) {
+    bool mine = false;
+    for (const auto& a : d.binds[0].placement.nodes) mine |= a.node.value() == n;
+    if (!mine) others.push_back(topo::NodeId(n));
+  }
+  ASSERT_EQ(others.size(), 2u);
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    GangJob f = Job(10 + i, 8);
+    f.preemptible = false;
+    Placement p;
+    p.nodes = {{others[i], 0xff}};
+    fill.push_back(Event::Adopt(f, p, At(0)));
+  }
+  d = Cycle(*s, 1, fill);
+  ASSERT_TRUE(d.rejections.empty());
+  d = Cycle(*s, 150, {Event::NodeHealth(first, topo::NodeHealth::kDown)});
+  ASSERT_EQ(d.requeues.size(), 1u);
+  // 24 GPUs elsewhere could hold it on an idle cluster: the list stays.
+  EXPECT_EQ(s->job(JobId(1))->bad_nodes, std::vector<topo::NodeId>{first});
+  d = Cycle(*s, 210, {Event::NodeHealth(first, topo::NodeHealth::kHealthy)});
   EXPECT_TRUE(d.binds.empty());
   ASSERT_EQ(d.waiting.size(), 1u);
   EXPECT_NE(d.waiting[0].status.reason().find("bad-nodes"), std::string::npos)

@@ -111,8 +111,9 @@ class AllocateAction final : public Action {
   std::string_view Name() const override { return "allocate"; }
   void Execute(Session& s) override {
     const bool head_blocks = s.HasAction("backfill");
-    for (JobId id : s.PendingQueue()) {
-      JobInfo& job = s.jobs().at(id);
+    for (JobInfo* pending : s.PendingJobs()) {
+      JobInfo& job = *pending;
+      const JobId id = job.spec.id;
       Statement stmt(&s.state());
       Placement p;
       PluginStatus st = s.TryPlace(job, &stmt, &p);
@@ -131,21 +132,39 @@ class AllocateAction final : public Action {
   }
 };
 
+// The nodes reservations hold, each from the earliest time one of them starts.
+class ReservedNodes {
+ public:
+  explicit ReservedNodes(std::size_t nodes) : from_(nodes) {}
+  // Holds `node` from `at` (or from earlier, if it is already held from then).
+  void Hold(topo::NodeId node, TimePoint at) {
+    auto& f = from_[node.value()];
+    if (!f) ++count_;
+    f = f ? std::min(*f, at) : at;
+  }
+  const std::optional<TimePoint>& From(topo::NodeId node) const { return from_[node.value()]; }
+  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+
+ private:
+  std::vector<std::optional<TimePoint>> from_;  // per node; nullopt: not reserved
+  std::size_t count_ = 0;
+};
+
 // Nodes a reservation holds and until when; a backfilled job may use such a node only if it
 // ends (by its estimate) before the reservation starts.
 class ReservationFilter final : public NodeFilter {
  public:
-  ReservationFilter(const std::map<std::uint32_t, TimePoint>* reserved,
-                    std::optional<TimePoint> end)
+  ReservationFilter(const ReservedNodes* reserved, std::optional<TimePoint> end)
       : reserved_(reserved), end_(end) {}
   bool Fits(topo::NodeId node) const override {
-    auto it = reserved_->find(node.value());
-    if (it == reserved_->end()) return true;
-    return end_.has_value() && *end_ <= it->second;
+    const std::optional<TimePoint>& from = reserved_->From(node);
+    if (!from) return true;
+    return end_.has_value() && *end_ <= *from;
   }
 
  private:
-  const std::map<std::uint32_t, TimePoint>* reserved_;
+  const ReservedNodes* reserved_;
   std::optional<TimePoint> end_;
 };
 
@@ -153,10 +172,11 @@ class BackfillAction final : public Action {
  public:
   std::string_view Name() const override { return "backfill"; }
   void Execute(Session& s) override {
-    std::map<std::uint32_t, TimePoint> reserved;
+    ReservedNodes reserved(s.state().cluster().nodes().size());
     int reservations = 0;
-    for (JobId id : s.PendingQueue()) {
-      JobInfo& job = s.jobs().at(id);
+    for (JobInfo* pending : s.PendingJobs()) {
+      JobInfo& job = *pending;
+      const JobId id = job.spec.id;
       std::optional<TimePoint> end;
       if (job.spec.estimated_runtime.value() > 0) end = s.now() + job.spec.estimated_runtime;
       ReservationFilter filter(&reserved, end);
@@ -189,8 +209,7 @@ class BackfillAction final : public Action {
  private:
   // Finds when and where `job` could start if running jobs end at their estimates, and holds
   // those nodes from then on.
-  static void Reserve(Session& s, const JobInfo& job,
-                      std::map<std::uint32_t, TimePoint>* reserved) {
+  static void Reserve(Session& s, const JobInfo& job, ReservedNodes* reserved) {
     std::vector<std::pair<TimePoint, JobId>> ends;
     for (const auto& [id, r] : s.jobs()) {
       if (SharesGpu(r.spec)) continue;  // a shared GPU frees only with its last share
@@ -225,10 +244,7 @@ class BackfillAction final : public Action {
     while (hi < ends.size() && ends[hi].first == ends[hi - 1].first) ++hi;
     fits_after(hi, &p);
     const TimePoint at = ends[hi - 1].first;
-    for (const auto& a : p.nodes) {
-      auto [it, inserted] = reserved->emplace(a.node.value(), at);
-      if (!inserted) it->second = std::min(it->second, at);
-    }
+    for (const auto& a : p.nodes) reserved->Hold(a.node, at);
     s.WakeAt(at);
   }
 };
@@ -266,13 +282,14 @@ class PreemptAction final : public Action {
     };
     if (las) list_running();
     int attempts = 0;
-    for (JobId id : s.PendingQueue()) {
-      JobInfo& job = s.jobs().at(id);
+    VictimCache cache;
+    for (JobInfo* pending : s.PendingJobs()) {
+      JobInfo& job = *pending;
       if (job.nominated) continue;
       if (las ? las->Band(job) >= worst_band : job.spec.priority <= lowest) continue;
       if (++attempts > s.config().max_preemptors_per_cycle) break;
       if (running.empty()) list_running();
-      TryPreempt(s, job, running, las, bands);
+      TryPreempt(s, job, running, las, bands, &cache);
     }
   }
 
@@ -289,31 +306,48 @@ class PreemptAction final : public Action {
     return s.state().Free(Subtree{}) >= job.spec.gpus && Fits(s, job);
   }
 
-  // Returns whether a preemption was started.
-  // `las` (preempt_by: las-band): victims are running jobs of no higher priority, not bound in
-  // this cycle, whose band (`bands`, parallel to `running`) is strictly worse than the job's;
-  // priced by EvictionCost.
-  // Otherwise victim plugins' VictimCost decides.
-  static bool TryPreempt(Session& s, JobInfo& job, const std::vector<const JobInfo*>& running,
-                         const LasPlugin* las, const std::vector<int>& bands) {
-    // It may fit already (room freed earlier in this cycle): allocate places it next cycle.
-    if (Fits(s, job)) return false;
-    struct Candidate {
-      double cost;
-      JobId id;
-      const JobInfo* job;
-      bool operator<(const Candidate& o) const {
-        return cost < o.cost || (cost == o.cost && id < o.id);
-      }
-    };
-    std::vector<Candidate> candidates;
+  struct Candidate {
+    double cost;
+    JobId id;
+    const JobInfo* job;
+    std::size_t running_index;  // into the running list
+    bool operator<(const Candidate& o) const {
+      return cost < o.cost || (cost == o.cost && id < o.id);
+    }
+  };
+  // Candidates (indexes into the sorted candidates, cost order) per scope switch of one tier.
+  struct ScopeCandidates {
+    std::vector<std::size_t> index;
+    bool all_inside = true;  // every candidate's GPUs lie inside the scope
+  };
+  // The victim list of the previous preemptor in this cycle, reused by the next one when every
+  // running job has the same price (or none) for it, or when the only change is that some
+  // candidates stopped being candidates (evicted meanwhile): then the sorted list and the
+  // per-scope lists are filtered, which keeps their order, instead of being rebuilt. Lives for
+  // one Execute: within it only evictions change the victims (they keep their GPUs and
+  // placements), and nothing cached depends on the allocation state, which Statements change
+  // and the search reads afresh.
+  struct VictimCache {
+    bool valid = false;
+    std::vector<std::optional<double>> price;  // per running job (parallel to `running`)
+    std::vector<Candidate> candidates;         // sorted
     bool costs_nonnegative = true;
+    int tier = -1;  // the tier by_scope is for; -1: not built
+    std::map<std::uint32_t, ScopeCandidates> by_scope;
+    std::vector<bool> multi_scope;  // per candidate: its GPUs span several scopes of `tier`
+  };
+
+  // Prices every running job as a victim of `job` (nullopt: not a candidate).
+  static void PriceVictims(Session& s, const JobInfo& job,
+                           const std::vector<const JobInfo*>& running, const LasPlugin* las,
+                           const std::vector<int>& bands,
+                           std::vector<std::optional<double>>* price) {
+    price->assign(running.size(), std::nullopt);
     const int job_band = las ? las->Band(job) : 0;
     for (std::size_t r = 0; r < running.size(); ++r) {
       // Jobs sharing a GPU are not victims yet (not listed): their GPU frees only with its last
       // share.
       const JobInfo& v = *running[r];
-      const JobId vid = v.spec.id;
       if (v.phase != JobPhase::kRunning) continue;
       // Jobs bound this cycle are spared: their band is that of earlier runs only.
       if (las &&
@@ -330,11 +364,116 @@ class PreemptAction final : public Action {
         }
         cost += vp.weight * *c;
       }
-      if (!ok) continue;
-      candidates.push_back({cost, vid, &v});
-      costs_nonnegative &= cost >= 0;
+      if (ok) (*price)[r] = cost;
     }
-    std::sort(candidates.begin(), candidates.end());
+  }
+
+  // Brings `cache` up to date for the prices in `price` (see VictimCache).
+  static void UpdateCandidates(const std::vector<const JobInfo*>& running,
+                               std::vector<std::optional<double>> price, VictimCache* cache) {
+    constexpr std::size_t npos = ~std::size_t{0};
+    bool only_dropped = cache->valid;
+    for (std::size_t r = 0; r < price.size() && only_dropped; ++r) {
+      only_dropped = price[r] == cache->price[r] || (!price[r] && cache->price[r]);
+    }
+    if (only_dropped) {
+      if (price == cache->price) return;
+      // Drop the candidates that are gone, keeping order; remap the scope lists.
+      std::vector<std::size_t> remap(cache->candidates.size(), npos);
+      std::size_t kept = 0;
+      std::vector<bool> kept_multi;
+      cache->costs_nonnegative = true;
+      for (std::size_t i = 0; i < cache->candidates.size(); ++i) {
+        const Candidate& cand = cache->candidates[i];
+        if (!price[cand.running_index]) continue;
+        remap[i] = kept;
+        cache->costs_nonnegative &= cand.cost >= 0;
+        cache->candidates[kept++] = cand;
+        if (cache->tier >= 0) kept_multi.push_back(cache->multi_scope[i]);
+      }
+      cache->candidates.resize(kept);
+      if (cache->tier >= 0) {
+        cache->multi_scope = std::move(kept_multi);
+        for (auto it = cache->by_scope.begin(); it != cache->by_scope.end();) {
+          ScopeCandidates& list = it->second;
+          std::size_t n = 0;
+          list.all_inside = true;
+          for (std::size_t i : list.index) {
+            if (remap[i] == npos) continue;
+            list.index[n++] = remap[i];
+            list.all_inside &= !cache->multi_scope[remap[i]];
+          }
+          list.index.resize(n);
+          it = n == 0 ? cache->by_scope.erase(it) : std::next(it);
+        }
+      }
+      cache->price = std::move(price);
+      return;
+    }
+    cache->valid = true;
+    cache->candidates.clear();
+    cache->costs_nonnegative = true;
+    for (std::size_t r = 0; r < running.size(); ++r) {
+      if (!price[r]) continue;
+      cache->candidates.push_back({*price[r], running[r]->spec.id, running[r], r});
+      cache->costs_nonnegative &= *price[r] >= 0;
+    }
+    std::sort(cache->candidates.begin(), cache->candidates.end());
+    cache->price = std::move(price);
+    cache->tier = -1;
+    cache->by_scope.clear();
+    cache->multi_scope.clear();
+  }
+
+  // Builds the per-scope candidate lists of `tier` in `cache` unless they are already there.
+  static void BuildScopes(const topo::Cluster& c, int tier, VictimCache* cache) {
+    if (cache->tier == tier) return;
+    cache->tier = tier;
+    cache->by_scope.clear();
+    cache->multi_scope.assign(cache->candidates.size(), false);
+    if (tier < 0) return;
+    const auto& candidates = cache->candidates;
+    auto& by_scope = cache->by_scope;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      std::uint32_t last = ~0u;
+      int scopes_of_victim = 0;
+      for (const auto& a : candidates[i].job->placement.nodes) {
+        const topo::SwitchId sw = c.node(a.node).ancestors[tier];
+        if (!sw.valid() || sw.value() == last) continue;
+        last = sw.value();
+        auto& list = by_scope[sw.value()];
+        if (list.index.empty() || list.index.back() != i) {
+          list.index.push_back(i);
+          ++scopes_of_victim;
+        }
+      }
+      if (scopes_of_victim > 1) {
+        cache->multi_scope[i] = true;
+        for (const auto& a : candidates[i].job->placement.nodes) {
+          const topo::SwitchId sw = c.node(a.node).ancestors[tier];
+          if (sw.valid()) by_scope[sw.value()].all_inside = false;
+        }
+      }
+    }
+  }
+
+  // Returns whether a preemption was started.
+  // `las` (preempt_by: las-band): victims are running jobs of no higher priority, not bound in
+  // this cycle, whose band (`bands`, parallel to `running`) is strictly worse than the job's;
+  // priced by EvictionCost.
+  // Otherwise victim plugins' VictimCost decides. `cache` carries the victim list from one
+  // preemptor to the next within the cycle.
+  static bool TryPreempt(Session& s, JobInfo& job, const std::vector<const JobInfo*>& running,
+                         const LasPlugin* las, const std::vector<int>& bands, VictimCache* cache) {
+    // It may fit already (room freed earlier in this cycle): allocate places it next cycle.
+    if (Fits(s, job)) return false;
+    {
+      std::vector<std::optional<double>> price;
+      PriceVictims(s, job, running, las, bands, &price);
+      UpdateCandidates(running, std::move(price), cache);
+    }
+    const std::vector<Candidate>& candidates = cache->candidates;
+    const bool costs_nonnegative = cache->costs_nonnegative;
     // Victims are chosen inside one scope so that the freed GPUs sit together: the subtrees of the
     // job's required level, or else of the highest switch tier below the whole cluster; the whole
     // cluster is the fallback. The scope whose cheapest sufficient prefix costs least wins (at
@@ -354,34 +493,8 @@ class PreemptAction final : public Action {
     std::vector<JobId> chosen;
     double best_cost = 0;
     std::optional<std::uint32_t> best_scope;
-    // Candidates (indexes, cost order) per scope switch, computed once.
-    struct ScopeCandidates {
-      std::vector<std::size_t> index;
-      bool all_inside = true;  // every candidate's GPUs lie inside the scope
-    };
-    std::map<std::uint32_t, ScopeCandidates> by_scope;
-    if (tier >= 0) {
-      for (std::size_t i = 0; i < candidates.size(); ++i) {
-        std::uint32_t last = ~0u;
-        int scopes_of_victim = 0;
-        for (const auto& a : candidates[i].job->placement.nodes) {
-          const topo::SwitchId sw = c.node(a.node).ancestors[tier];
-          if (!sw.valid() || sw.value() == last) continue;
-          last = sw.value();
-          auto& list = by_scope[sw.value()];
-          if (list.index.empty() || list.index.back() != i) {
-            list.index.push_back(i);
-            ++scopes_of_victim;
-          }
-        }
-        if (scopes_of_victim > 1) {
-          for (const auto& a : candidates[i].job->placement.nodes) {
-            const topo::SwitchId sw = c.node(a.node).ancestors[tier];
-            if (sw.valid()) by_scope[sw.value()].all_inside = false;
-          }
-        }
-      }
-    }
+    BuildScopes(c, tier, cache);
+    const std::map<std::uint32_t, ScopeCandidates>& by_scope = cache->by_scope;
     // A lower bound on a scope's sufficient prefix: after evicting it, the scope needs job.gpus
     // free GPUs and (when scope_is_required) room for every task on its nodes. Returns 0 when
     // even all candidates are not enough (then the scope cannot fit the job).

@@ -92,6 +92,7 @@ ClusterState::ClusterState(topo::Cluster cluster)
   domain_free_.assign(c.nvlink_domains().size(), 0);
   leaf_domains_.resize(c.switches().size());
   buckets_.resize(topo::kMaxGpusPerNode + 1);
+  for (NodeSet& b : buckets_) b.Resize(c.nodes().size());
   for (std::uint32_t s = 0; s < c.switches().size(); ++s) {
     const auto& sw = c.switches()[s];
     if (!sw.parent.valid()) roots_.push_back(s);

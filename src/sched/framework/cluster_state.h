@@ -8,6 +8,8 @@
 #pragma once
 
 #include <array>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -27,6 +29,74 @@ using SlotCounts = std::array<std::int32_t, kSlotSizes>;
 
 // The slot index to use as an upper bound for tasks of `gpus_per_task` GPUs (>= 1).
 int SlotIndex(int gpus_per_task);
+
+// A set of node ids as one bit per node: insert and erase in O(1) without allocating, iteration
+// in ascending id order (what best-fit placement walks).
+class NodeSet {
+ public:
+  class Iterator {
+   public:
+    using value_type = std::uint32_t;
+    using difference_type = std::ptrdiff_t;
+    Iterator() = default;
+    Iterator(const std::vector<std::uint64_t>* words, std::size_t word)
+        : words_(words), word_(word) {
+      Settle();
+    }
+    std::uint32_t operator*() const {
+      return static_cast<std::uint32_t>(word_ * 64 + std::countr_zero(bits_));
+    }
+    Iterator& operator++() {
+      bits_ &= bits_ - 1;
+      if (bits_ == 0) {
+        ++word_;
+        Settle();
+      }
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator old = *this;
+      ++*this;
+      return old;
+    }
+    bool operator==(const Iterator& o) const { return word_ == o.word_ && bits_ == o.bits_; }
+
+   private:
+    // Moves to the first set bit at or after word_ (bits_ == 0 and word_ == size at the end).
+    void Settle() {
+      while (word_ < words_->size() && (*words_)[word_] == 0) ++word_;
+      bits_ = word_ < words_->size() ? (*words_)[word_] : 0;
+    }
+    const std::vector<std::uint64_t>* words_ = nullptr;
+    std::size_t word_ = 0;
+    std::uint64_t bits_ = 0;
+  };
+
+  void Resize(std::size_t nodes) { words_.assign((nodes + 63) / 64, 0); }
+  void insert(std::uint32_t n) {
+    std::uint64_t& w = words_[n / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (n % 64);
+    size_ += (w & bit) == 0;
+    w |= bit;
+  }
+  void erase(std::uint32_t n) {
+    std::uint64_t& w = words_[n / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (n % 64);
+    size_ -= (w & bit) != 0;
+    w &= ~bit;
+  }
+  bool contains(std::uint32_t n) const {
+    return n / 64 < words_.size() && ((words_[n / 64] >> (n % 64)) & 1) != 0;
+  }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Iterator begin() const { return Iterator(&words_, 0); }
+  Iterator end() const { return Iterator(&words_, words_.size()); }
+
+ private:
+  std::vector<std::uint64_t> words_;
+  std::size_t size_ = 0;
+};
 
 // A subtree of the cluster: one node, one NVLink domain, one switch, or the whole cluster.
 enum class SubtreeKind : std::uint8_t { kNode, kDomain, kSwitch, kRoot };
@@ -100,7 +170,7 @@ class ClusterState {
   // True when some NVLink domain spans several nodes (NVL72); otherwise domain == node.
   bool has_multi_node_domains() const { return multi_node_domains_; }
   // Healthy nodes with exactly `free` idle GPUs, ascending id. 1 <= free <= 64.
-  const std::set<std::uint32_t>& NodesWithFree(int free) const { return buckets_[free]; }
+  const NodeSet& NodesWithFree(int free) const { return buckets_[free]; }
   int max_node_gpus() const { return max_node_gpus_; }
   // Switches of tier t (0 = leaf), ascending id.
   std::span<const std::uint32_t> SwitchesOfTier(int tier) const { return by_tier_[tier]; }
@@ -123,7 +193,7 @@ class ClusterState {
   std::vector<std::uint32_t> roots_;
   std::array<std::vector<std::uint32_t>, topo::kMaxSwitchTiers> by_tier_;
   std::vector<std::vector<std::uint32_t>> leaf_domains_;  // per switch, empty unless a leaf
-  std::vector<std::set<std::uint32_t>> buckets_;
+  std::vector<NodeSet> buckets_;
   bool multi_node_domains_ = false;
   int max_node_gpus_ = 0;
   std::uint64_t version_ = 0;

@@ -14,10 +14,15 @@ std::string_view StatusKindName(StatusKind kind) {
   return "?";
 }
 
+const std::string& PluginStatus::Empty() {
+  static const std::string* const kEmpty = new std::string();
+  return *kEmpty;
+}
+
 std::string PluginStatus::ToString() const {
   std::string out(StatusKindName(kind_));
   if (!plugin_.empty()) out += " (" + plugin_ + ")";
-  if (!reason_.empty()) out += ": " + reason_;
+  if (!reason().empty()) out += ": " + reason();
   return out;
 }
 

@@ -4,6 +4,7 @@
 // plugin that said no.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -25,7 +26,7 @@ class PluginStatus {
 
   bool ok() const { return kind_ == StatusKind::kSuccess; }
   StatusKind kind() const { return kind_; }
-  const std::string& reason() const { return reason_; }
+  const std::string& reason() const { return reason_ ? *reason_ : Empty(); }
   // The plugin that produced this status (set by the framework, not by plugins).
   const std::string& plugin() const { return plugin_; }
   PluginStatus& WithPlugin(std::string_view plugin) {
@@ -36,9 +37,15 @@ class PluginStatus {
   std::string ToString() const;
 
  private:
-  PluginStatus(StatusKind kind, std::string reason) : kind_(kind), reason_(std::move(reason)) {}
+  PluginStatus(StatusKind kind, std::string reason)
+      : kind_(kind),
+        reason_(reason.empty() ? nullptr : std::make_shared<const std::string>(std::move(reason))) {
+  }
+  static const std::string& Empty();
   StatusKind kind_ = StatusKind::kSuccess;
-  std::string reason_;
+  // Immutable and shared: a status is copied for every job that waits on it each cycle (failure
+  // cache, waiting notes), so a copy must not copy the text.
+  std::shared_ptr<const std::string> reason_;
   std::string plugin_;
 };
 

@@ -37,6 +37,21 @@ bool Accepts(const JobInfo& job, const topo::Cluster& c, topo::NodeId n) {
          job.accepted_gpus.end();
 }
 
+// Whether the nodes the job may use, its bad nodes aside, hold enough GPUs for it in an otherwise
+// idle cluster (health aside: a down node may come back).
+bool BadNodesLeaveRoom(const JobInfo& job, const topo::Cluster& c) {
+  std::int64_t gpus = 0;
+  for (std::uint32_t n = 0; n < c.nodes().size() && gpus < job.spec.gpus; ++n) {
+    const topo::NodeId id(n);
+    if (!Accepts(job, c, id) || (job.allowed_nodes && !(*job.allowed_nodes)[n]) ||
+        std::binary_search(job.bad_nodes.begin(), job.bad_nodes.end(), id)) {
+      continue;
+    }
+    gpus += c.node(id).gpus;
+  }
+  return gpus >= job.spec.gpus;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
@@ -116,6 +131,7 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
                         job.placement.gpus();
     ++job.failures;
     job.bad_nodes.insert(std::lower_bound(job.bad_nodes.begin(), job.bad_nodes.end(), node), node);
+    if (!BadNodesLeaveRoom(job, c)) job.bad_nodes.clear();
     const std::string why = fmt::format("node {} is down", c.node(node).name);
     if (job.failures > job.spec.max_retries) {
       ReleaseJob(job, now);
@@ -295,6 +311,7 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
   std::set<JobId> awaited;
   std::optional<TimePoint> next_deadline;
   std::vector<JobId> pending;
+  std::vector<JobInfo*> pending_jobs;
   std::optional<int> lowest_victim;
   for (auto& [id, job] : jobs_) {
     if (job.phase == JobPhase::kTerminating && job.evict_deadline <= now) {
@@ -309,6 +326,7 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
         break;
       case JobPhase::kPending:
         pending.push_back(id);
+        pending_jobs.push_back(&job);
         break;
       case JobPhase::kRunning:
         if (job.spec.preemptible && (!lowest_victim || job.spec.priority < *lowest_victim)) {
@@ -320,13 +338,12 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
     }
   }
   // A job stays nominated only while victims are terminating on its behalf.
-  for (JobId id : pending) {
-    JobInfo& job = jobs_.at(id);
-    if (job.nominated && !awaited.contains(id)) job.nominated = false;
+  for (JobInfo* job : pending_jobs) {
+    if (job->nominated && !awaited.contains(job->spec.id)) job->nominated = false;
   }
   cycle_.Clear();
   Session session(now, &state_, &jobs_, &plugins_, &config_, &cycle_, &out, options_.timer,
-                  std::move(pending), lowest_victim);
+                  std::move(pending), std::move(pending_jobs), lowest_victim, &queue_order_);
   for (const auto& a : actions_) {
     const TimePoint t0 = options_.timer ? options_.timer->Now() : TimePoint{};
     a->Execute(session);

@@ -81,6 +81,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Action>> actions_;
   CycleState cycle_;
   TimePoint last_now_;
+  std::vector<JobId> queue_order_;  // the last pending-queue order (Session::PendingQueue)
 };
 
 }  // namespace baton::sched

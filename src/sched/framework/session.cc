@@ -145,8 +145,8 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
 
 Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
                  const SchedulerConfig* config, CycleState* cycle, Decisions* out,
-                 const Clock* timer, std::vector<JobId> pending,
-                 std::optional<int> lowest_victim_priority)
+                 const Clock* timer, std::vector<JobId> pending, std::vector<JobInfo*> pending_jobs,
+                 std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order)
     : ctx_{now, *state, *jobs, *cycle},
       state_(state),
       jobs_(jobs),
@@ -155,7 +155,11 @@ Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const Plugi
       out_(out),
       timer_(timer),
       pending_at_start_(std::move(pending)),
-      lowest_victim_priority_(lowest_victim_priority) {}
+      lowest_victim_priority_(lowest_victim_priority),
+      pending_jobs_(std::move(pending_jobs)),
+      queue_order_(queue_order) {
+  CHECK(pending_jobs_.size() == pending_at_start_.size());
+}
 
 bool Session::HasAction(std::string_view name) const {
   return std::find(config_->actions.begin(), config_->actions.end(), name) !=
@@ -163,27 +167,68 @@ bool Session::HasAction(std::string_view name) const {
 }
 
 std::vector<JobId> Session::PendingQueue() {
+  std::vector<JobInfo*> jobs = PendingJobs();
+  std::vector<JobId> ids;
+  ids.reserve(jobs.size());
+  for (const JobInfo* j : jobs) ids.push_back(j->spec.id);
+  return ids;
+}
+
+std::vector<JobInfo*> Session::PendingJobs() {
   ScopedTiming t(this, "queue-sort");
   plugins_->queue_sort.ext->PrepareSort(ctx_);
-  std::vector<const JobInfo*> pending;
-  for (JobId id : pending_at_start_) {
-    auto it = jobs_->find(id);
-    if (it == jobs_->end()) continue;
-    const JobInfo& job = it->second;
-    if (job.phase == JobPhase::kPending && job.eligible_at <= ctx_.now) pending.push_back(&job);
+  auto eligible = [&](const JobInfo* job) {
+    return job != nullptr && job->phase == JobPhase::kPending && job->eligible_at <= ctx_.now;
+  };
+  std::vector<JobInfo*> pending;
+  if (queue_cached_) {
+    pending.reserve(queue_cache_.size());
+    for (JobInfo* job : queue_cache_) {
+      if (eligible(job)) pending.push_back(job);
+    }
+  } else {
+    std::vector<JobInfo*> now_eligible;  // ascending id
+    for (JobInfo* job : pending_jobs_) {
+      if (eligible(job)) now_eligible.push_back(job);
+    }
+    // Start from the last order: the eligible jobs it lists, in its order, then the others by id.
+    pending.reserve(now_eligible.size());
+    if (queue_order_ != nullptr && !queue_order_->empty()) {
+      std::vector<bool> placed(now_eligible.size(), false);
+      auto by_id = [](const JobInfo* j, JobId id) { return j->spec.id < id; };
+      for (JobId id : *queue_order_) {
+        auto it = std::lower_bound(now_eligible.begin(), now_eligible.end(), id, by_id);
+        if (it == now_eligible.end() || (*it)->spec.id != id) continue;
+        const auto i = static_cast<std::size_t>(it - now_eligible.begin());
+        if (placed[i]) continue;
+        placed[i] = true;
+        pending.push_back(*it);
+      }
+      for (std::size_t i = 0; i < now_eligible.size(); ++i) {
+        if (!placed[i]) pending.push_back(now_eligible[i]);
+      }
+    } else {
+      pending = std::move(now_eligible);
+    }
   }
   const QueueSortPlugin* q = plugins_->queue_sort.ext;
-  std::stable_sort(pending.begin(), pending.end(), [&](const JobInfo* a, const JobInfo* b) {
+  auto before = [&](const JobInfo* a, const JobInfo* b) {
     if (q->Less(ctx_, *a, *b)) return true;
     if (q->Less(ctx_, *b, *a)) return false;
     if (a->spec.submit_time != b->spec.submit_time)
       return a->spec.submit_time < b->spec.submit_time;
     return a->spec.id < b->spec.id;
-  });
-  std::vector<JobId> ids;
-  ids.reserve(pending.size());
-  for (const JobInfo* j : pending) ids.push_back(j->spec.id);
-  return ids;
+  };
+  if (!std::is_sorted(pending.begin(), pending.end(), before)) {
+    std::stable_sort(pending.begin(), pending.end(), before);
+  }
+  queue_cache_ = pending;
+  queue_cached_ = true;
+  if (queue_order_ != nullptr) {
+    queue_order_->clear();
+    for (const JobInfo* j : pending) queue_order_->push_back(j->spec.id);
+  }
+  return pending;
 }
 
 const PluginStatus* Session::CachedFailure(const ShapeKey& key, int gpus, double rank) const {
@@ -393,17 +438,21 @@ void Session::Bind(JobInfo& job, Placement p, Statement* stmt) {
   const topo::Level preferred = job.spec.topology.preferred.value_or(topo::Level::kCore);
   p.span = SpanOf(state_->cluster(), p.nodes);
   job.placement = p;
-  waiting_.erase(job.spec.id);
   out_->binds.push_back({job.spec.id, std::move(p), job.placement.span <= preferred});
 }
 
 void Session::Wait(const JobInfo& job, PluginStatus status) {
-  waiting_[job.spec.id] = std::move(status);
+  waiting_.emplace_back(job.spec.id, std::move(status));
 }
 
 void Session::Reject(JobId id, std::string plugin, std::string reason) {
-  waiting_.erase(id);
-  jobs_->erase(id);
+  auto it = jobs_->find(id);
+  if (it != jobs_->end()) {
+    JobInfo* gone = &it->second;
+    std::replace(pending_jobs_.begin(), pending_jobs_.end(), gone, static_cast<JobInfo*>(nullptr));
+    std::replace(queue_cache_.begin(), queue_cache_.end(), gone, static_cast<JobInfo*>(nullptr));
+    jobs_->erase(it);
+  }
   out_->rejections.push_back({id, std::move(plugin), std::move(reason)});
 }
 
@@ -436,7 +485,17 @@ void Session::AddTiming(std::string_view name, double seconds, std::int64_t call
 }
 
 void Session::Finish() {
-  for (auto& [id, status] : waiting_) {
+  // Bound, evicted or rejected jobs are no longer pending (a job never returns to pending within
+  // a cycle), so their notes drop out here.
+  std::vector<std::uint32_t> order(waiting_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return waiting_[a].first < waiting_[b].first ||
+           (waiting_[a].first == waiting_[b].first && a < b);
+  });
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (k + 1 < order.size() && waiting_[order[k + 1]].first == waiting_[order[k]].first) continue;
+    auto& [id, status] = waiting_[order[k]];
     auto it = jobs_->find(id);
     if (it != jobs_->end() && it->second.phase == JobPhase::kPending) {
       out_->waiting.push_back({id, std::move(status)});

@@ -51,11 +51,15 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
 
 class Session {
  public:
-  // `pending` lists the jobs pending at the start of the cycle (ascending id); `lowest_victim_
-  // priority` is the lowest priority of a preemptible running job then (nullopt: none).
+  // `pending` lists the jobs pending at the start of the cycle (ascending id) and `pending_jobs`
+  // their records in `jobs` (parallel); `lowest_victim_priority` is the lowest priority of a
+  // preemptible running job then (nullopt: none).
+  // `queue_order` (may be null; not owned) is the last queue order PendingQueue returned, kept by
+  // the caller across cycles: it is the starting point of the next sort (see PendingQueue).
   Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
           const SchedulerConfig* config, CycleState* cycle, Decisions* out, const Clock* timer,
-          std::vector<JobId> pending, std::optional<int> lowest_victim_priority);
+          std::vector<JobId> pending, std::vector<JobInfo*> pending_jobs,
+          std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order = nullptr);
 
   TimePoint now() const { return ctx_.now; }
   const PluginContext& ctx() const { return ctx_; }
@@ -66,8 +70,14 @@ class Session {
   Decisions& decisions() { return *out_; }
   bool HasAction(std::string_view name) const;
 
-  // Pending jobs eligible now, in queue-sort order (ties by submit time, then id).
+  // Pending jobs eligible now, in queue-sort order (ties by submit time, then id). The order is
+  // total, so it does not depend on where the sort starts: it starts from the last order returned
+  // (new jobs after it, by id) and skips the sort when that is already in order, which is the
+  // common case when nothing but arrivals changed since (one comparison per job instead of a
+  // sort).
   std::vector<JobId> PendingQueue();
+  // The same queue as the jobs' records (valid until the job is rejected).
+  std::vector<JobInfo*> PendingJobs();
   // Jobs that were pending when the cycle started (a superset of those pending now), by id.
   const std::vector<JobId>& pending_at_start() const { return pending_at_start_; }
   std::optional<int> lowest_victim_priority() const { return lowest_victim_priority_; }
@@ -131,7 +141,15 @@ class Session {
   const Clock* timer_;
   std::vector<JobId> pending_at_start_;
   std::optional<int> lowest_victim_priority_;
-  std::map<JobId, PluginStatus> waiting_;
+  std::vector<JobInfo*> pending_jobs_;  // parallel to pending_at_start_; null once rejected
+  std::vector<JobId>* queue_order_;
+  // The last PendingJobs result in this cycle: later calls start from it, since the eligible
+  // pending jobs only shrink within a cycle (binds, evictions and rejections never make a job
+  // pending). Rejected jobs are nulled here.
+  std::vector<JobInfo*> queue_cache_;
+  bool queue_cached_ = false;
+  // Waiting notes in the order given; Finish keeps the last per job still pending.
+  std::vector<std::pair<JobId, PluginStatus>> waiting_;
   std::map<std::string, Timing, std::less<>> timings_;
   // Failure cache: a job with the same shape and no job-specific node restriction, at the same
   // allocation-state version, fails again when it asks for as many or more GPUs under the same or

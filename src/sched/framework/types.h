@@ -51,7 +51,11 @@ struct JobInfo {
   // Compiled at admission.
   int task_gpus = 0;
   std::vector<const topo::GpuSpec*> accepted_gpus;  // empty: any
-  std::vector<topo::NodeId> bad_nodes;              // sorted; never placed here again
+  // Sorted; nodes that went down under the job, where it is not placed again. The list expires
+  // (is cleared) when a node is added that leaves the job's other usable nodes (accepted GPU
+  // type, allowed attributes) too few GPUs even on an idle cluster: keeping it would strand the
+  // job for good (e.g. a whole-cluster gang), so it may return to any node once they are healthy.
+  std::vector<topo::NodeId> bad_nodes;
   // Nodes meeting spec.node_requirements (bit per node); null when there are none.
   std::shared_ptr<const std::vector<bool>> allowed_nodes;
   // Runtime.

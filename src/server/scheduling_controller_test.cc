@@ -25,6 +25,7 @@
 #include "server/executors/local_executor.h"
 #include "server/server.h"
 #include "server/testing/child_daemon.h"
+#include "server/testing/wait_for.h"
 #include "topology/builders/fabrics.h"
 
 #ifndef BATON_SERVE_TEST_DAEMON
@@ -50,15 +51,7 @@ fs::path TempDir(const std::string& name) {
   return dir;
 }
 
-// Polls `pred` every 20 ms for up to `limit`.
-bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit = 15s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
+using testing::WaitFor;
 
 class Api {
  public:

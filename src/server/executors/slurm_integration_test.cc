@@ -24,6 +24,7 @@
 #include "server/scheduling_controller.h"
 #include "server/server.h"
 #include "server/testing/fake_slurm.h"
+#include "server/testing/wait_for.h"
 
 namespace baton::server {
 namespace {
@@ -34,13 +35,9 @@ using namespace std::chrono_literals;
 
 constexpr const char* kToken = "Bearer slurm-admin-token-0123456789";
 
+// Slurm answers in seconds: look every 100 ms.
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return pred();
+  return testing::WaitFor(pred, limit, 100ms);
 }
 
 class SlurmTest : public ::testing::Test {

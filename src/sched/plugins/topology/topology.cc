@@ -160,22 +160,40 @@ PluginStatus TopologyPlugin::Propose(const PluginContext& ctx, const JobInfo& jo
     }
   };
 
-  // Level 1: one node, best fit from the free-count buckets.
+  // Level 1: one node, best fit from the free-count buckets. At most one candidate per leaf
+  // switch: in node order the candidates would often all sit in the first free leaf, and the
+  // bin-packing score could not steer the job into a fuller leaf to keep whole leaves free.
+  std::vector<std::uint32_t> leaves_seen;
+  auto new_leaf = [&](std::uint32_t n) {
+    const topo::SwitchId leaf = c.node(topo::NodeId(n)).ancestors[0];
+    if (!leaf.valid()) return true;
+    if (std::find(leaves_seen.begin(), leaves_seen.end(), leaf.value()) != leaves_seen.end()) {
+      return false;
+    }
+    leaves_seen.push_back(leaf.value());
+    return true;
+  };
   if (job.spec.gpus <= st.max_node_gpus() && tasks == 1) {
     for (int f = job.spec.gpus; f <= st.max_node_gpus() && out->empty(); ++f) {
+      leaves_seen.clear();
       for (std::uint32_t n : st.NodesWithFree(f)) {
         if (static_cast<int>(out->size()) >= max_candidates) break;
         search.Reset();
-        if (search.TakeNode(topo::NodeId(n), 1, 1) == 1) out->push_back(search.Build());
+        if (search.TakeNode(topo::NodeId(n), 1, 1) == 1 && new_leaf(n)) {
+          out->push_back(search.Build());
+        }
       }
     }
     if (!out->empty()) return PluginStatus::Success();
   } else if (job.spec.gpus <= st.max_node_gpus() && !job.spec.spread) {
     for (int f = job.spec.gpus; f <= st.max_node_gpus() && out->empty(); ++f) {
+      leaves_seen.clear();
       for (std::uint32_t n : st.NodesWithFree(f)) {
         if (static_cast<int>(out->size()) >= max_candidates) break;
         search.Reset();
-        if (search.Descend({SubtreeKind::kNode, n}, tasks) == tasks) out->push_back(search.Build());
+        if (search.Descend({SubtreeKind::kNode, n}, tasks) == tasks && new_leaf(n)) {
+          out->push_back(search.Build());
+        }
       }
     }
     if (!out->empty()) return PluginStatus::Success();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -240,6 +241,26 @@ Result<ModelSpec> ParseModel(std::string_view text, std::string_view source) {
     has_kv = has_ffn = true;
   }
   Status st = [&]() -> Status {
+    // Unknown keys are typos ("layrs"), and a typo must not silently keep a base model's value.
+    auto only_known = [](const YAML::Node& map, std::string_view prefix,
+                         std::initializer_list<std::string_view> known) -> Status {
+      for (const auto& kv : map) {
+        const std::string key = kv.first.as<std::string>("");
+        if (std::find(known.begin(), known.end(), key) == known.end()) {
+          return FieldError(fmt::format("{}{}", prefix, Printable(key)), "unknown field");
+        }
+      }
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(
+        only_known(root, "",
+                   {"name", "base", "layers", "hidden", "heads", "kv_heads", "ffn", "ffn_kind",
+                    "vocab", "seq", "tied_embeddings", "learned_positions", "dropout", "moe"}));
+    if (root["moe"] && root["moe"].IsMap()) {
+      RETURN_IF_ERROR(
+          only_known(root["moe"], "moe.",
+                     {"experts", "top_k", "expert_ffn", "shared_experts", "layer_frequency"}));
+    }
     RETURN_IF_ERROR(ReadField(root, "name", "name", m.name));
     RETURN_IF_ERROR(ReadField(root, "layers", "layers", m.layers));
     RETURN_IF_ERROR(ReadField(root, "hidden", "hidden", m.hidden));
@@ -276,7 +297,8 @@ Result<ModelSpec> ParseModel(std::string_view text, std::string_view source) {
   }();
   if (!st.ok()) return st.WithPrefix(source);
   if (!has_kv) m.kv_heads = m.heads;
-  if (!has_ffn) m.ffn = 4 * m.hidden;
+  // The default FFN only for a hidden size that validation will accept (no overflow on junk).
+  if (!has_ffn) m.ffn = m.hidden > 0 && m.hidden <= (1 << 20) ? 4 * m.hidden : 0;
   if (m.name.empty()) m.name = std::string(source);
   RETURN_IF_ERROR(ValidateModel(m).WithPrefix(source));
   return m;

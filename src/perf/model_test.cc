@@ -87,3 +87,26 @@ TEST(ModelTest, BadFieldsAreNamed) {
 
 }  // namespace
 }  // namespace baton::perf
+
+namespace baton::perf {
+namespace {
+
+// Found by fuzz_plan_request: a negative hidden size overflowed the default FFN (4 x hidden)
+// before validation; and a typo must be an error, not a silently ignored key.
+TEST(ModelTest, JunkAndTyposAreErrorsNamingTheField) {
+  auto neg = ParseModel(R"({"name": "x", "layers": 1, "hidden": -564666000, "heads": 1})", "m");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("model.hidden"), std::string::npos)
+      << neg.status().message();
+  auto typo = ParseModel("base: llama3-8b\nlayrs: 2\n", "m.yaml");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("model.layrs: unknown field"), std::string::npos)
+      << typo.status().message();
+  auto moe = ParseModel("base: mixtral-8x7b\nmoe: {experts: 8, topk: 2}\n", "m.yaml");
+  ASSERT_FALSE(moe.ok());
+  EXPECT_NE(moe.status().message().find("model.moe.topk"), std::string::npos)
+      << moe.status().message();
+}
+
+}  // namespace
+}  // namespace baton::perf

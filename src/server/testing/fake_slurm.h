@@ -1,13 +1,18 @@
 // FakeSlurm: a test's guard around a real Slurm 22.05 cluster of 16 nodes x 8 GPUs on this machine
 // (scripts/slurm-fake-cluster.sh: slurmctld, 16 slurmd, munged). Start() brings it up in a fresh
 // directory; the destructor stops every daemon it started by their PID files, pass or fail.
-// Unavailable() says why it cannot run here (not root, Slurm not installed), for GTEST_SKIP.
+// Unavailable() says why it cannot run here (not root, Slurm not installed, no mknod), for
+// GTEST_SKIP.
 // Fixed ports (6817, 17001-17016): one FakeSlurm per machine at a time (ctest RESOURCE_LOCK).
 #pragma once
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -37,6 +42,14 @@ class FakeSlurm {
       }
     }
     if (!std::filesystem::exists(script_)) return script_.string() + " not found";
+    // The fake GPUs are character devices; a container without CAP_MKNOD cannot make them.
+    std::filesystem::path probe = dir_.string() + "-mknod-probe";
+    std::filesystem::remove(probe);
+    if (::mknod(probe.c_str(), S_IFCHR | 0600, makedev(1, 3)) != 0) {
+      return std::string("cannot create the fake GPU device files (mknod: ") +
+             std::strerror(errno) + ")";
+    }
+    std::filesystem::remove(probe);
     return {};
   }
 

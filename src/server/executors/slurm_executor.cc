@@ -78,6 +78,15 @@ bool Field(const json& object, std::string_view key, T* out) {
   return true;
 }
 
+// The newest batch job (highest id) whose name starts with `prefix`; null if none.
+const SlurmJob* NewestWithPrefix(const std::vector<SlurmJob>& jobs, std::string_view prefix) {
+  const SlurmJob* newest = nullptr;
+  for (const SlurmJob& j : jobs) {
+    if (j.name.rfind(prefix, 0) == 0 && (newest == nullptr || j.id > newest->id)) newest = &j;
+  }
+  return newest;
+}
+
 }  // namespace
 
 Result<topo::Cluster> ClusterFromSlurmConf(const std::string& slurm_conf) {
@@ -147,8 +156,10 @@ Result<std::vector<SlurmNode>> ParseSinfoJson(std::string_view text) {
   return out;
 }
 
-topo::NodeHealth NodeHealthFromSlurm(const SlurmNode& node) {
+std::optional<topo::NodeHealth> NodeHealthFromSlurm(const SlurmNode& node) {
   std::string state = ToLower(node.state);
+  // A restarted slurmctld knows nothing of a node until its slurmd registers again: no news.
+  if (state == "unknown" && node.flags.empty()) return std::nullopt;
   auto flag = [&](std::string_view f) {
     return std::any_of(node.flags.begin(), node.flags.end(),
                        [&](const std::string& x) { return x == f; });
@@ -313,7 +324,7 @@ Status SlurmExecutor::Launch(const LaunchRequest& request) {
   }
   Tracked t;
   t.request = request;
-  t.name = fmt::format("{}-{}-{}-{}", options_.job_prefix, request.job,
+  t.name = fmt::format("{}{}-{}", JobPrefix(request.job),
                        static_cast<long long>(std::llround(request.started_at.since_epoch.value())),
                        ++launches_);
   jobs_.emplace(request.job, std::move(t));
@@ -346,31 +357,35 @@ void SlurmExecutor::Kill(std::int64_t job) {
 }
 
 bool SlurmExecutor::Reattach(const LaunchRequest& request) {
-  std::string prefix = fmt::format("{}-{}-", options_.job_prefix, request.job);
-  Result<std::vector<SlurmJob>> jobs = QueryJobs();
+  // The daemon reattaches every running job at start-up: one squeue serves them all.
+  auto now = std::chrono::steady_clock::now();
+  if (!reattach_snapshot_ || now - reattach_snapshot_->first > std::chrono::seconds(10)) {
+    reattach_snapshot_.emplace(now, QueryJobs());
+  }
+  const Result<std::vector<SlurmJob>>& jobs = reattach_snapshot_->second;
   std::lock_guard lock(mu_);
   Tracked t;
   t.request = request;
+  t.submitted = true;
   if (!jobs.ok()) {
-    // Cannot tell now: keep following it; if it is not there once Slurm answers, it is lost.
+    // Cannot tell now: keep following it (name unknown until Slurm answers); if it is not there
+    // then, it is lost.
     LOG_WARN("slurm executor: reattaching job {} without Slurm: {}", request.job,
              jobs.status().ToString());
-    t.name = prefix + "unknown";
-    t.submitted = true;
     t.ambiguous = true;
     jobs_[request.job] = std::move(t);
     return true;
   }
-  const SlurmJob* newest = nullptr;
-  for (const SlurmJob& j : *jobs) {
-    if (j.name.rfind(prefix, 0) == 0 && (newest == nullptr || j.id > newest->id)) newest = &j;
-  }
+  const SlurmJob* newest = NewestWithPrefix(*jobs, JobPrefix(request.job));
   if (newest == nullptr) return false;
   t.name = newest->name;
   t.slurm_id = newest->id;
-  t.submitted = true;
   jobs_[request.job] = std::move(t);
   return true;
+}
+
+std::string SlurmExecutor::JobPrefix(std::int64_t job) const {
+  return fmt::format("{}-{}-", options_.job_prefix, job);
 }
 
 std::vector<ExitReport> SlurmExecutor::Poll() {
@@ -402,16 +417,18 @@ void SlurmExecutor::NodeConditionChanged(const std::string& node, topo::NodeHeal
 }
 
 void SlurmExecutor::StopAll() {
-  std::vector<std::string> names;
+  // Batch jobs outlive the daemon: Slurm keeps running them and the next daemon reattaches them
+  // (a daemon upgrade must not kill every training run). Only cancels, signals and drains that
+  // were asked for and not yet sent still go out; submissions not yet made are dropped (those
+  // jobs are not in Slurm, so the next daemon requeues them).
+  std::deque<Op> ops;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [job, t] : jobs_) names.push_back(t.name);
     jobs_.clear();
-    ops_.clear();
+    ops.swap(ops_);
   }
-  for (const std::string& name : names) {
-    CommandResult r;
-    (void)Slurm({"scancel", "--name=" + name}, &r);
+  for (const Op& op : ops) {
+    if (op.kind != Op::kSubmit) (void)RunOp(op);
   }
 }
 
@@ -490,6 +507,9 @@ Status SlurmExecutor::Submit(std::int64_t job) {
 }
 
 Status SlurmExecutor::RunOp(const Op& op) {
+  // A job reattached while Slurm was away has no known batch job name yet: nothing to signal
+  // (Follow cancels it once found, if it was stopped meanwhile).
+  if (op.target.empty() && op.kind != Op::kSubmit) return Status::Ok();
   CommandResult r;
   switch (op.kind) {
     case Op::kSubmit:
@@ -532,10 +552,9 @@ Status SlurmExecutor::Follow() {
   std::set<std::string> down;
   for (const SlurmNode& n : nodes) {
     node_address_[n.name] = n.address;
-    // A restarted slurmctld knows nothing of a node until its slurmd registers again ("unknown"):
-    // no news, not bad news.
-    if (ToLower(n.state) == "unknown" && n.flags.empty()) continue;
-    topo::NodeHealth h = NodeHealthFromSlurm(n);
+    std::optional<topo::NodeHealth> health = NodeHealthFromSlurm(n);
+    if (!health) continue;
+    const topo::NodeHealth h = *health;
     if (h == topo::NodeHealth::kDown) down.insert(n.name);
     auto [it, fresh] = node_health_.emplace(n.name, topo::NodeHealth::kHealthy);
     if (it->second == h && !(fresh && h != topo::NodeHealth::kHealthy)) continue;
@@ -550,19 +569,15 @@ Status SlurmExecutor::Follow() {
   }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Tracked& t = it->second;
-    auto found = by_name.find(t.name);
-    if (found == by_name.end() && t.ambiguous && t.slurm_id.has_value() == false &&
-        t.name.ends_with("-unknown")) {
-      // Reattached without Slurm: match by prefix now.
-      std::string prefix = fmt::format("{}-{}-", options_.job_prefix, it->first);
-      for (const auto& [name, j] : by_name) {
-        if (name.rfind(prefix, 0) == 0) found = by_name.find(name);
-      }
-      if (found != by_name.end()) {
-        t.name = found->first;
+    if (t.name.empty()) {
+      // Reattached while Slurm was away: its newest batch job, now that Slurm answers.
+      if (const SlurmJob* j = NewestWithPrefix(jobs, JobPrefix(it->first)); j != nullptr) {
+        t.name = j->name;
         t.ambiguous = false;
+        if (t.stop_requested) ops_.push_back({Op::kCancel, it->first, t.name, ""});
       }
     }
+    auto found = t.name.empty() ? by_name.end() : by_name.find(t.name);
     if (found == by_name.end()) {
       if (!t.submitted) {
         ++it;

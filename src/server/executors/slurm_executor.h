@@ -27,9 +27,13 @@
 // message. A job that ended badly while Slurm shows one of its nodes down is not reported: the
 // node's failure reaches the controller (PollNodes), which requeues the job and Kills it here.
 //
-// Reattach (daemon start-up) finds the newest batch job named "<prefix>-<job>-*" in squeue.
+// Reattach (daemon start-up) finds the newest batch job named "<prefix>-<job>-*" in squeue; one
+// squeue serves all the jobs reattached at start-up. StopAll (daemon shutdown) leaves batch jobs
+// running in Slurm for the next daemon to reattach; it only sends the cancels and drains that
+// were still queued.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -92,8 +96,9 @@ Result<topo::Cluster> ClusterFromSlurmConf(const std::string& slurm_conf);
 Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text);
 Result<std::vector<SlurmNode>> ParseSinfoJson(std::string_view text);
 
-// Slurm's node condition as baton sees it (see the file comment).
-topo::NodeHealth NodeHealthFromSlurm(const SlurmNode& node);
+// Slurm's node condition as baton sees it (see the file comment); nullopt when Slurm has no news
+// (UNKNOWN: a restarted controller before the node registers).
+std::optional<topo::NodeHealth> NodeHealthFromSlurm(const SlurmNode& node);
 bool IsTerminalSlurmState(std::string_view state);
 
 // The batch script for a launch. `master_addr` is the rank-0 node's address (NodeAddr), and
@@ -132,7 +137,7 @@ class SlurmExecutor final : public Executor {
  private:
   struct Tracked {
     LaunchRequest request;
-    std::string name;  // "<prefix>-<job>-<launch>"
+    std::string name;  // "<prefix>-<job>-<launch>"; empty: reattached, not yet found in Slurm
     std::optional<std::int64_t> slurm_id;
     bool submitted = false;  // sbatch answered with an id (or the name was found in squeue)
     bool ambiguous = false;  // a submission may have happened: look before submitting again
@@ -155,6 +160,7 @@ class SlurmExecutor final : public Executor {
   Status Submit(std::int64_t job);
   Status RunOp(const Op& op);
   Status Follow();
+  std::string JobPrefix(std::int64_t job) const;  // "<prefix>-<job>-"
 
   const SlurmOptions options_;
   const Clock& clock_;
@@ -171,6 +177,9 @@ class SlurmExecutor final : public Executor {
   std::map<std::string, std::string> node_address_;
   std::set<std::string> drained_by_us_;
   std::int64_t launches_ = 0;
+  // squeue as Reattach last saw it (start-up reattaches many jobs; one query serves them).
+  std::optional<std::pair<std::chrono::steady_clock::time_point, Result<std::vector<SlurmJob>>>>
+      reattach_snapshot_;
   bool available_ = true;
   std::string last_error_;
   std::thread worker_;

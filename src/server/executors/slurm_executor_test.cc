@@ -70,6 +70,10 @@ TEST(SlurmParseTest, SinfoNodesAndTheirConditionForBaton) {
   EXPECT_EQ(NodeHealthFromSlurm((*nodes)[2]), NodeHealth::kDraining);  // drained by an admin
   EXPECT_EQ(NodeHealthFromSlurm((*nodes)[3]), NodeHealth::kHealthy);   // drained by baton
   EXPECT_EQ(NodeHealthFromSlurm((*nodes)[4]), NodeHealth::kDown);
+  SlurmNode restarted{"n06", "10.0.0.6", "unknown", {}, "", 8};
+  EXPECT_EQ(NodeHealthFromSlurm(restarted), std::nullopt);  // no news, not bad news
+  restarted.flags = {"NOT_RESPONDING"};
+  EXPECT_EQ(NodeHealthFromSlurm(restarted), NodeHealth::kDown);
 }
 
 TEST(SlurmParseTest, MalformedOutputIsAnErrorNamingWhat) {

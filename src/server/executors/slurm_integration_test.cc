@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -293,6 +294,24 @@ TEST_F(SlurmTest, ControllerRestartLosesNothingAndLaunchesNothingTwice) {
       << Job(before).dump() << Job(during).dump();
   EXPECT_EQ(SlurmJobsFor(before), 1);
   EXPECT_EQ(SlurmJobsFor(during), 1);  // an sbatch that timed out was looked for, not repeated
+}
+
+// A daemon restart (an upgrade) leaves the batch job running in Slurm; the new daemon reattaches
+// it (one squeue for all) and follows it to the end.
+TEST_F(SlurmTest, DaemonRestartReattachesTheRunningBatchJob) {
+  StartDaemon();
+  std::int64_t id = Submit(R"({"name": "long", "gpus": 16, "gpus_per_node": 8,
+      "command": ["bash", "-c", "sleep 8"]})");
+  ASSERT_TRUE(WaitFor([&] { return SlurmJobsFor(id) == 1; }, 30s));
+  StopDaemon();
+  EXPECT_EQ(slurm_->Client("squeue -h -t pending,configuring,running -o %j | grep -q " + Prefix() +
+                           "-" + std::to_string(id) + "-"),
+            0);  // still running without baton
+  StartDaemon();
+  ASSERT_TRUE(WaitFor([&] { return State(id) == "succeeded"; }, 60s)) << Job(id).dump();
+  std::vector<std::string> kinds = Kinds(id);
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "adopted"), kinds.end()) << json(kinds).dump();
+  EXPECT_EQ(SlurmJobsFor(id), 1);
 }
 
 TEST_F(SlurmTest, BatonsDrainReachesSlurmAndUncordonResumes) {

@@ -18,13 +18,6 @@ extern char** environ;
 namespace baton::server {
 namespace {
 
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 void CloseFd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
@@ -32,18 +25,30 @@ void CloseFd(int& fd) {
 
 }  // namespace
 
+std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& vars) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv = *e;
+    if (!vars.contains(std::string(kv.substr(0, kv.find('='))))) env.emplace_back(kv);
+  }
+  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::vector<char*> CStringPointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env, Seconds timeout) {
   if (argv.empty()) return InvalidArgumentError("RunCommand: empty argv");
   std::vector<std::string> args = argv;
-  std::vector<std::string> vars;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv = *e;
-    if (!env.contains(std::string(kv.substr(0, kv.find('='))))) vars.emplace_back(kv);
-  }
-  for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
-  std::vector<char*> argv_p = Pointers(args);
-  std::vector<char*> env_p = Pointers(vars);
+  std::vector<std::string> vars = EnvironmentWith(env);
+  std::vector<char*> argv_p = CStringPointers(args);
+  std::vector<char*> env_p = CStringPointers(vars);
 
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {

@@ -26,6 +26,12 @@ struct CommandResult {
 
 inline constexpr std::size_t kMaxCommandOutput = 64 << 20;
 
+// This process's environment with `vars` set on top (replacing ours of the same name), as
+// KEY=VALUE strings for posix_spawn.
+std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& vars);
+// Null-terminated pointers into `strings` (argv / envp); valid while `strings` is unchanged.
+std::vector<char*> CStringPointers(std::vector<std::string>& strings);
+
 // kUnavailable when the program cannot be started (not found, no processes left); a program
 // that runs and fails is a CommandResult with its exit code.
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,

@@ -13,8 +13,7 @@
 #include <system_error>
 
 #include "core/log.h"
-
-extern char** environ;
+#include "server/executors/command.h"
 
 namespace baton::server {
 namespace {
@@ -34,21 +33,7 @@ std::vector<std::string> RankEnvironment(const LaunchRequest& r, const RankAssig
       {"BATON_JOB_ID", std::to_string(r.job)},
       {"BATON_NODE", rank.node},
   };
-  std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv = *e;
-    std::string key(kv.substr(0, kv.find('=')));
-    if (!vars.contains(key)) env.emplace_back(kv);
-  }
-  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
-  return env;
-}
-
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
+  return EnvironmentWith(vars);
 }
 
 }  // namespace
@@ -81,8 +66,8 @@ Status LocalExecutor::Launch(const LaunchRequest& request) {
     std::string log = (dir / ("rank-" + std::to_string(rank->rank) + ".log")).string();
     std::vector<std::string> argv = request.command;
     std::vector<std::string> env = RankEnvironment(request, *rank, per_node[rank->node]);
-    std::vector<char*> argv_p = Pointers(argv);
-    std::vector<char*> env_p = Pointers(env);
+    std::vector<char*> argv_p = CStringPointers(argv);
+    std::vector<char*> env_p = CStringPointers(env);
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

@@ -123,6 +123,15 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     return InvalidArgumentError(
         fmt::format("column pp_p2p: '{}' is not batched or serial", Printable(p2p)));
   }
+  // The optional column mfu_attention says how the source counted attention FLOPs in an MFU
+  // figure: full (the default) or causal (half the s x s square).
+  std::string_view attention = Trim(get("mfu_attention"));
+  if (EqualsIgnoreCase(attention, "causal")) {
+    r.causal_attention_flops = true;
+  } else if (!attention.empty() && !EqualsIgnoreCase(attention, "full")) {
+    return InvalidArgumentError(
+        fmt::format("column mfu_attention: '{}' is not full or causal", Printable(attention)));
+  }
   ASSIGN_OR_RETURN(r.training.dtype, topo::ParseDtype(get("dtype")));
   ASSIGN_OR_RETURN(r.training.flash_attention, YesNo(get("flash_attention"), "flash_attention"));
   std::string_view metric = Trim(get("metric"));
@@ -198,8 +207,15 @@ double Predicted(const PublishedRun& run, const ParallelPlan& plan, const StepEs
               : e.hardware_flops_per_step.value();
       return flops / (e.step.value() * plan.gpus()) / 1e12;
     }
-    case Metric::kMfu:
-      return e.mfu;
+    case Metric::kMfu: {
+      if (!run.causal_attention_flops) return e.mfu;
+      // The estimator counts the full s x s attention square (4 s^2 h per layer and sequence,
+      // forward); a causal count takes half of it.
+      const ModelSpec& m = run.model;
+      double full = ForwardFlopsPerSequence(m).value();
+      double half_square = 2.0 * m.seq * double(m.seq) * m.hidden * m.layers;
+      return e.mfu * (full - half_square) / full;
+    }
     case Metric::kStateMemory:
       return ToGiB(e.memory.weights_grads_optimizer());
     case Metric::kActivationMemory:

@@ -29,6 +29,10 @@ struct PublishedRun {
   bool vp_published = true;   // false: likewise for the virtual stages
   Metric metric = Metric::kIterationTime;
   double value = 0;
+  // How the source counted model FLOPs for an `mfu` figure: attention scores and values over the
+  // full s x s square (false: Megatron's and PaLM's convention, this estimator's MFU) or over the
+  // causal half (true: column mfu_attention = causal). See data/published/README.md.
+  bool causal_attention_flops = false;
 };
 
 // Parses the table; errors name the file, line and column.

@@ -47,7 +47,7 @@ constexpr double kOutlierBound = 0.25;
 TEST(ValidationTest, PublishedRunsWithinBounds) {
   auto runs = LoadPublishedRuns(SourceDir() + "/data/published/runs.csv");
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
-  ASSERT_GE(runs->size(), 41u);
+  ASSERT_GE(runs->size(), 43u);
   auto rep = RunValidation(*runs);
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   std::printf("%s", FormatValidationReport(*rep).c_str());
@@ -98,6 +98,32 @@ TEST(ValidationTest, PipelineP2pColumn) {
   auto bad = ParsePublishedRuns(head + row + "async\n", "t.csv");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("pp_p2p"), std::string::npos) << bad.status().ToString();
+}
+
+TEST(ValidationTest, MfuAttentionColumn) {
+  std::string head =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
+      "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,dp_overlap,pp_p2p,mfu_attention\n";
+  std::string row =
+      "x,s,Llama 3 405B,405,126,16384,128,8,53248,131072,128256,128,1,16384,H100-SXM5-80GB,"
+      "RoCE 400G per GPU,8,16,8,16,,none,yes,2,bf16,mfu,0.38,secondary,yes,yes,,";
+  auto causal = ParsePublishedRuns(head + row + "causal\n", "t.csv");
+  ASSERT_TRUE(causal.ok()) << causal.status().ToString();
+  auto full = ParsePublishedRuns(head + row + "\n", "t.csv");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_TRUE((*causal)[0].causal_attention_flops);
+  EXPECT_FALSE((*full)[0].causal_attention_flops);
+  // At 128k tokens attention is over half the model FLOPs: the causal count is much lower.
+  auto a = ValidateRun((*causal)[0]);
+  auto b = ValidateRun((*full)[0]);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LT(a->predicted, 0.8 * b->predicted);
+  EXPECT_GT(a->predicted, 0.6 * b->predicted);
+  auto bad = ParsePublishedRuns(head + row + "sparse\n", "t.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("mfu_attention"), std::string::npos)
+      << bad.status().ToString();
 }
 
 // vTrain: small GPT models (hidden 1024/2048) on one node, a regime far below the published

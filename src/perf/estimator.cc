@@ -401,6 +401,10 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double t_fwd = fwd + comm_fwd_tp + comm_fwd_cp + comm_fwd_ep;
   double t_bwd = bwd + 2 * (comm_fwd_tp + comm_fwd_ep) + comm_bwd_cp + rc + rc_comm;
   double t_mb = t_fwd + t_bwd;
+  // Launch-bound micro-batches: the host must dispatch every pass of every layer of the stage.
+  double passes = 3.0 + (plan.recompute != Recompute::kNone ? 1.0 : 0.0);
+  double launch = std::max(0.0, stage_layers * passes * c.host_layer_pass_s - t_mb);
+  t_mb += launch;
 
   out->micro_batches = micro;
   out->compute = Seconds(mb * (fwd + bwd));
@@ -408,6 +412,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   out->tp_comm = Seconds(mb * (3 * comm_fwd_tp + rc_tp));
   out->cp_comm = Seconds(mb * (comm_fwd_cp + comm_bwd_cp + rc_cp));
   out->ep_comm = Seconds(mb * (3 * comm_fwd_ep + rc_ep));
+  out->launch = Seconds(mb * launch);
   out->bubble = Seconds(plan.pp > 1 ? (p - 1) / v * t_mb : 0.0);
   if (plan.pp > 1) {
     // Split across TP ranks (Megatron's scatter-gather; DeepSpeed's engine partitions too).
@@ -442,7 +447,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   out->optimizer = Seconds(opt_params * 32 / hbm);
 
   out->step = out->compute + out->recompute + out->tp_comm + out->cp_comm + out->ep_comm +
-              out->pp_comm + out->dp_comm + out->bubble + out->optimizer;
+              out->pp_comm + out->dp_comm + out->bubble + out->optimizer + out->launch;
 
   // ---- Rates.
   const double gbs = ctx.training.global_batch;

@@ -80,6 +80,7 @@ struct StepEstimate {
   Seconds dp_comm;
   Seconds bubble;     // pipeline fill and drain
   Seconds optimizer;  // optimizer step (memory-bound)
+  Seconds launch;     // GPUs idle while the host dispatches kernels (launch-bound layers)
 
   int micro_batches = 0;  // per pipeline per step
   double tokens_per_step = 0;

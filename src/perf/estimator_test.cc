@@ -154,7 +154,8 @@ TEST(EstimatorTest, BubbleIsPMinusOneOverVM) {
       StepEstimate e = EstimateOf(m, plan, Training(gbs), sys);
       ASSERT_TRUE(e.feasible()) << RejectionName(e.rejection);
       double m_count = gbs / 8.0;
-      double busy = (e.compute + e.recompute + e.tp_comm + e.cp_comm + e.ep_comm).value();
+      double busy =
+          (e.compute + e.recompute + e.tp_comm + e.cp_comm + e.ep_comm + e.launch).value();
       EXPECT_NEAR(e.bubble.value() / busy, 7.0 / (vp * m_count), 1e-9) << vp << " " << gbs;
     }
   }
@@ -217,6 +218,30 @@ TEST(EstimatorTest, SerialPipelineP2pDoublesPipelineCommunication) {
   EXPECT_NE(PlanToString(serial).find("serial-p2p"), std::string::npos);
 }
 
+// Small layers are launch-bound: the step cannot go below the host's dispatch time, and the
+// GPUs' idle share shows as "launch"; large layers never hit the floor.
+TEST(EstimatorTest, SmallLayersAreLaunchBound) {
+  ModelSpec small = Model("gpt-1.7b");
+  small.hidden = 1024;
+  small.heads = small.kv_heads = 16;
+  small.ffn = 4096;
+  small.layers = 12;
+  small.seq = 1024;
+  ParallelPlan p{.tp = 8, .pp = 1, .dp = 1, .mbs = 1, .recompute = Recompute::kFull};
+  StepEstimate e = EstimateOf(small, p, Training(16), A100s(8));
+  const double host = A100s(8).calib.host_layer_pass_s;
+  ASSERT_GT(host, 0);
+  EXPECT_GT(e.launch.value(), 0);
+  // 16 micro-batches x 12 layers x (forward + recomputation + 2 backward) passes.
+  EXPECT_NEAR(e.step.value() - e.optimizer.value(), 16 * 12 * 4 * host, 1e-9);
+
+  StepEstimate big =
+      EstimateOf(Model("gpt3-175b"),
+                 ParallelPlan{.tp = 8, .pp = 8, .dp = 8, .mbs = 1, .recompute = Recompute::kFull},
+                 Training(256), A100s(512));
+  EXPECT_EQ(big.launch.value(), 0);
+}
+
 TEST(EstimatorTest, PartsAddUpAndRatesAreConsistent) {
   ModelSpec m = Model("llama3-70b");
   TrainingSpec t = Training(512, topo::Dtype::kBf16);
@@ -237,7 +262,7 @@ TEST(EstimatorTest, PartsAddUpAndRatesAreConsistent) {
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   ASSERT_TRUE(e->feasible()) << ExplainRejection(EvalContext(m, t, *sys), plan, *e);
   double sum = (e->compute + e->recompute + e->tp_comm + e->cp_comm + e->ep_comm + e->pp_comm +
-                e->dp_comm + e->bubble + e->optimizer)
+                e->dp_comm + e->bubble + e->optimizer + e->launch)
                    .value();
   EXPECT_NEAR(sum, e->step.value(), 1e-12 * sum);
   EXPECT_NEAR(e->tokens_per_second, 512.0 * m.seq / e->step.value(), 1e-6);

@@ -15,7 +15,7 @@ struct Part {
   const char* color;
   Seconds StepEstimate::*field;
 };
-constexpr std::array<Part, 9> kParts = {{
+constexpr std::array<Part, 10> kParts = {{
     {"compute", "#4e79a7", &StepEstimate::compute},
     {"recompute", "#a0cbe8", &StepEstimate::recompute},
     {"tp comm", "#f28e2b", &StepEstimate::tp_comm},
@@ -25,6 +25,7 @@ constexpr std::array<Part, 9> kParts = {{
     {"dp comm", "#e15759", &StepEstimate::dp_comm},
     {"bubble", "#bab0ac", &StepEstimate::bubble},
     {"optimizer", "#79706e", &StepEstimate::optimizer},
+    {"launch", "#d37295", &StepEstimate::launch},
 }};
 
 struct MemPart {

@@ -29,6 +29,11 @@ struct Calibration {
   // Fixed time per transformer layer forward pass (kernel launches, small kernels, framework
   // overhead); the backward pass costs twice this.
   double layer_overhead_s = 0;
+  // Host time to dispatch one layer pass (its kernels and collectives, from the framework's
+  // Python thread): forward and recomputation count one pass each, the backward two. The GPU
+  // runs ahead of the host only while the host keeps up, so a micro-batch on a stage takes at
+  // least stage layers x passes x this (small models, small micro-batches: vTrain's regime).
+  double host_layer_pass_s = 0;
   // Fixed cost of one collective call (NCCL kernel launch and synchronisation), on top of the
   // per-hop latency of the links.
   double collective_overhead_s = 0;

@@ -127,7 +127,8 @@ TEST(ValidationTest, MfuAttentionColumn) {
 }
 
 // vTrain: small GPT models (hidden 1024/2048) on one node, a regime far below the published
-// large runs; the bound is loose and documents where the model stands there.
+// large runs, where the host's kernel launches bound the step (Calibration::host_layer_pass_s).
+// Without that floor the mean error was 22.7 % (median -12 %).
 TEST(ValidationTest, VtrainSingleNode) {
   std::string path = SourceDir() + "/../shared/data/published/vtrain-single-node.csv";
   if (!std::filesystem::exists(path)) {
@@ -138,8 +139,8 @@ TEST(ValidationTest, VtrainSingleNode) {
   std::printf("vTrain: %d points, mean |error| %.1f%%, median %+.1f%%, max %.1f%%\n", rep->points,
               100 * rep->mae, 100 * rep->median, 100 * rep->max);
   EXPECT_EQ(rep->points, 1440);
-  EXPECT_LE(rep->mae, 0.30);
-  EXPECT_LE(std::abs(rep->median), 0.20);
+  EXPECT_LE(rep->mae, 0.12);
+  EXPECT_LE(std::abs(rep->median), 0.05);
 }
 
 }  // namespace

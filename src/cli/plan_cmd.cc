@@ -356,10 +356,12 @@ Status RunSearch(const PlanOptions& o) {
     return Status::Ok();
   }
   fmt::print(
-      "{} on {} {} GPUs, global batch {} x {} tokens, {}: {} plans in {:.2f} s ({:.3g}/s, "
-      "{} threads)\n",
+      "{} on {} {} GPUs, global batch {} x {} tokens, {}: {} plans ({} estimated, the rest "
+      "ruled out in bulk) in {:.2f} s, {} threads\n",
       model.name, fmt::join(gpu_list, "/"), system.gpu.name, training.global_batch, model.seq,
-      topo::DtypeName(training.dtype), r.space, secs, r.space / secs, opts.threads);
+      topo::DtypeName(training.dtype), r.space,
+      r.feasible + r.rejected[static_cast<int>(perf::Rejection::kOutOfMemory)], secs,
+      opts.threads);
   fmt::print("{}", perf::FormatRejections(r));
   if (r.top.empty()) {
     return FailedPreconditionError("no feasible plan (see the rejections above)");

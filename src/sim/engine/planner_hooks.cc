@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "perf/model.h"
+
 namespace baton::sim {
 
 std::string_view PretrainModel(std::string_view kind) {
@@ -27,8 +29,14 @@ void UsePlanner(planning::PlannerEstimator& planner, SimConfig& config, PlanStat
     }
     if (stats != nullptr) {
       ++stats->without_plan;
-      stats->without_which.insert(key.ok() ? fmt::format("{} on {} GPUs", model, spec.gpus)
-                                           : key.status().message());
+      if (key.ok()) {
+        stats->without_which.insert(fmt::format("{} on {} GPUs", model, spec.gpus));
+      } else if (!perf::FindModel(model).ok()) {
+        stats->without_which.insert(fmt::format("{}: not in the model catalogue", model));
+      } else {
+        stats->without_which.insert(
+            fmt::format("{} on {} GPUs: {}", model, spec.gpus, key.status().message()));
+      }
     }
   };
   config.slowdown = [&planner](const sched::GangJob& job, const sched::Placement& placement,

@@ -20,7 +20,7 @@ namespace baton::sim {
 struct PlanStats {
   std::int64_t with_plan = 0;
   std::int64_t without_plan = 0;        // a pre-training kind whose model/size has no plan
-  std::set<std::string> without_which;  // "llama3-405b on 256 GPUs", "unknown-model ..."
+  std::set<std::string> without_which;  // "llama3-405b on 8 GPUs", "x: not in the model catalogue"
 };
 
 // The model a trace job's kind names for pre-training: "pretrain/llama3-8b" -> "llama3-8b";

@@ -10,9 +10,10 @@ declare -A allowed=(
   [perf]="core topology perf"
   [health]="core topology health"
   [sched]="core topology health sched"
-  [sim]="core topology perf health sched sim"
-  [server]="core topology perf health sched server"
-  [cli]="core topology perf health sched sim server cli"
+  [planning]="core topology perf sched planning"
+  [sim]="core topology perf health sched planning sim"
+  [server]="core topology perf health sched planning server"
+  [cli]="core topology perf health sched planning sim server cli"
 )
 
 status=0

@@ -4,12 +4,22 @@
 //  * BM_SearchMegatron1T: the whole default search space for Megatron-1T on 3,072 A100-80GB
 //    (global batch 3072), with 1 thread and with every core; reports the space size and the
 //    plans/s including the sub-spaces pruned in bulk.
+//  * BM_PlannerSlowdown: one call of the scheduler's StepTimeEstimator over the planner
+//    (planning::PlannerEstimator::Slowdown) for the planner's best plan of a synthetic
+//    pre-training job on `baton sim --cluster-gpus 16384`'s fat-tree, on a placement scattered
+//    over every third node; BM_PlacementSlowdownUncached is perf::PlacementSlowdown on the same
+//    inputs (system, contexts and the reference step rebuilt on every call).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "perf/placement.h"
 #include "perf/search.h"
+#include "planning/planner_estimator.h"
+#include "topology/builders/fabrics.h"
 
 namespace baton::perf {
 namespace {
@@ -111,6 +121,83 @@ void BM_SearchMegatron1T(benchmark::State& state) {
   state.counters["best_mfu"] = last.top.empty() ? 0.0 : last.top[0].estimate.mfu;
 }
 BENCHMARK(BM_SearchMegatron1T)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The cluster `baton sim --cluster-gpus 16384` builds: 2,048 H100 nodes, 16 per leaf, 8 leaves per
+// spine, core on top.
+topo::Cluster SimCluster() {
+  topo::FatTreeParams p;
+  p.name = "sim-16384gpu";
+  p.layout.nodes = 2048;
+  p.layout.gpus_per_node = 8;
+  p.layout.gpu = "H100-SXM";
+  p.tiers = 3;
+  p.nodes_per_leaf = 16;
+  p.leaves_per_spine = 8;
+  return std::move(topo::BuildFatTree(p)).value();
+}
+
+// The synthetic workload's pre-training sizes: arg 0 = 256 GPUs (llama3-8b), 1 = 1,024
+// (llama3-70b), 2 = 8,192 (llama3-405b).
+struct SlowdownCase {
+  const char* model;
+  int gpus;
+};
+constexpr SlowdownCase kSlowdownCases[] = {
+    {"llama3-8b", 256}, {"llama3-70b", 1024}, {"llama3-405b", 8192}};
+
+struct SlowdownSetup {
+  planning::PlannerEstimator planner{SimCluster()};
+  sched::GangJob job;
+  std::vector<topo::GpuRef> gpus;
+};
+
+// Null (after SkipWithError) when the planner finds no plan.
+std::unique_ptr<SlowdownSetup> MakeSlowdownSetup(benchmark::State& state) {
+  const SlowdownCase& c = kSlowdownCases[state.range(0)];
+  auto s = std::make_unique<SlowdownSetup>();
+  auto key = s->planner.BestPlan(c.model, c.gpus);
+  if (!key.ok() || !key->has_value()) {
+    state.SkipWithError("no plan");
+    return nullptr;
+  }
+  s->job.gpus = c.gpus;
+  s->job.has_plan = true;
+  s->job.plan_key = **key;
+  s->gpus = *CompactGpus(s->planner.cluster(), c.gpus, 3);
+  state.SetLabel(
+      fmt::format("{} on {}: {}", c.model, c.gpus, PlanToString(s->planner.plan(s->job.plan_key))));
+  return s;
+}
+
+void BM_PlannerSlowdown(benchmark::State& state) {
+  auto s = MakeSlowdownSetup(state);
+  if (!s) return;
+  double slowdown = 0;
+  for (auto _ : state) {
+    slowdown = s->planner.Slowdown(s->job, s->gpus);
+    benchmark::DoNotOptimize(slowdown);
+  }
+  state.counters["slowdown"] = slowdown;
+}
+BENCHMARK(BM_PlannerSlowdown)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+
+void BM_PlacementSlowdownUncached(benchmark::State& state) {
+  auto s = MakeSlowdownSetup(state);
+  if (!s) return;
+  const SlowdownCase& c = kSlowdownCases[state.range(0)];
+  const ModelSpec model = *FindModel(c.model);
+  const ParallelPlan plan = s->planner.plan(s->job.plan_key);
+  const TrainingSpec training = planning::PlannerEstimator::DefaultTraining(model);
+  const topo::Cluster& cluster = s->planner.cluster();
+  double slowdown = 0;
+  for (auto _ : state) {
+    const SystemSpec system = *SystemFromCluster(cluster, c.gpus);
+    slowdown = *PlacementSlowdown(model, plan, training, system, cluster, s->gpus);
+    benchmark::DoNotOptimize(slowdown);
+  }
+  state.counters["slowdown"] = slowdown;
+}
+BENCHMARK(BM_PlacementSlowdownUncached)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace baton::perf

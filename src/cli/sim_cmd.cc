@@ -2,6 +2,7 @@
 // (sched::SchedulerConfig presets, src/sim/engine/policies.h) and writes the comparison as a
 // summary table, JSON, CSV and a self-contained HTML report.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -14,6 +15,8 @@
 
 #include "cli/commands.h"
 #include "core/strings.h"
+#include "planning/planner_estimator.h"
+#include "sim/engine/planner_hooks.h"
 #include "sim/engine/policies.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/report.h"
@@ -106,6 +109,12 @@ Status Run(const SimOptions& o) {
   }
   if (policies.empty()) return InvalidArgumentError("--policies: give at least one policy");
   const bool progress = !o.quiet && isatty(STDERR_FILENO);
+  // Pre-training jobs ("pretrain/MODEL", as the synthetic workload writes them) run the planner's
+  // best plan for their size; its searches are shared by every policy's run. Its own copy of the
+  // cluster has the simulated one's structure.
+  ASSIGN_OR_RETURN(topo::Cluster planner_cluster, MakeCluster(o));
+  planning::PlannerEstimator planner(std::move(planner_cluster));
+  std::optional<sim::PlanStats> plan_stats;  // of the first run (every run reads the same jobs)
   std::vector<sim::SimResult> runs;
   std::string cluster_words;
   for (auto& [name, sched_config] : policies) {
@@ -140,6 +149,8 @@ Status Run(const SimOptions& o) {
     config.failure_model.interruptions_per_gpu_day *= o.failure_rate_scale;
     config.seed = o.seed;
     config.sample_interval = Seconds(o.sample_interval_s);
+    sim::PlanStats run_plans;
+    sim::UsePlanner(planner, config, &run_plans);
     if (progress) {
       config.progress = [&name](const sim::SimProgress& p) {
         fmt::print(stderr, "\r[{:<8}] day {:8.2f}  jobs {:7} submitted {:7} ended  {:10} events",
@@ -164,6 +175,7 @@ Status Run(const SimOptions& o) {
     ASSIGN_OR_RETURN(sim::SimResult r,
                      sim::RunSimulation(std::move(cluster), config, *reader, std::move(failures)));
     if (progress) fmt::print(stderr, "\n");
+    if (!plan_stats) plan_stats = run_plans;
     for (const auto& w : r.trace.warnings) fmt::print(stderr, "warning: {}\n", w);
     if (r.trace.malformed > 0) {
       fmt::print(stderr, "{}: {} malformed lines skipped\n", o.trace, r.trace.malformed);
@@ -172,7 +184,16 @@ Status Run(const SimOptions& o) {
   }
   const sim::ReportMeta meta{o.trace, cluster_words, o.seed,
                              o.failures || !o.failure_trace.empty()};
-  fmt::print("{}\n{}", cluster_words, sim::SummaryTable(runs));
+  fmt::print("{}\n", cluster_words);
+  if (plan_stats && plan_stats->with_plan + plan_stats->without_plan > 0) {
+    fmt::print(
+        "planner: {} pre-training jobs run the planner's best plan{}\n", plan_stats->with_plan,
+        plan_stats->without_plan == 0
+            ? std::string()
+            : fmt::format("; {} have no feasible plan and take the per-level penalty ({})",
+                          plan_stats->without_plan, fmt::join(plan_stats->without_which, ", ")));
+  }
+  fmt::print("{}", sim::SummaryTable(runs));
   if (!o.json.empty()) RETURN_IF_ERROR(WriteFile(o.json, sim::ReportJson(meta, runs)));
   if (!o.csv.empty()) RETURN_IF_ERROR(WriteFile(o.csv, sim::JobsCsv(runs)));
   if (!o.html.empty()) RETURN_IF_ERROR(WriteFile(o.html, sim::ReportHtml(meta, runs)));

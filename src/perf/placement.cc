@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
+#include <cstdint>
+#include <vector>
 
 namespace baton::perf {
 
@@ -46,19 +47,39 @@ struct Span {
   int size = 1;
 };
 
-Span Measure(const topo::Cluster& cluster, std::span<const topo::GpuRef> gpus,
-             const std::vector<int>& ranks) {
-  Span s;
-  s.size = static_cast<int>(ranks.size());
-  std::set<std::uint32_t> nodes;
-  for (int r : ranks) {
-    nodes.insert(gpus[r].node.value());
-    topo::Level l = cluster.Meet(gpus[ranks[0]], gpus[r]);
-    if (l > s.top) s.top = l;
+// Measures groups of one placement. Distinct nodes are counted with a per-node stamp (the group's
+// serial number) instead of a set: the scheduler scores every candidate placement of a job with a
+// plan through here, so a call must not allocate per group.
+class GroupMeter {
+ public:
+  GroupMeter(const topo::Cluster& cluster, std::span<const topo::GpuRef> gpus)
+      : cluster_(cluster), gpus_(gpus), stamp_(cluster.nodes().size(), 0) {}
+
+  Span Measure(const std::vector<int>& ranks) {
+    ++serial_;
+    Span s;
+    s.size = static_cast<int>(ranks.size());
+    s.nodes = 0;
+    const topo::GpuRef first = gpus_[ranks[0]];
+    for (int r : ranks) {
+      const topo::GpuRef g = gpus_[r];
+      std::uint32_t& seen = stamp_[g.node.value()];
+      if (seen != serial_) {
+        seen = serial_;
+        ++s.nodes;
+      }
+      topo::Level l = cluster_.Meet(first, g);
+      if (l > s.top) s.top = l;
+    }
+    return s;
   }
-  s.nodes = static_cast<int>(nodes.size());
-  return s;
-}
+
+ private:
+  const topo::Cluster& cluster_;
+  std::span<const topo::GpuRef> gpus_;
+  std::vector<std::uint32_t> stamp_;  // by node: the serial of the last group that counted it
+  std::uint32_t serial_ = 0;
+};
 
 }  // namespace
 
@@ -70,7 +91,9 @@ Result<GroupSpans> SpansForPlacement(const topo::Cluster& cluster,
     return InvalidArgumentError(
         fmt::format("placement: {} GPUs given, the plan needs {}", gpus.size(), world));
   }
-  std::set<topo::GpuRef> seen;
+  // GPUs in use, one bit per GPU of each node (a node has at most 64).
+  static_assert(topo::kMaxGpusPerNode <= 64);
+  std::vector<std::uint64_t> used(cluster.nodes().size(), 0);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const topo::GpuRef& g = gpus[i];
     if (!g.node.valid() || g.node.value() >= cluster.nodes().size() ||
@@ -78,19 +101,23 @@ Result<GroupSpans> SpansForPlacement(const topo::Cluster& cluster,
       return InvalidArgumentError(
           fmt::format("placement: rank {} is on a GPU not in the cluster", i));
     }
-    if (!seen.insert(g).second) {
+    const std::uint64_t bit = std::uint64_t{1} << g.index;
+    if ((used[g.node.value()] & bit) != 0) {
       return InvalidArgumentError(fmt::format("placement: rank {} reuses a GPU", i));
     }
+    used[g.node.value()] |= bit;
   }
   // Members of every group, then the worst span per kind.
+  GroupMeter meter(cluster, gpus);
   std::array<Span, kGroupCount> worst{};
   auto consider = [&](Group g, const std::vector<int>& ranks) {
-    Span s = Measure(cluster, gpus, ranks);
+    Span s = meter.Measure(ranks);
     Span& w = worst[static_cast<int>(g)];
     if (s.top > w.top || (s.top == w.top && s.nodes > w.nodes)) w = s;
     w.size = s.size;
   };
   std::vector<int> ranks;
+  ranks.reserve(world);
   for (int base = 0; base < world; ++base) {
     RankCoords c = RankToCoords(plan, base);
     if (c.tp == 0) {  // TP group: the tp ranks with these cp, dp, pp

@@ -1,5 +1,5 @@
 // StepTimeEstimator: how the scheduler sees the performance planner (src/perf) without depending
-// on it. The composition root (cli) adapts the planner to this interface.
+// on it. planning::PlannerEstimator (src/planning) adapts the planner to this interface.
 #pragma once
 
 #include <span>

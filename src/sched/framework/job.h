@@ -84,6 +84,9 @@ struct GangJob {
   std::string mig_profile;
   // A model + plan is attached: the StepTimeEstimator can score placements of this job.
   bool has_plan = false;
+  // Which model + plan, when has_plan: a key the driver got from the StepTimeEstimator it gave
+  // the scheduler. Opaque to the scheduler, which only hands it back to that estimator.
+  std::uint32_t plan_key = 0;
   TimePoint submit_time;
 };
 

@@ -54,7 +54,8 @@ class Engine {
   Result<SimResult> Run(topo::Cluster cluster) {
     for (const auto& n : cluster.nodes()) node_gpus_ = std::max<int>(node_gpus_, n.gpus);
     const int total_gpus = cluster.counts().total;
-    ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(std::move(cluster), config_.scheduler));
+    ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(std::move(cluster), config_.scheduler,
+                                                      {.estimator = config_.estimator}));
     const topo::Cluster& c = sched_->state().cluster();
     node_down_.assign(c.nodes().size(), false);
     std::optional<FailureGenerator> generator;
@@ -513,6 +514,7 @@ Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int
   g.checkpoint_interval = config.checkpoint_interval;
   g.restart_cost = config.restart_cost;
   g.max_retries = config.max_retries;
+  if (config.attach_plan) config.attach_plan(t, g);
   return g;
 }
 

@@ -26,6 +26,7 @@
 #include "core/status.h"
 #include "core/units.h"
 #include "sched/framework/config.h"
+#include "sched/framework/estimator.h"
 #include "sched/framework/job.h"
 #include "sched/framework/types.h"
 #include "sim/workload/failures.h"
@@ -72,6 +73,13 @@ struct SimConfig {
   std::array<double, topo::kLevelCount> level_slowdown = {1.0,  1.0,  1.0,  1.0,
                                                           1.05, 1.10, 1.15, 1.15};
   SlowdownFn slowdown;  // may be empty
+  // Called on each trace job's spec (by ToGangJob); a driver that knows the job's model attaches
+  // a plan here (has_plan and plan_key, as its `estimator` and `slowdown` understand them). May
+  // be empty.
+  std::function<void(const TraceJob& job, sched::GangJob& spec)> attach_plan;
+  // Handed to the scheduler for placement scoring of jobs with a plan (the `planner` score
+  // plugin). Not owned; may be null. Must outlive RunSimulation.
+  sched::StepTimeEstimator* estimator = nullptr;
   // Checkpoints are always modelled at their exact times (lost work is computed from them). With
   // eager_checkpoints each one is also reported to the scheduler in a cycle of its own; off (the
   // default), they ride along with the next cycle that happens anyway, so the scheduler's view of
@@ -161,7 +169,7 @@ struct SimResult {
 // fits in one node of `node_gpus` is one task (gpus_per_task 0: the scheduler keeps it on one
 // node); a larger one is split into tasks of the largest divisor of its size that is <= the node
 // size (64 -> 8 x 8, 12 -> 2 x 6 on 8-GPU nodes). Fractional GPUs (openb) round up to a whole
-// GPU. Errors: no duration, or no GPUs.
+// GPU. config.attach_plan, when set, runs last. Errors: no duration, or no GPUs.
 Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int node_gpus);
 
 // Runs the simulation of `trace` on `cluster` until every job has ended. `failures` overrides

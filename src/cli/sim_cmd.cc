@@ -187,10 +187,10 @@ Status Run(const SimOptions& o) {
   fmt::print("{}\n", cluster_words);
   if (plan_stats && plan_stats->with_plan + plan_stats->without_plan > 0) {
     fmt::print(
-        "planner: {} pre-training jobs run the planner's best plan{}\n", plan_stats->with_plan,
+        "planner: pre-training jobs running the planner's best plan: {}{}\n", plan_stats->with_plan,
         plan_stats->without_plan == 0
             ? std::string()
-            : fmt::format("; {} have no feasible plan and take the per-level penalty ({})",
+            : fmt::format("; without a feasible plan (per-level penalty): {} ({})",
                           plan_stats->without_plan, fmt::join(plan_stats->without_which, ", ")));
   }
   fmt::print("{}", sim::SummaryTable(runs));

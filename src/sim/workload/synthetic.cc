@@ -30,11 +30,11 @@ class SyntheticReader final : public TraceReader {
     } else if (u < p_.share_debug + p_.share_eval) {
       j.kind = "eval";
       j.gpus = rng_.Bernoulli(0.75) ? 1 : 8;
-      median_s = 150;
+      median_s = 125;
     } else if (u < p_.share_debug + p_.share_eval + p_.share_finetune) {
       j.kind = "finetune";
       j.gpus = 8 << Pick({0.4, 0.3, 0.2, 0.1});  // 8 .. 64
-      median_s = 7200;
+      median_s = 1800;
     } else {
       // 256 .. 8192 GPUs, fewer as they grow; the model grows with the gang.
       static constexpr const char* kModels[] = {"llama3-8b",  "llama3-8b",  "llama3-70b",
@@ -43,7 +43,7 @@ class SyntheticReader final : public TraceReader {
       while (k > 0 && (256 << k) > p_.max_pretrain_gpus) --k;
       j.gpus = 256 << k;
       j.kind = fmt::format("pretrain/{}", kModels[k]);
-      j.duration = Seconds(86400.0 * (1 + 6 * rng_.Uniform()));
+      j.duration = Seconds(3600.0 * (6 + 10 * rng_.Uniform()));
     }
     if (!j.duration) {
       j.duration = Seconds(std::max(10.0, std::round(median_s * rng_.LogNormal(0, 1.2))));

@@ -74,6 +74,32 @@ TEST(SchedulerTest, PriorityOrderAndHeadOfLineBlockingWithoutBackfill) {
   EXPECT_EQ(d.waiting[0].status.plugin(), "topology");
 }
 
+TEST(SchedulerTest, WithoutWaitingNotesTheDecisionsAreTheSame) {
+  SchedulerConfig c;
+  c.actions = {"admit", "allocate", "backfill", "preempt"};
+  auto with = Make(c);
+  auto without = Scheduler::Create(SmallTree(), c, {.waiting_notes = false});
+  ASSERT_TRUE(without.ok());
+  std::vector<Event> events;
+  for (int i = 1; i <= 6; ++i) {
+    GangJob j = Job(i, 16 * i);
+    j.estimated_runtime = Seconds(50 * i);
+    events.push_back(Event::Submit(j));
+  }
+  for (double now : {0.0, 60.0, 120.0}) {
+    auto a = Cycle(*with, now, now == 0 ? events : std::vector<Event>{});
+    auto b = (*without)->RunCycle({At(now), now == 0 ? events : std::vector<Event>{}});
+    ASSERT_EQ(a.binds.size(), b.binds.size());
+    for (std::size_t i = 0; i < a.binds.size(); ++i) {
+      EXPECT_EQ(a.binds[i].job, b.binds[i].job);
+      EXPECT_EQ(a.binds[i].placement.nodes, b.binds[i].placement.nodes);
+    }
+    EXPECT_EQ(a.wake_at, b.wake_at);
+    EXPECT_TRUE(b.waiting.empty());
+    if (now == 0) EXPECT_FALSE(a.waiting.empty());
+  }
+}
+
 TEST(SchedulerTest, BackfillRespectsTheHeadJobsReservation) {
   auto s = Make();
   GangJob running = Job(1, 48);

@@ -198,8 +198,9 @@ class BackfillAction final : public Action {
         s.Reject(id, st.plugin(), st.reason());
         continue;
       }
-      s.Wait(job, st);
-      if (reservations < s.config().backfill_reservations && BlockedByRoom(s, st)) {
+      const bool blocked = BlockedByRoom(s, st);
+      s.Wait(job, std::move(st));
+      if (reservations < s.config().backfill_reservations && blocked) {
         ++reservations;
         Reserve(s, job, &reserved);
       }

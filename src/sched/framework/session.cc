@@ -146,7 +146,8 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
 Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
                  const SchedulerConfig* config, CycleState* cycle, Decisions* out,
                  const Clock* timer, std::vector<JobId> pending, std::vector<JobInfo*> pending_jobs,
-                 std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order)
+                 std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order,
+                 bool waiting_notes)
     : ctx_{now, *state, *jobs, *cycle},
       state_(state),
       jobs_(jobs),
@@ -157,7 +158,8 @@ Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const Plugi
       pending_at_start_(std::move(pending)),
       lowest_victim_priority_(lowest_victim_priority),
       pending_jobs_(std::move(pending_jobs)),
-      queue_order_(queue_order) {
+      queue_order_(queue_order),
+      waiting_notes_(waiting_notes) {
   CHECK(pending_jobs_.size() == pending_at_start_.size());
 }
 
@@ -439,10 +441,6 @@ void Session::Bind(JobInfo& job, Placement p, Statement* stmt) {
   p.span = SpanOf(state_->cluster(), p.nodes);
   job.placement = p;
   out_->binds.push_back({job.spec.id, std::move(p), job.placement.span <= preferred});
-}
-
-void Session::Wait(const JobInfo& job, PluginStatus status) {
-  waiting_.emplace_back(job.spec.id, std::move(status));
 }
 
 void Session::Reject(JobId id, std::string plugin, std::string reason) {

@@ -152,7 +152,7 @@ struct Decisions {
   std::vector<Requeue> requeues;
   std::vector<Replacement> replacements;
   std::vector<Resize> resizes;
-  std::vector<Waiting> waiting;
+  std::vector<Waiting> waiting;      // empty unless SchedulerOptions::waiting_notes
   std::optional<TimePoint> wake_at;  // call RunCycle again by then even if nothing happens
   std::vector<Timing> timings;       // only when SchedulerOptions::timer is set
 };

@@ -96,7 +96,9 @@ TEST(SchedulerTest, WithoutWaitingNotesTheDecisionsAreTheSame) {
     }
     EXPECT_EQ(a.wake_at, b.wake_at);
     EXPECT_TRUE(b.waiting.empty());
-    if (now == 0) EXPECT_FALSE(a.waiting.empty());
+    if (now == 0) {
+      EXPECT_FALSE(a.waiting.empty());
+    }
   }
 }
 
@@ -116,6 +118,33 @@ TEST(SchedulerTest, BackfillRespectsTheHeadJobsReservation) {
   ASSERT_EQ(d.binds.size(), 1u);
   EXPECT_EQ(d.binds[0].job, JobId(3));
   EXPECT_TRUE(d.wake_at.has_value());
+}
+
+TEST(SchedulerTest, BackfillReservationFollowsTheStateAcrossCycles) {
+  auto s = Make();
+  GangJob running = Job(1, 48);
+  running.estimated_runtime = Seconds(100);
+  Cycle(*s, 0, {Event::Submit(running)});
+  GangJob head = Job(2, 32);
+  head.estimated_runtime = Seconds(10);
+  auto d = Cycle(*s, 10, {Event::Submit(head)});
+  EXPECT_TRUE(d.binds.empty());
+  EXPECT_EQ(d.wake_at, At(100));
+  // Only an arrival: the same state and ends, so the same reservation (reused).
+  GangJob whole = Job(3, 64);
+  whole.estimated_runtime = Seconds(10);
+  d = Cycle(*s, 20, {Event::Submit(whole)});
+  EXPECT_TRUE(d.binds.empty());
+  EXPECT_EQ(d.wake_at, At(100));
+  d = Cycle(*s, 30);
+  EXPECT_EQ(d.wake_at, At(100));
+  // Job 1 overran its estimate: its end is now, so the reservation moves with the clock.
+  d = Cycle(*s, 150);
+  EXPECT_TRUE(d.binds.empty());
+  EXPECT_EQ(d.wake_at, At(150));
+  d = Cycle(*s, 160, {Event::Finish(JobId(1))});
+  ASSERT_EQ(d.binds.size(), 1u);
+  EXPECT_EQ(d.binds[0].job, JobId(2));
 }
 
 TEST(SchedulerTest, PreemptionIsGracefulAndTakesWholeGangs) {

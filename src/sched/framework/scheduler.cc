@@ -263,6 +263,7 @@ void Scheduler::Apply(const Event& e, TimePoint now, Decisions* out) {
         job.last_checkpoint = e.adopted_start;
         job.attempts = 1;
       }
+      job.admission = ++admitted_;
       jobs_.emplace(job.spec.id, std::move(job));
       return;
     }

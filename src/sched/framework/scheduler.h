@@ -85,6 +85,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Action>> actions_;
   CycleState cycle_;
   TimePoint last_now_;
+  std::uint64_t admitted_ = 0;      // JobInfo::admission of the last job admitted
   std::vector<JobId> queue_order_;  // the last pending-queue order (Session::PendingQueue)
 };
 

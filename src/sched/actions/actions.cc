@@ -86,6 +86,7 @@ class AdmitAction final : public Action {
  public:
   std::string_view Name() const override { return "admit"; }
   void Execute(Session& s) override {
+    if (s.plugins().pre_filters.empty()) return;  // nothing could reject
     std::vector<JobId> reject;
     std::vector<PluginStatus> why;
     for (JobId id : s.pending_at_start()) {

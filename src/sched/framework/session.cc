@@ -182,12 +182,16 @@ std::vector<JobInfo*> Session::PendingJobs() {
   auto eligible = [&](const JobInfo* job) {
     return job != nullptr && job->phase == JobPhase::kPending && job->eligible_at <= ctx_.now;
   };
+  const QueueSortPlugin* q = plugins_->queue_sort.ext;
   std::vector<JobInfo*> pending;
+  bool sorted = false;
   if (queue_cached_) {
     pending.reserve(queue_cache_.size());
     for (JobInfo* job : queue_cache_) {
       if (eligible(job)) pending.push_back(job);
     }
+    // A subsequence of the order sorted earlier in this cycle.
+    sorted = q->OrderFixedWithinCycle();
   } else {
     std::vector<JobInfo*> now_eligible;  // ascending id
     for (JobInfo* job : pending_jobs_) {
@@ -213,7 +217,6 @@ std::vector<JobInfo*> Session::PendingJobs() {
       pending = std::move(now_eligible);
     }
   }
-  const QueueSortPlugin* q = plugins_->queue_sort.ext;
   auto before = [&](const JobInfo* a, const JobInfo* b) {
     if (q->Less(ctx_, *a, *b)) return true;
     if (q->Less(ctx_, *b, *a)) return false;
@@ -221,7 +224,7 @@ std::vector<JobInfo*> Session::PendingJobs() {
       return a->spec.submit_time < b->spec.submit_time;
     return a->spec.id < b->spec.id;
   };
-  if (!std::is_sorted(pending.begin(), pending.end(), before)) {
+  if (!sorted && !std::is_sorted(pending.begin(), pending.end(), before)) {
     std::stable_sort(pending.begin(), pending.end(), before);
   }
   queue_cache_ = pending;

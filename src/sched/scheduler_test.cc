@@ -74,6 +74,34 @@ TEST(SchedulerTest, PriorityOrderAndHeadOfLineBlockingWithoutBackfill) {
   EXPECT_EQ(d.waiting[0].status.plugin(), "topology");
 }
 
+TEST(SchedulerTest, WithoutWaitingNotesTheDecisionsAreTheSame) {
+  SchedulerConfig c;
+  c.actions = {"admit", "allocate", "backfill", "preempt"};
+  auto with = Make(c);
+  auto without = Scheduler::Create(SmallTree(), c, {.waiting_notes = false});
+  ASSERT_TRUE(without.ok());
+  std::vector<Event> events;
+  for (int i = 1; i <= 6; ++i) {
+    GangJob j = Job(i, 16 * i);
+    j.estimated_runtime = Seconds(50 * i);
+    events.push_back(Event::Submit(j));
+  }
+  for (double now : {0.0, 60.0, 120.0}) {
+    auto a = Cycle(*with, now, now == 0 ? events : std::vector<Event>{});
+    auto b = (*without)->RunCycle({At(now), now == 0 ? events : std::vector<Event>{}});
+    ASSERT_EQ(a.binds.size(), b.binds.size());
+    for (std::size_t i = 0; i < a.binds.size(); ++i) {
+      EXPECT_EQ(a.binds[i].job, b.binds[i].job);
+      EXPECT_EQ(a.binds[i].placement.nodes, b.binds[i].placement.nodes);
+    }
+    EXPECT_EQ(a.wake_at, b.wake_at);
+    EXPECT_TRUE(b.waiting.empty());
+    if (now == 0) {
+      EXPECT_FALSE(a.waiting.empty());
+    }
+  }
+}
+
 TEST(SchedulerTest, BackfillRespectsTheHeadJobsReservation) {
   auto s = Make();
   GangJob running = Job(1, 48);
@@ -90,6 +118,33 @@ TEST(SchedulerTest, BackfillRespectsTheHeadJobsReservation) {
   ASSERT_EQ(d.binds.size(), 1u);
   EXPECT_EQ(d.binds[0].job, JobId(3));
   EXPECT_TRUE(d.wake_at.has_value());
+}
+
+TEST(SchedulerTest, BackfillReservationFollowsTheStateAcrossCycles) {
+  auto s = Make();
+  GangJob running = Job(1, 48);
+  running.estimated_runtime = Seconds(100);
+  Cycle(*s, 0, {Event::Submit(running)});
+  GangJob head = Job(2, 32);
+  head.estimated_runtime = Seconds(10);
+  auto d = Cycle(*s, 10, {Event::Submit(head)});
+  EXPECT_TRUE(d.binds.empty());
+  EXPECT_EQ(d.wake_at, At(100));
+  // Only an arrival: the same state and ends, so the same reservation (reused).
+  GangJob whole = Job(3, 64);
+  whole.estimated_runtime = Seconds(10);
+  d = Cycle(*s, 20, {Event::Submit(whole)});
+  EXPECT_TRUE(d.binds.empty());
+  EXPECT_EQ(d.wake_at, At(100));
+  d = Cycle(*s, 30);
+  EXPECT_EQ(d.wake_at, At(100));
+  // Job 1 overran its estimate: its end is now, so the reservation moves with the clock.
+  d = Cycle(*s, 150);
+  EXPECT_TRUE(d.binds.empty());
+  EXPECT_EQ(d.wake_at, At(150));
+  d = Cycle(*s, 160, {Event::Finish(JobId(1))});
+  ASSERT_EQ(d.binds.size(), 1u);
+  EXPECT_EQ(d.binds[0].job, JobId(2));
 }
 
 TEST(SchedulerTest, PreemptionIsGracefulAndTakesWholeGangs) {

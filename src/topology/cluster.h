@@ -191,6 +191,10 @@ class Cluster {
   Cluster() = default;
   GpuCounts Contribution(const Node& n) const;
   void ApplyDelta(const Node& n, const GpuCounts& before);
+  // Adds `delta` to the counts of the cluster and of every group holding `n`.
+  void AddCounts(const Node& n, const GpuCounts& delta);
+  // Accounts for `gpus` GPUs of `n` becoming allocated (> 0) or idle (< 0).
+  void ApplyAllocated(const Node& n, int gpus);
 
   std::string name_;
   FabricKind fabric_ = FabricKind::kCustom;

@@ -86,6 +86,7 @@ class AdmitAction final : public Action {
  public:
   std::string_view Name() const override { return "admit"; }
   void Execute(Session& s) override {
+    if (s.plugins().pre_filters.empty()) return;  // nothing could reject
     std::vector<JobId> reject;
     std::vector<PluginStatus> why;
     for (JobId id : s.pending_at_start()) {
@@ -198,8 +199,9 @@ class BackfillAction final : public Action {
         s.Reject(id, st.plugin(), st.reason());
         continue;
       }
-      s.Wait(job, st);
-      if (reservations < s.config().backfill_reservations && BlockedByRoom(s, st)) {
+      const bool blocked = BlockedByRoom(s, st);
+      s.Wait(job, std::move(st));
+      if (reservations < s.config().backfill_reservations && blocked) {
         ++reservations;
         Reserve(s, job, &reserved);
       }
@@ -209,7 +211,7 @@ class BackfillAction final : public Action {
  private:
   // Finds when and where `job` could start if running jobs end at their estimates, and holds
   // those nodes from then on.
-  static void Reserve(Session& s, const JobInfo& job, ReservedNodes* reserved) {
+  void Reserve(Session& s, const JobInfo& job, ReservedNodes* reserved) {
     std::vector<std::pair<TimePoint, JobId>> ends;
     for (const auto& [id, r] : s.jobs()) {
       if (SharesGpu(r.spec)) continue;  // a shared GPU frees only with its last share
@@ -220,21 +222,43 @@ class BackfillAction final : public Action {
       }
     }
     std::sort(ends.begin(), ends.end());
+    const bool cacheable = reserved->empty() && job.admission != 0;
+    if (!cacheable || cache_.admission != job.admission || cache_.version != s.state().version() ||
+        cache_.ends != ends) {
+      std::optional<TimePoint> at;
+      Placement p;
+      Search(s, job, *reserved, ends, &at, &p);
+      // Read after the search's trial releases are undone: the state it leaves.
+      cache_ = {job.admission, s.state().version(), std::move(ends), at, {}};
+      for (const auto& a : p.nodes) cache_.nodes.push_back(a.node);
+      if (!cacheable) cache_.admission = 0;
+    }
+    if (!cache_.at) return;
+    for (topo::NodeId n : cache_.nodes) reserved->Hold(n, *cache_.at);
+    s.WakeAt(*cache_.at);
+  }
+
+  // The reservation search: the earliest prefix of `ends` (sorted) after which the job fits, in
+  // the state the cycle has now. On success `*at` is when that prefix has ended and `*p` the
+  // placement then; otherwise `*at` stays nullopt. Leaves the state as it found it.
+  static void Search(Session& s, const JobInfo& job, const ReservedNodes& reserved,
+                     const std::vector<std::pair<TimePoint, JobId>>& ends,
+                     std::optional<TimePoint>* at, Placement* p) {
     // Whether the job fits once the first `count` ends have happened; on success the placement.
-    ReservationFilter none(reserved, std::nullopt);
+    ReservationFilter none(&reserved, std::nullopt);
     std::vector<JobId> order;
+    order.reserve(ends.size());
     for (const auto& e : ends) order.push_back(e.second);
     PrefixReleaser future(&s, std::move(order));
-    auto fits_after = [&](std::size_t count, Placement* p) {
+    auto fits_after = [&](std::size_t count, Placement* out) {
       future.SetPrefix(count);
       if (s.state().Free(Subtree{}) < job.spec.gpus) return false;
       Statement trial(&s.state());
-      if (!s.TryPlace(job, &trial, {&none, 0, 0}, p).ok()) return false;
-      s.Unreserve(job, *p);
+      if (!s.TryPlace(job, &trial, {&none, 0, 0}, out).ok()) return false;
+      s.Unreserve(job, *out);
       return true;
     };
-    Placement p;
-    if (ends.empty() || !fits_after(ends.size(), &p)) return;
+    if (ends.empty() || !fits_after(ends.size(), p)) return;
     // More ends free a superset of GPUs, so the first fitting prefix is a monotone search.
     std::size_t hi = *SmallestFittingPrefixFrom(ends.size(), 1, [&](std::size_t n) {
       Placement q;
@@ -242,11 +266,27 @@ class BackfillAction final : public Action {
     });
     // Equal end times release together.
     while (hi < ends.size() && ends[hi].first == ends[hi - 1].first) ++hi;
-    fits_after(hi, &p);
-    const TimePoint at = ends[hi - 1].first;
-    for (const auto& a : p.nodes) reserved->Hold(a.node, at);
-    s.WakeAt(at);
+    fits_after(hi, p);
+    *at = ends[hi - 1].first;
   }
+
+  // The last reservation searched for, reused by a later cycle (the head job is often blocked
+  // for many cycles in which nothing but arrivals happen) while everything the search reads is
+  // unchanged: the same job (admission), the same allocation state (version) and the same end
+  // times of the same GPU-holding jobs (which also pins `now` wherever it clamps an end). Only a
+  // cycle's first reservation is cached (later ones also depend on the earlier ones' nodes). Like
+  // the Session's failure cache, sound for plugins whose PreFilter, Filter, Score and Permit
+  // answers depend only on the job, the allocation state and the jobs holding GPUs (the
+  // built-in ones). Reserve plugins see no calls on a hit: the search only pairs Reserve with
+  // Unreserve.
+  struct CachedReservation {
+    std::uint64_t admission = 0;  // 0: nothing cached
+    std::uint64_t version = 0;
+    std::vector<std::pair<TimePoint, JobId>> ends;
+    std::optional<TimePoint> at;  // nullopt: the job fits nowhere even after every end
+    std::vector<topo::NodeId> nodes;
+  };
+  CachedReservation cache_;
 };
 
 class PreemptAction final : public Action {

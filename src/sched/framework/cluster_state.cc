@@ -9,8 +9,8 @@
 namespace baton::sched {
 namespace {
 
-void AddSlots(SlotCounts& c, int free_gpus, int sign) {
-  for (int k = 0; k < kSlotSizes; ++k) c[k] += sign * (free_gpus >> k);
+void AddSlots(SlotCounts& c, const SlotCounts& delta) {
+  for (int k = 0; k < kSlotSizes; ++k) c[k] += delta[k];
 }
 
 }  // namespace
@@ -88,6 +88,7 @@ ClusterState::ClusterState(topo::Cluster cluster)
   const auto& c = cluster_;
   switch_slots_.assign(c.switches().size(), SlotCounts{});
   domain_slots_.assign(c.nvlink_domains().size(), SlotCounts{});
+  node_free_.assign(c.nodes().size(), 0);
   switch_free_.assign(c.switches().size(), 0);
   domain_free_.assign(c.nvlink_domains().size(), 0);
   leaf_domains_.resize(c.switches().size());
@@ -113,24 +114,19 @@ ClusterState::ClusterState(topo::Cluster cluster)
   version_ = 0;
 }
 
-int ClusterState::FreeGpus(topo::NodeId id) const {
-  const topo::Node& n = cluster_.node(id);
-  if (n.health != topo::NodeHealth::kHealthy) return 0;
-  return n.gpus - std::popcount(n.allocated_mask);
-}
-
 void ClusterState::Update(topo::NodeId id, int free_before) {
-  const int free_after = FreeGpus(id);
+  const topo::Node& n = cluster_.node(id);
+  const int free_after =
+      n.health == topo::NodeHealth::kHealthy ? n.gpus - std::popcount(n.allocated_mask) : 0;
+  node_free_[id.value()] = static_cast<std::int8_t>(free_after);
   ++version_;
   if (free_after == free_before) return;
   if (free_before > 0) buckets_[free_before].erase(id.value());
   if (free_after > 0) buckets_[free_after].insert(id.value());
-  const topo::Node& n = cluster_.node(id);
   const std::int64_t delta = free_after - free_before;
-  auto apply = [&](SlotCounts& c) {
-    AddSlots(c, free_before, -1);
-    AddSlots(c, free_after, +1);
-  };
+  SlotCounts slots;
+  for (int k = 0; k < kSlotSizes; ++k) slots[k] = (free_after >> k) - (free_before >> k);
+  auto apply = [&](SlotCounts& c) { AddSlots(c, slots); };
   apply(domain_slots_[n.nvlink_domain.value()]);
   domain_free_[n.nvlink_domain.value()] += delta;
   for (int t = 0; t < cluster_.tier_count(); ++t) {

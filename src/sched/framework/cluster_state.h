@@ -153,7 +153,7 @@ class ClusterState {
   void SetHealth(topo::NodeId node, topo::NodeHealth health);
 
   // Allocatable GPUs on a node: idle GPUs of a healthy node, else 0.
-  int FreeGpus(topo::NodeId node) const;
+  int FreeGpus(topo::NodeId node) const { return node_free_[node.value()]; }
   // Upper bound on the tasks of `gpus_per_task` GPUs the subtree's free GPUs can host (exact
   // when gpus_per_task is a power of two).
   std::int64_t Slots(Subtree s, int gpus_per_task) const;
@@ -186,6 +186,7 @@ class ClusterState {
   topo::Cluster cluster_;
   std::vector<SlotCounts> switch_slots_;
   std::vector<SlotCounts> domain_slots_;
+  std::vector<std::int8_t> node_free_;  // FreeGpus per node, kept by Update
   std::vector<std::int64_t> switch_free_;
   std::vector<std::int64_t> domain_free_;
   SlotCounts root_slots_{};

@@ -43,6 +43,10 @@ class QueueSortPlugin {
   virtual ~QueueSortPlugin() = default;
   virtual void PrepareSort(const PluginContext& /*ctx*/) {}
   virtual bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const = 0;
+  // True when Less reads only what no action changes within a cycle (the pending jobs' specs
+  // and their service from earlier runs): the order then holds for the whole cycle and is
+  // checked once, not on every PendingJobs call.
+  virtual bool OrderFixedWithinCycle() const { return false; }
 };
 
 // Called once per placement attempt, before any node is looked at. Success: go on.

@@ -263,6 +263,7 @@ void Scheduler::Apply(const Event& e, TimePoint now, Decisions* out) {
         job.last_checkpoint = e.adopted_start;
         job.attempts = 1;
       }
+      job.admission = ++admitted_;
       jobs_.emplace(job.spec.id, std::move(job));
       return;
     }
@@ -343,7 +344,8 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
   }
   cycle_.Clear();
   Session session(now, &state_, &jobs_, &plugins_, &config_, &cycle_, &out, options_.timer,
-                  std::move(pending), std::move(pending_jobs), lowest_victim, &queue_order_);
+                  std::move(pending), std::move(pending_jobs), lowest_victim, &queue_order_,
+                  options_.waiting_notes);
   for (const auto& a : actions_) {
     const TimePoint t0 = options_.timer ? options_.timer->Now() : TimePoint{};
     a->Execute(session);

@@ -46,6 +46,10 @@ struct SchedulerOptions {
   StepTimeEstimator* estimator = nullptr;
   // Plugin table; null means BuiltinPlugins(). Not owned.
   const PluginRegistry* registry = nullptr;
+  // Whether Decisions::waiting is filled. A driver that never reads the notes (the simulator)
+  // turns this off: building them (a status per pending job per cycle) is a sizeable share of a
+  // cycle. Decisions are otherwise the same.
+  bool waiting_notes = true;
 };
 
 class Scheduler {
@@ -81,6 +85,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Action>> actions_;
   CycleState cycle_;
   TimePoint last_now_;
+  std::uint64_t admitted_ = 0;      // JobInfo::admission of the last job admitted
   std::vector<JobId> queue_order_;  // the last pending-queue order (Session::PendingQueue)
 };
 

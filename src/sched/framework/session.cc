@@ -146,7 +146,8 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
 Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
                  const SchedulerConfig* config, CycleState* cycle, Decisions* out,
                  const Clock* timer, std::vector<JobId> pending, std::vector<JobInfo*> pending_jobs,
-                 std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order)
+                 std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order,
+                 bool waiting_notes)
     : ctx_{now, *state, *jobs, *cycle},
       state_(state),
       jobs_(jobs),
@@ -157,7 +158,8 @@ Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const Plugi
       pending_at_start_(std::move(pending)),
       lowest_victim_priority_(lowest_victim_priority),
       pending_jobs_(std::move(pending_jobs)),
-      queue_order_(queue_order) {
+      queue_order_(queue_order),
+      waiting_notes_(waiting_notes) {
   CHECK(pending_jobs_.size() == pending_at_start_.size());
 }
 
@@ -180,12 +182,16 @@ std::vector<JobInfo*> Session::PendingJobs() {
   auto eligible = [&](const JobInfo* job) {
     return job != nullptr && job->phase == JobPhase::kPending && job->eligible_at <= ctx_.now;
   };
+  const QueueSortPlugin* q = plugins_->queue_sort.ext;
   std::vector<JobInfo*> pending;
+  bool sorted = false;
   if (queue_cached_) {
     pending.reserve(queue_cache_.size());
     for (JobInfo* job : queue_cache_) {
       if (eligible(job)) pending.push_back(job);
     }
+    // A subsequence of the order sorted earlier in this cycle.
+    sorted = q->OrderFixedWithinCycle();
   } else {
     std::vector<JobInfo*> now_eligible;  // ascending id
     for (JobInfo* job : pending_jobs_) {
@@ -211,7 +217,6 @@ std::vector<JobInfo*> Session::PendingJobs() {
       pending = std::move(now_eligible);
     }
   }
-  const QueueSortPlugin* q = plugins_->queue_sort.ext;
   auto before = [&](const JobInfo* a, const JobInfo* b) {
     if (q->Less(ctx_, *a, *b)) return true;
     if (q->Less(ctx_, *b, *a)) return false;
@@ -219,7 +224,7 @@ std::vector<JobInfo*> Session::PendingJobs() {
       return a->spec.submit_time < b->spec.submit_time;
     return a->spec.id < b->spec.id;
   };
-  if (!std::is_sorted(pending.begin(), pending.end(), before)) {
+  if (!sorted && !std::is_sorted(pending.begin(), pending.end(), before)) {
     std::stable_sort(pending.begin(), pending.end(), before);
   }
   queue_cache_ = pending;
@@ -439,10 +444,6 @@ void Session::Bind(JobInfo& job, Placement p, Statement* stmt) {
   p.span = SpanOf(state_->cluster(), p.nodes);
   job.placement = p;
   out_->binds.push_back({job.spec.id, std::move(p), job.placement.span <= preferred});
-}
-
-void Session::Wait(const JobInfo& job, PluginStatus status) {
-  waiting_.emplace_back(job.spec.id, std::move(status));
 }
 
 void Session::Reject(JobId id, std::string plugin, std::string reason) {

@@ -56,10 +56,12 @@ class Session {
   // preemptible running job then (nullopt: none).
   // `queue_order` (may be null; not owned) is the last queue order PendingQueue returned, kept by
   // the caller across cycles: it is the starting point of the next sort (see PendingQueue).
+  // `waiting_notes`: whether Wait records notes for Decisions::waiting (false: Wait does nothing).
   Session(TimePoint now, ClusterState* state, JobTable* jobs, const PluginSet* plugins,
           const SchedulerConfig* config, CycleState* cycle, Decisions* out, const Clock* timer,
           std::vector<JobId> pending, std::vector<JobInfo*> pending_jobs,
-          std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order = nullptr);
+          std::optional<int> lowest_victim_priority, std::vector<JobId>* queue_order = nullptr,
+          bool waiting_notes = true);
 
   TimePoint now() const { return ctx_.now; }
   const PluginContext& ctx() const { return ctx_; }
@@ -112,8 +114,11 @@ class Session {
 
   // Commits `stmt` and records the job as running on `p`.
   void Bind(JobInfo& job, Placement p, Statement* stmt);
-  // Notes why a job stays pending this cycle (the last note per job wins).
-  void Wait(const JobInfo& job, PluginStatus status);
+  // Notes why a job stays pending this cycle (the last note per job wins); a no-op when the
+  // session keeps no notes.
+  void Wait(const JobInfo& job, PluginStatus status) {
+    if (waiting_notes_) waiting_.emplace_back(job.spec.id, std::move(status));
+  }
   // Rejects and forgets the job (frees nothing: call only for jobs holding no GPUs).
   void Reject(JobId id, std::string plugin, std::string reason);
   // Starts a graceful eviction of a running victim on behalf of `for_job`.
@@ -143,6 +148,7 @@ class Session {
   std::optional<int> lowest_victim_priority_;
   std::vector<JobInfo*> pending_jobs_;  // parallel to pending_at_start_; null once rejected
   std::vector<JobId>* queue_order_;
+  bool waiting_notes_;
   // The last PendingJobs result in this cycle: later calls start from it, since the eligible
   // pending jobs only shrink within a cycle (binds, evictions and rejections never make a job
   // pending). Rejected jobs are nulled here.

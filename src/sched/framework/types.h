@@ -69,6 +69,9 @@ struct JobInfo {
   TimePoint evict_deadline;         // kTerminating: when its GPUs free
   JobId preempted_for;
   bool nominated = false;  // victims are terminating on its behalf
+  // Set at admission: 1, 2, ... over the scheduler's life, so never shared by two jobs even when
+  // a driver reuses an id (caches that outlive a cycle key on it).
+  std::uint64_t admission = 0;
 };
 
 using JobTable = std::map<JobId, JobInfo>;
@@ -152,7 +155,7 @@ struct Decisions {
   std::vector<Requeue> requeues;
   std::vector<Replacement> replacements;
   std::vector<Resize> resizes;
-  std::vector<Waiting> waiting;
+  std::vector<Waiting> waiting;      // empty unless SchedulerOptions::waiting_notes
   std::optional<TimePoint> wake_at;  // call RunCycle again by then even if nothing happens
   std::vector<Timing> timings;       // only when SchedulerOptions::timer is set
 };

@@ -54,8 +54,10 @@ class Engine {
   Result<SimResult> Run(topo::Cluster cluster) {
     for (const auto& n : cluster.nodes()) node_gpus_ = std::max<int>(node_gpus_, n.gpus);
     const int total_gpus = cluster.counts().total;
-    ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(std::move(cluster), config_.scheduler,
-                                                      {.estimator = config_.estimator}));
+    // The simulator reads no waiting notes.
+    ASSIGN_OR_RETURN(
+        sched_, sched::Scheduler::Create(std::move(cluster), config_.scheduler,
+                                         {.estimator = config_.estimator, .waiting_notes = false}));
     const topo::Cluster& c = sched_->state().cluster();
     node_down_.assign(c.nodes().size(), false);
     std::optional<FailureGenerator> generator;

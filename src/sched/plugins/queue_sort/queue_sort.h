@@ -25,18 +25,21 @@ class FifoPlugin final : public Plugin, public QueueSortPlugin {
  public:
   std::string_view Name() const override { return "fifo"; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+  bool OrderFixedWithinCycle() const override { return true; }
 };
 
 class PriorityPlugin final : public Plugin, public QueueSortPlugin {
  public:
   std::string_view Name() const override { return "priority"; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+  bool OrderFixedWithinCycle() const override { return true; }
 };
 
 class ShortestFirstPlugin final : public Plugin, public QueueSortPlugin {
  public:
   std::string_view Name() const override { return "shortest-first"; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+  bool OrderFixedWithinCycle() const override { return true; }
 };
 
 class LasPlugin final : public Plugin, public QueueSortPlugin {
@@ -44,6 +47,8 @@ class LasPlugin final : public Plugin, public QueueSortPlugin {
   static Result<std::unique_ptr<Plugin>> Create(const PluginArgs& args);
   std::string_view Name() const override { return "las"; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
+  // Service from earlier runs changes only when a run ends, between cycles.
+  bool OrderFixedWithinCycle() const override { return true; }
   // The band of a job's service from earlier runs (what the queue sorts by).
   int Band(const JobInfo& job) const { return BandOf(job.attained_gpu_seconds); }
   // The band of `gpu_seconds` of attained service: the number of thresholds it reaches.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <numeric>
+#include <set>
 
 namespace baton::sched {
 namespace {
@@ -18,7 +19,12 @@ struct Take {
 class Search {
  public:
   Search(const PluginContext& ctx, const JobInfo& job, const NodeFilter& filter)
-      : st_(ctx.state), c_(ctx.state.cluster()), job_(job), filter_(filter), g_(job.task_gpus) {
+      : st_(ctx.state),
+        c_(ctx.state.cluster()),
+        job_(job),
+        filter_(filter),
+        g_(job.task_gpus),
+        used_nodes_((c_.nodes().size() + 63) / 64, 0) {
     quantum_.fill(1);
     for (const auto& sg : job.spec.sub_groups) {
       if (sg.gpus <= g_) continue;
@@ -34,18 +40,18 @@ class Search {
     if (want <= 0) return 0;
     const int q = quantum_[static_cast<int>(st_.LevelOf(s))];
     if (s.kind == SubtreeKind::kNode) return TakeNode(topo::NodeId(s.index), want, q);
-    std::vector<Subtree> children;
-    st_.Children(s, &children);
-    std::vector<std::pair<std::int64_t, Subtree>> room;
-    room.reserve(children.size());
-    for (Subtree ch : children) {
+    // A scratch list per recursion depth (root, switch tiers, domain), kept across calls.
+    CHECK_LT(depth_, room_.size());
+    std::vector<std::pair<std::int64_t, Subtree>>& room = room_[depth_];
+    st_.Children(s, &children_);
+    room.clear();
+    for (Subtree ch : children_) {
       std::int64_t r = st_.Slots(ch, g_);
       if (r > 0) room.push_back({r, ch});
     }
     // Most room first (fewest children spanned), ties by id; but a child that can take the whole
     // remainder goes first, the tightest such child (best fit).
-    std::stable_sort(room.begin(), room.end(),
-                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    StableSortByRoom(&room);
     if (!room.empty() && room[0].first >= want) {
       std::size_t k = 0;
       while (k + 1 < room.size() && room[k + 1].first >= want) ++k;
@@ -56,10 +62,12 @@ class Search {
     }
     const std::size_t mark = takes_.size();
     int taken = 0;
+    ++depth_;
     for (const auto& [r, ch] : room) {
       if (taken >= want) break;
       taken += Descend(ch, want - taken);
     }
+    --depth_;
     const int excess = taken % q;
     if (excess > 0) Trim(mark, excess);
     return taken - excess;
@@ -67,8 +75,8 @@ class Search {
 
   std::vector<Take>& takes() { return takes_; }
   void Reset() {
+    for (const Take& t : takes_) SetUsed(t.node.value(), false);
     takes_.clear();
-    used_nodes_.clear();
     used_domains_.clear();
   }
 
@@ -91,7 +99,7 @@ class Search {
   }
 
   int TakeNode(topo::NodeId id, int want, int q) {
-    if (used_nodes_.contains(id.value())) return 0;
+    if (Used(id.value())) return 0;
     int cap = st_.FreeGpus(id) / g_;
     if (job_.spec.spread) cap = std::min(cap, 1);
     cap = std::min(cap, want);
@@ -104,12 +112,34 @@ class Search {
     }
     if (!filter_.Fits(id)) return 0;
     if (job_.spec.spread) used_domains_.insert(fd);
-    used_nodes_.insert(id.value());
+    SetUsed(id.value(), true);
     takes_.push_back({id, cap});
     return cap;
   }
 
  private:
+  // std::stable_sort by room, most first, without its temporary buffer for the short lists a
+  // subtree's children make (the order is the same: a stable sort's result is unique).
+  static void StableSortByRoom(std::vector<std::pair<std::int64_t, Subtree>>* room) {
+    auto& r = *room;
+    if (r.size() > 32) {
+      std::stable_sort(r.begin(), r.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      return;
+    }
+    for (std::size_t i = 1; i < r.size(); ++i) {
+      const auto x = r[i];
+      std::size_t j = i;
+      for (; j > 0 && r[j - 1].first < x.first; --j) r[j] = r[j - 1];
+      r[j] = x;
+    }
+  }
+  bool Used(std::uint32_t n) const { return (used_nodes_[n / 64] >> (n % 64)) & 1; }
+  void SetUsed(std::uint32_t n, bool used) {
+    const std::uint64_t bit = std::uint64_t{1} << (n % 64);
+    used_nodes_[n / 64] = used ? used_nodes_[n / 64] | bit : used_nodes_[n / 64] & ~bit;
+  }
+
   void Trim(std::size_t mark, int excess) {
     while (excess > 0 && takes_.size() > mark) {
       Take& t = takes_.back();
@@ -117,7 +147,7 @@ class Search {
       t.tasks -= cut;
       excess -= cut;
       if (t.tasks == 0) {
-        used_nodes_.erase(t.node.value());
+        SetUsed(t.node.value(), false);
         if (job_.spec.spread) {
           used_domains_.erase(
               c_.node(t.node).failure_domains[static_cast<int>(*job_.spec.spread)].value());
@@ -134,8 +164,12 @@ class Search {
   const int g_;
   std::array<int, topo::kLevelCount> quantum_{};
   std::vector<Take> takes_;
-  std::set<std::uint32_t> used_nodes_;
+  std::vector<std::uint64_t> used_nodes_;  // bit per node: one of takes_
   std::set<std::uint32_t> used_domains_;
+  std::vector<Subtree> children_;  // scratch: used before recursing only
+  std::array<std::vector<std::pair<std::int64_t, Subtree>>, topo::kMaxSwitchTiers + 2>
+      room_;  // scratch per depth
+  std::size_t depth_ = 0;
 };
 
 }  // namespace

@@ -397,9 +397,11 @@ std::string SchedulingController::PlannerNote(const sched::GangJob& job,
   std::string plan = fmt::format("tp{} pp{} dp{}", p.tp, p.pp, p.dp);
   if (p.cp > 1) plan += fmt::format(" cp{}", p.cp);
   if (p.ep > 1) plan += fmt::format(" ep{}", p.ep);
-  return fmt::format("; planner: {} {} at {:.2f}x the compact placement's step time ({:.2f} s)",
-                     planner_->model(job.plan_key).name, plan, slowdown,
-                     planner_->compact_step(job.plan_key).value() * slowdown);
+  return fmt::format(
+      "; planner: {} {} at {:.2f}x the compact placement's step time "
+      "({:.2f} s/step)",
+      planner_->model(job.plan_key).name, plan, slowdown,
+      planner_->compact_step(job.plan_key).value() * slowdown);
 }
 
 void SchedulingController::Handle(Submitted& in) {

@@ -256,6 +256,7 @@ TEST(ControllerTest, JobWithAPlanIsPlacedWithThePlannersSlowdown) {
   EXPECT_NE(placed.find("; planner: llama3-70b tp8 pp4 dp2 at "), std::string::npos) << placed;
   EXPECT_NE(placed.find("x the compact placement's step time"), std::string::npos) << placed;
   EXPECT_NE(placed.find("[alloc "), std::string::npos) << placed;
+  std::cout << "placed with a plan: " << placed << "\n";
   events = api.Get("/api/v1/jobs/" + std::to_string(best) + "/events");
   placed = events["events"][1]["message"];
   EXPECT_NE(placed.find("; planner: llama3-8b"), std::string::npos) << placed;

@@ -322,7 +322,7 @@ std::string_view OpenApiJson() {
       "JobPlan": {
         "type": "object", "required": ["model"], "additionalProperties": false,
         "description": "The job's training plan, flat: the model with PlanRequest's plan and training fields side by side. The placements of a job with a plan are ranked by the planner's predicted slowdown (the 'planner' score) and its 'placed' event states it. tp*pp*dp*cp must be the job's gpus; dp defaults to gpus / (tp*pp*cp). With no plan field it runs the planner's best plan for its gpus (then model must be a catalogue name and no training field is allowed). A plan that does not fit on the daemon's cluster (out of memory, or no feasible plan at all) is rejected with 400, field 'plan'.",
-        "example": {"model": "llama3-70b", "tp": 8, "pp": 4, "mbs": 1, "recompute": "selective", "global_batch": 1024},
+        "example": {"model": "llama3-70b", "tp": 8, "pp": 4, "recompute": "selective", "sequence_parallel": true, "zero": 1, "global_batch": 512},
         "properties": {
           "model": {"oneOf": [{"type": "string", "description": "catalogue name: gpt3-175b, llama3-70b, llama3-405b, mixtral-8x7b, ..."},
                               {"type": "object", "description": "inline model fields, as PlanRequest.model"}]},

@@ -1,11 +1,13 @@
 // `baton serve`: the scheduling daemon. Builds the cluster (a preset or a cluster file), the
-// scheduler (a SchedulerConfig YAML) and an executor, and serves the HTTP API (server/server.h)
-// until SIGTERM or SIGINT. With --demo it also submits a stream of synthetic jobs from several
-// tenants through its own API.
+// scheduler (a SchedulerConfig YAML; by default server::DefaultDaemonSchedulerConfig, which ranks
+// the placements of jobs with a plan by the planner's predicted slowdown) and an executor, and
+// serves the HTTP API (server/server.h) until SIGTERM or SIGINT. With --demo it also submits a
+// stream of synthetic jobs from several tenants through its own API.
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -157,6 +159,15 @@ Status Run(const ServeOptions& o) {
       return InvalidArgumentError(o.scheduler_config + ": " + config.status().message());
     }
     co.config = *std::move(config);
+    // Jobs with a plan still get their planner slowdown in their events, but placements are
+    // ranked by it only through the `planner` score.
+    if (std::none_of(co.config.plugins.begin(), co.config.plugins.end(),
+                     [](const sched::PluginConfig& p) { return p.name == "planner"; })) {
+      LOG_INFO(
+          "{}: no 'planner' score plugin: placements of jobs with a plan are not ranked by "
+          "the planner's predicted slowdown",
+          o.scheduler_config);
+    }
   }
   SystemClock clock;
   std::unique_ptr<server::Executor> executor;

@@ -2,18 +2,43 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 
 #include "core/strings.h"
+#include "perf/estimator.h"
 
 namespace baton::perf {
 namespace {
 
 using nlohmann::json;
+
+// The fields of the "training" and "plan" objects; a job plan (ParseJobPlan) has them side by side.
+constexpr std::string_view kTrainingFields[] = {
+    "global_batch", "global_batch_tokens", "dtype",
+    "tokens",       "price_per_gpu_hour",  "flash_attention"};
+constexpr std::string_view kPlanFields[] = {"tp",
+                                            "pp",
+                                            "dp",
+                                            "cp",
+                                            "ep",
+                                            "mbs",
+                                            "vp",
+                                            "recompute",
+                                            "sequence_parallel",
+                                            "zero",
+                                            "overlap_dp_comm",
+                                            "uneven_pp",
+                                            "order"};
+
+bool In(std::span<const std::string_view> names, std::string_view key) {
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
 
 // An error that names its field; converted to the Status + field pair at the boundary.
 struct FieldError {
@@ -33,10 +58,13 @@ class Reader {
   // Rejects keys of `object` that are not in `known`.
   bool OnlyKnown(const json& object, std::string_view prefix,
                  std::initializer_list<std::string_view> known) {
+    return OnlyKnown(object, prefix,
+                     std::span<const std::string_view>(known.begin(), known.size()));
+  }
+  bool OnlyKnown(const json& object, std::string_view prefix,
+                 std::span<const std::string_view> known) {
     for (const auto& [key, value] : object.items()) {
-      bool ok = false;
-      for (std::string_view k : known) ok = ok || key == k;
-      if (!ok) {
+      if (!In(known, key)) {
         std::string name = Join(prefix, key);
         return Fail(name, fmt::format("{}: unknown field", name));
       }
@@ -115,11 +143,7 @@ bool ReadModel(Reader& r, const json& v, ModelSpec* out) {
 
 bool ReadTraining(Reader& r, const json& v, const ModelSpec& model, TrainingSpec* out) {
   if (!v.is_object()) return r.Fail("training", "training: must be an object");
-  if (!r.OnlyKnown(v, "training",
-                   {"global_batch", "global_batch_tokens", "dtype", "tokens", "price_per_gpu_hour",
-                    "flash_attention"})) {
-    return false;
-  }
+  if (!r.OnlyKnown(v, "training", kTrainingFields)) return false;
   if (v.contains("global_batch") && v.contains("global_batch_tokens")) {
     return r.Fail("training.global_batch_tokens",
                   "training.global_batch_tokens: give global_batch or global_batch_tokens, not "
@@ -164,11 +188,7 @@ bool ReadTraining(Reader& r, const json& v, const ModelSpec& model, TrainingSpec
 
 bool ReadPlan(Reader& r, const json& v, ParallelPlan* out, bool* has_dp) {
   if (!v.is_object()) return r.Fail("plan", "plan: must be an object");
-  if (!r.OnlyKnown(v, "plan",
-                   {"tp", "pp", "dp", "cp", "ep", "mbs", "vp", "recompute", "sequence_parallel",
-                    "zero", "overlap_dp_comm", "uneven_pp", "order"})) {
-    return false;
-  }
+  if (!r.OnlyKnown(v, "plan", kPlanFields)) return false;
   struct IntField {
     const char* name;
     int* value;
@@ -338,6 +358,139 @@ Result<PlanRequest> ParsePlanRequest(std::string_view body, PlanQuestion questio
   };
   if (!run()) return fail(r.error->field, r.error->message);
   return req;
+}
+
+namespace {
+
+// The default training of a plan request, and of the planner's best plan
+// (planning::PlannerEstimator::DefaultTraining): a global batch of about 4M tokens, bf16.
+TrainingSpec DefaultJobTraining(const ModelSpec& model) {
+  TrainingSpec t;
+  t.global_batch = std::max(1, (4 << 20) / std::max(1, model.seq));
+  return t;
+}
+
+// `message` without its leading "field:".
+std::string_view WithoutField(std::string_view message, std::string_view field) {
+  if (!field.empty() && message.starts_with(field) &&
+      message.substr(field.size()).starts_with(":")) {
+    message.remove_prefix(field.size() + 1);
+  }
+  return Trim(message);
+}
+
+// ParsePlanRequest's field as the job plan's flat object names it.
+std::string JobPlanField(std::string_view request_field) {
+  constexpr std::string_view kTraining = "training.", kPlan = "plan.";
+  if (request_field == "gpus") return "plan.dp";  // dp is what cannot be derived from them
+  if (request_field.starts_with(kTraining)) {
+    return fmt::format("plan.{}", request_field.substr(kTraining.size()));
+  }
+  if (request_field.starts_with(kPlan)) return std::string(request_field);
+  return request_field.empty() || request_field == "training"
+             ? "plan"
+             : fmt::format("plan.{}", request_field);
+}
+
+}  // namespace
+
+Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::string* field) {
+  auto fail = [&](std::string f, std::string_view message) -> Status {
+    Status st = InvalidArgumentError(fmt::format("{}: {}", f, message));
+    if (field != nullptr) *field = std::move(f);
+    return st;
+  };
+  json root = json::parse(object, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return fail("plan", "must be an object");
+  json training = json::object(), plan = json::object();
+  for (const auto& [key, v] : root.items()) {
+    if (key == "model") continue;
+    if (In(kTrainingFields, key)) {
+      training[key] = v;
+    } else if (In(kPlanFields, key)) {
+      plan[key] = v;
+    } else {
+      return fail(fmt::format("plan.{}", Printable(key, 64)),
+                  "unknown field (expected model, a plan field: tp, pp, dp, cp, ep, mbs, vp, "
+                  "recompute, sequence_parallel, zero, overlap_dp_comm, uneven_pp, order; or a "
+                  "training field: global_batch, global_batch_tokens, dtype, tokens, "
+                  "price_per_gpu_hour, flash_attention)");
+    }
+  }
+  if (!root.contains("model")) return fail("plan.model", "required");
+  JobPlanRequest out;
+  if (plan.empty()) {
+    // The planner's best plan: searched by catalogue name, with its default training.
+    if (!root["model"].is_string()) {
+      return fail("plan.model",
+                  "the planner's best plan needs a catalogue model name; with an inline model "
+                  "give the plan too (tp, pp, ...)");
+    }
+    if (!training.empty()) {
+      return fail(fmt::format("plan.{}", training.begin().key()),
+                  "training fields need an explicit plan (tp, pp, ...); the planner's best plan "
+                  "uses its default training");
+    }
+    Result<ModelSpec> m = FindModel(root["model"].get<std::string>());
+    if (!m.ok()) return fail("plan.model", WithoutField(m.status().message(), "model"));
+    out.model = std::move(m).value();
+    out.training = DefaultJobTraining(out.model);
+    return out;
+  }
+  json request = {{"model", root["model"]}, {"gpus", gpus}, {"plan", plan}};
+  if (!training.empty()) request["training"] = training;
+  std::string f;
+  Result<PlanRequest> r = ParsePlanRequest(request.dump(), PlanQuestion::kEstimate, &f);
+  if (!r.ok()) {
+    // The request's messages start with its field name; say the job plan's instead.
+    std::string_view message = WithoutField(r.status().message(), f);
+    if (f == "model") message = WithoutField(message, "model");  // "model: model: unknown ..."
+    return fail(JobPlanField(f), message);
+  }
+  out.model = std::move(r->model);
+  out.training = r->training;
+  out.plan = r->plan;
+  return out;
+}
+
+Result<ParallelPlan> ResolveJobPlan(const JobPlanRequest& request, const SystemSpec& system,
+                                    std::string* field) {
+  auto fail = [&](std::string message) -> Status {
+    if (field != nullptr) *field = "plan";
+    return InvalidArgumentError(fmt::format("plan: {}", message));
+  };
+  const ModelSpec& model = request.model;
+  if (request.plan) {
+    Result<StepEstimate> e = Estimate(model, *request.plan, request.training, system);
+    if (!e.ok()) return fail(std::string(e.status().message()));
+    if (!e->feasible()) {
+      EvalContext ctx(model, request.training, system);
+      std::string why = ExplainRejection(ctx, *request.plan, *e);
+      return fail(fmt::format("{} ({}) on {} GPUs of {} is infeasible: {}{}{}", model.name,
+                              PlanToString(*request.plan), system.gpus, system.name,
+                              RejectionName(e->rejection), why.empty() ? "" : ": ", why));
+    }
+    return *request.plan;
+  }
+  SearchOptions options;
+  options.top_k = 1;
+  Result<SearchResult> r =
+      Search(model, request.training, system, DefaultSearchSpace(model, {system.gpus}), options);
+  if (!r.ok()) return fail(std::string(r.status().message()));
+  if (r->top.empty()) {
+    std::string reasons;
+    for (int i = 0; i < kRejectionCount; ++i) {
+      if (r->rejected[i] == 0) continue;
+      reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", r->rejected[i],
+                             RejectionName(static_cast<Rejection>(i)));
+    }
+    return fail(
+        fmt::format("the planner finds no feasible plan for {} on {} GPUs of {} ({} "
+                    "plans: {}); give more GPUs or a smaller model",
+                    model.name, system.gpus, system.name, r->space,
+                    reasons.empty() ? "none estimated" : reasons));
+  }
+  return r->top[0].plan;
 }
 
 }  // namespace baton::perf

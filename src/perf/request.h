@@ -19,6 +19,7 @@
 // the request comes from the network. Pure; never throws.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,7 @@
 #include "perf/model.h"
 #include "perf/plan.h"
 #include "perf/search.h"
+#include "perf/system.h"
 
 namespace baton::perf {
 
@@ -50,5 +52,30 @@ inline constexpr std::uint64_t kMaxRequestSearchSpace = 2'000'000'000;
 // malformed; the Status is kInvalidArgument and its message names the field too.
 Result<PlanRequest> ParsePlanRequest(std::string_view body, PlanQuestion question,
                                      std::string* field);
+
+// A training job's plan as a job spec carries it (the daemon's "plan" field): one flat object of
+// "model" and any of the "plan" and "training" fields above, for a job of `gpus` GPUs:
+//
+//   {"model": "llama3-70b", "tp": 8, "pp": 4, "mbs": 1, "global_batch": 1024, "dtype": "bf16"}
+//
+// dp, when left out, is what the GPUs leave after tp x pp x cp. With no "plan" field at all it
+// asks for the planner's best plan on `gpus` GPUs: then the model must be a catalogue name and no
+// training field may be given (the best plan is searched with the default training: ~4M tokens
+// per step, bf16). Strict as ParsePlanRequest; errors name the field with the "plan." prefix
+// ("plan.model", "plan.tp", "plan.global_batch"; "plan.dp" when the GPUs do not add up).
+struct JobPlanRequest {
+  ModelSpec model;
+  TrainingSpec training;
+  std::optional<ParallelPlan> plan;  // nullopt: the planner's best plan for the job's GPUs
+};
+Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::string* field);
+
+// The plan a job runs on `system` (system.gpus = the job's GPUs): its own when the planner finds
+// it feasible there, else the planner's best (perf::Search over DefaultSearchSpace, by step
+// time). kInvalidArgument naming the field in `*field` when there is none: "plan" with the
+// reason ("out-of-memory: needs 93.1 GiB per GPU, has 80.0 ...", or no feasible plan at all).
+// Pure; a best-plan search takes milliseconds for the catalogue's models.
+Result<ParallelPlan> ResolveJobPlan(const JobPlanRequest& request, const SystemSpec& system,
+                                    std::string* field);
 
 }  // namespace baton::perf

@@ -119,5 +119,76 @@ TEST(PlanRequestTest, BadRequestsNameTheField) {
   }
 }
 
+TEST(JobPlanTest, FlatObjectNamesItsFields) {
+  std::string field;
+  auto r =
+      ParseJobPlan(R"({"model": "llama3-70b", "tp": 8, "pp": 4, "global_batch": 512})", 64, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->plan.has_value());
+  EXPECT_EQ(r->plan->dp, 2);
+  EXPECT_EQ(r->training.global_batch, 512);
+
+  r = ParseJobPlan(R"({"model": "llama3-8b"})", 16, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->plan.has_value());
+  EXPECT_EQ(r->training.global_batch, (4 << 20) / r->model.seq);
+
+  struct Bad {
+    const char* object;
+    int gpus;
+    const char* field;
+  };
+  for (const Bad& b :
+       {Bad{R"({"model": "nope", "tp": 2})", 8, "plan.model"},
+        Bad{R"({"model": "nope"})", 8, "plan.model"},
+        Bad{R"({"model": {"layers": 2}})", 8, "plan.model"},
+        Bad{R"({"model": "llama3-8b", "tp": 8, "pp": 2})", 12, "plan.dp"},
+        Bad{R"({"model": "llama3-8b", "tp": 8, "dp": 2})", 8, "plan.dp"},
+        Bad{R"({"model": "llama3-8b", "mbs": 0})", 8, "plan.mbs"},
+        Bad{R"({"model": "llama3-8b", "tp": 1, "global_batch": 0})", 8, "plan.global_batch"},
+        Bad{R"({"model": "llama3-8b", "dtype": "bf16"})", 8, "plan.dtype"},
+        Bad{R"({"model": "llama3-8b", "tpp": 8})", 8, "plan.tpp"}, Bad{R"([1])", 8, "plan"}}) {
+    field.clear();
+    auto bad = ParseJobPlan(b.object, b.gpus, &field);
+    ASSERT_FALSE(bad.ok()) << b.object;
+    EXPECT_EQ(field, b.field) << b.object << ": " << bad.status().message();
+    EXPECT_EQ(bad.status().message().rfind(std::string(b.field) + ": ", 0), 0u)
+        << bad.status().message();
+  }
+}
+
+TEST(JobPlanTest, ResolvesOnTheSystemOrSaysWhyNot) {
+  Result<SystemSpec> system = SystemFromShort({.gpus = 64});
+  ASSERT_TRUE(system.ok()) << system.status().ToString();
+  std::string field;
+  auto given = ParseJobPlan(R"({"model": "llama3-8b", "tp": 8, "zero": 1})", 64, &field);
+  ASSERT_TRUE(given.ok());
+  Result<ParallelPlan> plan = ResolveJobPlan(*given, *system, &field);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(*plan, *given->plan);
+
+  auto oom = ParseJobPlan(R"({"model": "llama3-70b", "zero": 0})", 64, &field);
+  ASSERT_TRUE(oom.ok());
+  plan = ResolveJobPlan(*oom, *system, &field);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(field, "plan");
+  EXPECT_NE(plan.status().message().find("out-of-memory"), std::string::npos)
+      << plan.status().message();
+
+  auto best = ParseJobPlan(R"({"model": "llama3-8b"})", 64, &field);
+  ASSERT_TRUE(best.ok());
+  plan = ResolveJobPlan(*best, *system, &field);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->gpus(), 64);
+
+  system->gpus = 1;
+  auto none = ParseJobPlan(R"({"model": "llama3-405b"})", 1, &field);
+  ASSERT_TRUE(none.ok());
+  plan = ResolveJobPlan(*none, *system, &field);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("no feasible plan"), std::string::npos)
+      << plan.status().message();
+}
+
 }  // namespace
 }  // namespace baton::perf

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "server/http/job_spec.h"
+#include "topology/io/cluster_yaml.h"
 #include "topology/summary.h"
 
 namespace baton::server {
@@ -87,6 +88,10 @@ Result<sched::Placement> ParseAllocTag(const topo::Cluster& cluster, std::string
 Result<sched::GangJob> GangJobFromRecord(const JobRecord& job) {
   std::string field;
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson, &field));
+  return GangJobFromSpec(job, spec);
+}
+
+Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec) {
   sched::GangJob g;
   g.id = SchedId(job.id);
   g.name = spec.name;
@@ -109,6 +114,12 @@ Result<sched::GangJob> GangJobFromRecord(const JobRecord& job) {
   g.estimated_runtime = Seconds(spec.estimated_runtime_s);
   g.submit_time = job.created_at;
   return g;
+}
+
+sched::SchedulerConfig DefaultDaemonSchedulerConfig() {
+  sched::SchedulerConfig c;
+  c.plugins.push_back({"planner", 1, {}});
+  return c;
 }
 
 struct SchedulingController::Metrics {
@@ -150,21 +161,32 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   RETURN_IF_ERROR(health::ValidateRules(options.health_rules));
   std::string summary = topo::Summarize(cluster);
   Result<perf::SystemSpec> planning = perf::SystemFromCluster(cluster);
+  // The planner's own copy of the cluster: the scheduler's copy changes as jobs come and go, and
+  // the planner reads only the structure. The export reads back into an equivalent cluster.
+  Result<topo::Cluster> copy =
+      topo::LoadClusterYaml(topo::ExportClusterYaml(cluster), cluster.name() + " (planner copy)");
+  if (!copy.ok()) {
+    return InternalError("cannot copy the cluster for the planner: " + copy.status().message());
+  }
+  auto planner = std::make_unique<planning::PlannerEstimator>(std::move(copy).value());
   sched::SchedulerOptions sopts;
   sopts.timer = &clock;
+  sopts.estimator = planner.get();
   ASSIGN_OR_RETURN(std::unique_ptr<sched::Scheduler> scheduler,
                    sched::Scheduler::Create(std::move(cluster), options.config, sopts));
   auto c = std::unique_ptr<SchedulingController>(new SchedulingController(
-      std::move(scheduler), std::move(options), std::move(executor), clock));
+      std::move(planner), std::move(scheduler), std::move(options), std::move(executor), clock));
   c->topology_summary_ = std::move(summary);
   c->planning_system_ = std::move(planning);
   return c;
 }
 
-SchedulingController::SchedulingController(std::unique_ptr<sched::Scheduler> scheduler,
+SchedulingController::SchedulingController(std::unique_ptr<planning::PlannerEstimator> planner,
+                                           std::unique_ptr<sched::Scheduler> scheduler,
                                            SchedulingControllerOptions options,
                                            std::unique_ptr<Executor> executor, const Clock& clock)
-    : scheduler_(std::move(scheduler)),
+    : planner_(std::move(planner)),
+      scheduler_(std::move(scheduler)),
       options_(std::move(options)),
       executor_(std::move(executor)),
       clock_(clock),
@@ -241,7 +263,9 @@ Status SchedulingController::Reload() {
     while (true) {
       ASSIGN_OR_RETURN(JobPage page, store_->List(filter));
       for (const JobRecord& job : page.jobs) {
-        Result<sched::GangJob> spec = GangJobFromRecord(job);
+        std::string field;
+        Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
+        Result<sched::GangJob> spec = js.ok() ? GangJobFromSpec(job, *js) : js.status();
         if (!spec.ok()) {
           Record(store_
                      ->Transition(job.id, {{state},
@@ -272,9 +296,14 @@ Status SchedulingController::Reload() {
           }
           break;
         }
-        std::string field;
-        Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
-        std::vector<std::string> command = js.ok() ? js->command : std::vector<std::string>{};
+        // A running job keeps running without its plan if the planner no longer takes it.
+        if (Status planned = AttachPlan(*js, *spec); !planned.ok()) {
+          Record(store_->AppendEvent(
+                     job.id, "planner",
+                     "scheduled without its plan after a daemon restart: " + planned.message()),
+                 job.id, "plan");
+        }
+        std::vector<std::string> command = js->command;
         bool alive = false;
         if (placement) {
           LaunchRequest req = MakeLaunchRequest(job.id, *spec, *placement, placed_at);
@@ -331,8 +360,57 @@ Status SchedulingController::Reload() {
   return Status::Ok();
 }
 
+Status SchedulingController::AttachPlan(const JobSpec& spec, sched::GangJob& job) {
+  if (!spec.plan) return Status::Ok();
+  const int gpus = job.gpus;
+  std::string cache_key = fmt::format("{} {}", gpus, spec.plan->json);
+  auto it = plan_keys_.find(cache_key);
+  if (it == plan_keys_.end()) {
+    const perf::JobPlanRequest& r = spec.plan->request;
+    std::uint32_t key = 0;
+    if (r.plan) {
+      Result<std::uint32_t> added = planner_->AddPlan(r.model, *r.plan, r.training);
+      if (!added.ok()) return InvalidArgumentError("plan: " + added.status().message());
+      key = *added;
+    } else {
+      Result<std::optional<std::uint32_t>> best = planner_->BestPlan(r.model.name, gpus);
+      if (!best.ok()) return InvalidArgumentError("plan: " + best.status().message());
+      if (!best->has_value()) {
+        return InvalidArgumentError(fmt::format(
+            "plan: the planner finds no feasible plan for {} on {} GPUs", r.model.name, gpus));
+      }
+      key = **best;
+    }
+    it = plan_keys_.emplace(std::move(cache_key), key).first;
+  }
+  job.has_plan = true;
+  job.plan_key = it->second;
+  return Status::Ok();
+}
+
+std::string SchedulingController::PlannerNote(const sched::GangJob& job,
+                                              const sched::Placement& placement) {
+  if (!job.has_plan) return {};
+  const std::vector<topo::GpuRef> gpus = sched::RankOrder(placement);
+  const double slowdown = planner_->Slowdown(job, gpus);
+  const perf::ParallelPlan& p = planner_->plan(job.plan_key);
+  std::string plan = fmt::format("tp{} pp{} dp{}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) plan += fmt::format(" cp{}", p.cp);
+  if (p.ep > 1) plan += fmt::format(" ep{}", p.ep);
+  return fmt::format(
+      "; planner: {} {} at {:.2f}x the compact placement's step time "
+      "({:.2f} s/step)",
+      planner_->model(job.plan_key).name, plan, slowdown,
+      planner_->compact_step(job.plan_key).value() * slowdown);
+}
+
 void SchedulingController::Handle(Submitted& in) {
-  Result<sched::GangJob> spec = GangJobFromRecord(in.job);
+  std::string field;
+  Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson, &field);
+  Result<sched::GangJob> spec = js.ok() ? GangJobFromSpec(in.job, *js) : js.status();
+  if (spec.ok()) {
+    if (Status planned = AttachPlan(*js, *spec); !planned.ok()) spec = planned;
+  }
   if (!spec.ok()) {
     Record(store_
                ->Transition(in.job.id, {{JobState::kQueued},
@@ -343,9 +421,7 @@ void SchedulingController::Handle(Submitted& in) {
            in.job.id, "fail");
     return;
   }
-  std::string field;
-  Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson, &field);
-  commands_[in.job.id] = js.ok() ? js->command : std::vector<std::string>{};
+  commands_[in.job.id] = js->command;
   events_.push_back(sched::Event::Submit(*std::move(spec)));
 }
 
@@ -556,9 +632,11 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
         b.preferred_met
             ? "it was the best-scoring gang placement that fits"
             : "no free placement met the preferred topology level; this was the best that fits";
+    const sched::JobInfo* info = scheduler_->job(b.job);
+    std::string planned = info != nullptr ? PlannerNote(info->spec, b.placement) : "";
     std::string message =
-        fmt::format("placed on {} ({} GPUs) at level {} because {} {}", NodeList(c, b.placement),
-                    b.placement.gpus(), level, why, AllocTag(c, b.placement));
+        fmt::format("placed on {} ({} GPUs) at level {} because {}{} {}", NodeList(c, b.placement),
+                    b.placement.gpus(), level, why, planned, AllocTag(c, b.placement));
     Result<JobRecord> r =
         store_->Transition(id, {{JobState::kQueued}, JobState::kRunning, "placed", message});
     waiting_reason_.erase(id);

@@ -5,6 +5,13 @@
 // wake_at, and applies the decisions: store transitions and events (JobStore), launches and stops
 // (Executor).
 //
+// Plans: a job whose spec has a plan (http/job_spec.h) gets it registered with the controller's
+// planning::PlannerEstimator (built over the scheduler's own cluster) and carries the key in
+// GangJob::plan_key, so the `planner` score ranks its placements by predicted slowdown and its
+// "placed" event says the slowdown of the chosen one. Registration runs on the controller thread
+// only (PlannerEstimator::AddPlan must not overlap Slowdown, which RunCycle calls): on
+// submission, and for every stored job on Start.
+//
 // Durability: the store is the truth. A bind is recorded (running, "placed on ... [alloc ...]")
 // before the executor launches it; on Start, queued jobs are handed to the scheduler again and
 // running jobs are reattached to the executor (and adopted by the scheduler at their recorded
@@ -27,6 +34,7 @@
 
 #include "core/clock.h"
 #include "health/health.h"
+#include "planning/planner_estimator.h"
 #include "sched/framework/scheduler.h"
 #include "server/controller.h"
 #include "server/executors/executor.h"
@@ -34,8 +42,15 @@
 
 namespace baton::server {
 
+struct JobSpec;
+
+// The daemon's scheduler configuration unless one is given: the scheduler's default plus the
+// `planner` score (it scores every placement of a job without a plan alike, so it ranks only
+// jobs with one).
+sched::SchedulerConfig DefaultDaemonSchedulerConfig();
+
 struct SchedulingControllerOptions {
-  sched::SchedulerConfig config;
+  sched::SchedulerConfig config = DefaultDaemonSchedulerConfig();
   std::vector<health::Rule> health_rules = health::DefaultRules();
   // How often the loop looks at the executor when nothing else wakes it.
   Seconds poll_interval{0.02};
@@ -90,7 +105,8 @@ class SchedulingController final : public Controller {
   using Input = std::variant<Submitted, CancelRequested, AdminChanged, TelemetryIn>;
   struct Metrics;
 
-  SchedulingController(std::unique_ptr<sched::Scheduler> scheduler,
+  SchedulingController(std::unique_ptr<planning::PlannerEstimator> planner,
+                       std::unique_ptr<sched::Scheduler> scheduler,
                        SchedulingControllerOptions options, std::unique_ptr<Executor> executor,
                        const Clock& clock);
   void Enqueue(Input input);
@@ -110,9 +126,18 @@ class SchedulingController final : public Controller {
   LaunchRequest MakeLaunchRequest(JobId id, const sched::GangJob& spec,
                                   const sched::Placement& placement, TimePoint start) const;
   void Record(Status s, JobId id, std::string_view what) const;
+  // Registers the spec's plan with planner_ and sets job.has_plan / plan_key. Errors name the
+  // field ("plan: ..."). Controller thread only.
+  Status AttachPlan(const JobSpec& spec, sched::GangJob& job);
+  // The planner's words for a bind of a job with a plan ("; planner: ..."), else empty.
+  std::string PlannerNote(const sched::GangJob& job, const sched::Placement& placement);
 
   const topo::Cluster& cluster() const { return scheduler_->state().cluster(); }
 
+  // Before scheduler_, which holds a pointer to it. Its plans grow with the distinct plans
+  // submitted (plan_keys_ shares a key between equal ones).
+  std::unique_ptr<planning::PlannerEstimator> planner_;
+  std::map<std::string, std::uint32_t> plan_keys_;  // "GPUS PLAN-JSON" -> key; controller thread
   std::unique_ptr<sched::Scheduler> scheduler_;
   SchedulingControllerOptions options_;
   std::unique_ptr<Executor> executor_;
@@ -156,7 +181,9 @@ class SchedulingController final : public Controller {
 std::string AllocTag(const topo::Cluster& cluster, const sched::Placement& placement);
 Result<sched::Placement> ParseAllocTag(const topo::Cluster& cluster, std::string_view message);
 
-// The scheduler's view of a stored job spec (http/job_spec.h JSON).
+// The scheduler's view of a stored job spec (http/job_spec.h JSON). Without its plan: that needs
+// the controller's planner (has_plan stays false).
 Result<sched::GangJob> GangJobFromRecord(const JobRecord& job);
+Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec);
 
 }  // namespace baton::server

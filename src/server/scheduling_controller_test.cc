@@ -235,6 +235,53 @@ TEST(ControllerTest, PlanEndpointsEstimateAndSearchOnTheDaemonsCluster) {
   EXPECT_EQ(yaml["http_status"], 415);
 }
 
+// A job with a plan is placed by the planner, which its "placed" event says; a plan that cannot
+// run on the cluster is refused at submission, naming the field.
+TEST(ControllerTest, JobWithAPlanIsPlacedWithThePlannersSlowdown) {
+  fs::path dir = TempDir("withplan");
+  SystemClock clock;
+  InProcess d(dir, DryRun(100, clock));
+  Api api(d.port());
+  std::int64_t given = api.Submit(R"({"name": "pretrain", "gpus": 64, "estimated_runtime_s": 100,
+      "plan": {"model": "llama3-70b", "tp": 8, "pp": 4, "recompute": "selective",
+               "sequence_parallel": true, "zero": 1, "global_batch": 512}})");
+  std::int64_t best = api.Submit(R"({"name": "best", "gpus": 16, "estimated_runtime_s": 100,
+                                     "plan": {"model": "llama3-8b"}})");
+  for (std::int64_t id : {given, best}) {
+    ASSERT_TRUE(WaitFor([&] { return api.State(id) == "succeeded"; })) << api.State(id);
+    EXPECT_EQ(api.EventKinds(id), (std::vector<std::string>{"queued", "placed", "finished"}));
+  }
+  json events = api.Get("/api/v1/jobs/" + std::to_string(given) + "/events");
+  std::string placed = events["events"][1]["message"];
+  EXPECT_NE(placed.find("; planner: llama3-70b tp8 pp4 dp2 at "), std::string::npos) << placed;
+  EXPECT_NE(placed.find("x the compact placement's step time"), std::string::npos) << placed;
+  EXPECT_NE(placed.find("[alloc "), std::string::npos) << placed;
+  std::cout << "placed with a plan: " << placed << "\n";
+  events = api.Get("/api/v1/jobs/" + std::to_string(best) + "/events");
+  placed = events["events"][1]["message"];
+  EXPECT_NE(placed.find("; planner: llama3-8b"), std::string::npos) << placed;
+
+  // tp1 pp1 cannot hold 70B weights and Adam on 80 GB GPUs.
+  json oom = api.Send("POST", "/api/v1/jobs", R"({"name": "oom", "gpus": 64,
+      "plan": {"model": "llama3-70b", "zero": 0}})");
+  EXPECT_EQ(oom["http_status"], 400) << oom.dump();
+  EXPECT_EQ(oom["error"]["field"], "plan") << oom.dump();
+  EXPECT_NE(oom["error"]["message"].get<std::string>().find("out-of-memory"), std::string::npos)
+      << oom.dump();
+  json none = api.Send("POST", "/api/v1/jobs", R"({"name": "none", "gpus": 1,
+      "plan": {"model": "llama3-405b"}})");
+  EXPECT_EQ(none["http_status"], 400) << none.dump();
+  EXPECT_EQ(none["error"]["field"], "plan") << none.dump();
+  EXPECT_NE(none["error"]["message"].get<std::string>().find("no feasible plan"), std::string::npos)
+      << none.dump();
+  json mismatch = api.Send("POST", "/api/v1/jobs", R"({"name": "mismatch", "gpus": 64,
+      "plan": {"model": "llama3-70b", "tp": 8, "pp": 4, "dp": 1}})");
+  EXPECT_EQ(mismatch["http_status"], 400) << mismatch.dump();
+  EXPECT_EQ(mismatch["error"]["field"], "plan.dp") << mismatch.dump();
+  json all = api.Get("/api/v1/jobs?limit=100");
+  EXPECT_EQ(all["jobs"].size(), 2u) << all.dump();  // the refused ones were never stored
+}
+
 // A queued job that can never fit is rejected, with the reason, as failed.
 TEST(ControllerTest, ImpossibleJobIsRejected) {
   fs::path dir = TempDir("reject");
@@ -418,6 +465,48 @@ TEST(ControllerTest, Kill9AndRestartLosesAndDuplicatesNothing) {
   json all = api.Get("/api/v1/jobs?limit=100");
   EXPECT_EQ(all["jobs"].size(), 3u);
   for (const auto& j : all["jobs"]) EXPECT_EQ(j["attempts"], 1) << j.dump();
+}
+
+// Plans live in the stored spec: after a kill -9 the running job with a plan is adopted with it
+// and the queued one is placed by the planner.
+TEST(ControllerTest, PlansSurviveARestart) {
+  fs::path dir = TempDir("planrestart");
+  std::int64_t whole, queued;
+  {
+    testing::ChildDaemon first = StartChild(dir, "daemon-1.log");
+    const int port = first.WaitForPort();
+    ASSERT_GT(port, 0) << first.Log();
+    Api api(port);
+    whole = api.Submit(R"({"name": "whole", "gpus": 1024, "estimated_runtime_s": 3000,
+                           "plan": {"model": "llama3-70b", "tp": 8, "pp": 4,
+                                    "recompute": "selective", "zero": 1}})");
+    ASSERT_TRUE(WaitFor([&] { return api.State(whole) == "running"; })) << first.Log();
+    queued = api.Submit(R"({"name": "queued", "gpus": 64, "estimated_runtime_s": 100,
+                            "plan": {"model": "llama3-8b"}})");
+    EXPECT_EQ(api.State(queued), "queued");
+    first.Kill(SIGKILL);
+  }
+  testing::ChildDaemon second = StartChild(dir, "daemon-2.log");
+  const int port = second.WaitForPort();
+  ASSERT_GT(port, 0) << second.Log();
+  Api api(port);
+  ASSERT_TRUE(WaitFor(
+      [&] { return api.State(whole) == "succeeded" && api.State(queued) == "succeeded"; }, 20s))
+      << api.State(whole) << " " << api.State(queued) << "\n"
+      << second.Log();
+  // No "planner" event: the running job's plan was registered again on the restart.
+  EXPECT_EQ(api.EventKinds(whole),
+            (std::vector<std::string>{"queued", "placed", "adopted", "finished"}));
+  json job = api.Get("/api/v1/jobs/" + std::to_string(queued));
+  EXPECT_EQ(job["spec"]["plan"]["model"], "llama3-8b") << job.dump();
+  json events = api.Get("/api/v1/jobs/" + std::to_string(queued) + "/events");
+  bool planned = false;
+  for (const auto& e : events["events"]) {
+    if (e["kind"] == "placed") {
+      planned = e["message"].get<std::string>().find("; planner: llama3-8b") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(planned) << events.dump();
 }
 
 TEST(AllocTagTest, RoundTrips) {

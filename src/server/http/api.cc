@@ -268,6 +268,29 @@ struct Api::Routes {
     SendJson(res, 200, out);
   }
 
+  // A job's plan must be feasible on the daemon's cluster: checked here, before the job is
+  // stored, with the planner itself (pure computation on this worker thread, as the plan
+  // endpoints do; the controller's PlannerEstimator is touched only by its own thread). Without a
+  // scheduler there is no cluster to check against: the plan is accepted, and a controller that
+  // cannot use it later fails the job with the reason.
+  Status CheckPlan(const JobSpec& spec, std::string* field) {
+    Result<perf::SystemSpec> cluster = api.controller_.PlanningSystem();
+    if (!cluster.ok()) return Status::Ok();
+    perf::SystemSpec system = std::move(cluster).value();
+    if (spec.gpus > system.gpus) {
+      *field = "gpus";
+      return InvalidArgumentError(
+          fmt::format("field 'gpus': {} is more than the cluster's {} GPUs, so the plan cannot run",
+                      spec.gpus, system.gpus));
+    }
+    system.gpus = static_cast<int>(spec.gpus);
+    Result<perf::ParallelPlan> plan = perf::ResolveJobPlan(spec.plan->request, system, field);
+    if (plan.ok()) return Status::Ok();
+    std::string_view message = plan.status().message();  // "plan: ..."
+    if (message.starts_with(*field + ":")) message.remove_prefix(field->size() + 1);
+    return InvalidArgumentError(fmt::format("field '{}': {}", *field, Trim(message)));
+  }
+
   void Submit(const httplib::Request& req, httplib::Response& res, const Principal& who) {
     Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
     if (!format.ok()) {
@@ -288,6 +311,14 @@ struct Api::Routes {
       return;
     }
     if (!spec->tenant) spec->tenant = who.tenant;
+    if (spec->plan) {
+      Status planned = CheckPlan(*spec, &field);
+      if (!planned.ok()) {
+        api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
+        SendError(res, 400, "INVALID_ARGUMENT", planned.message(), field);
+        return;
+      }
+    }
     std::string key = req.get_header_value("Idempotency-Key");
     if (req.has_header("Idempotency-Key") && !ValidIdempotencyKey(key)) {
       SendError(res, 400, "INVALID_ARGUMENT",

@@ -166,6 +166,7 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
   if (!doc.is_object())
     return FieldError{"", "the job spec must be an object, got " + TypeName(doc)};
   bool has_name = false, has_gpus = false;
+  const json* plan = nullptr;
   for (const auto& [key, v] : doc.items()) {
     if (key == "name") {
       if (auto e = GetString(v, key, spec.name)) return e;
@@ -238,11 +239,14 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
                                                     "' is looser than the required '" +
                                                     spec.topology_required + "'"};
       }
+    } else if (key == "plan") {
+      if (!v.is_object()) return FieldError{key, "must be an object, got " + TypeName(v)};
+      plan = &v;  // checked against gpus below
     } else {
       return FieldError{Printable(key, 64),
                         "unknown field (expected name, tenant, gpus, gpus_per_node, gpu_type, "
-                        "priority, preemptible, grace_period_s, estimated_runtime_s, command or "
-                        "topology)"};
+                        "priority, preemptible, grace_period_s, estimated_runtime_s, command, "
+                        "topology or plan)"};
     }
   }
   if (!has_name) return FieldError{"name", "is required"};
@@ -258,6 +262,21 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
                                              ") must divide gpus (" + std::to_string(spec.gpus) +
                                              ")"};
     }
+  }
+  if (plan != nullptr) {
+    std::string field;
+    Result<perf::JobPlanRequest> r =
+        perf::ParseJobPlan(plan->dump(), static_cast<int>(spec.gpus), &field);
+    if (!r.ok()) {
+      // perf's message starts with the field, which FieldError puts in front again.
+      std::string_view message = r.status().message();
+      if (message.starts_with(field + ":")) message.remove_prefix(field.size() + 1);
+      return FieldError{field, std::string(Trim(message))};
+    }
+    json canonical = *plan;
+    if (canonical["model"].is_string()) canonical["model"] = r->model.name;
+    spec.plan =
+        JobPlan{*std::move(r), canonical.dump(-1, ' ', false, json::error_handler_t::replace)};
   }
   return std::nullopt;
 }
@@ -333,6 +352,7 @@ std::string CanonicalJson(const JobSpec& spec) {
   j["topology"] = std::move(topology);
   if (spec.gpus_per_node == 0) j.erase("gpus_per_node");
   if (spec.gpu_type.empty()) j.erase("gpu_type");
+  if (spec.plan) j["plan"] = json::parse(spec.plan->json, nullptr, /*allow_exceptions=*/false);
   // Invalid UTF-8 cannot reach here (the parsers reject it), but never throw from dump().
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

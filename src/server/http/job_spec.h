@@ -14,8 +14,16 @@
 #include <vector>
 
 #include "core/status.h"
+#include "perf/request.h"
 
 namespace baton::server {
+
+// A training plan: the job runs `request.model` with `request.plan` (or the planner's best plan
+// for its GPUs), and the scheduler ranks its placements by the planner's predicted slowdown.
+struct JobPlan {
+  perf::JobPlanRequest request;
+  std::string json;  // the validated object as CanonicalJson writes it (catalogue model name)
+};
 
 struct JobSpec {
   std::string name;                   // [A-Za-z0-9][A-Za-z0-9._-]{0,127}
@@ -30,6 +38,8 @@ struct JobSpec {
   std::vector<std::string> command;  // argv; may be empty (the executor supplies one)
   std::string topology_required;     // level name ("leaf", "spine", ...); empty: none
   std::string topology_preferred;
+  // perf::ParseJobPlan's flat object; its GPUs (tp x pp x dp x cp) are `gpus`.
+  std::optional<JobPlan> plan;
 };
 
 inline constexpr std::int64_t kMaxJobGpus = 1'000'000;

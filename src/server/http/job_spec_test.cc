@@ -64,7 +64,29 @@ INSTANTIATE_TEST_SUITE_P(
                 "preferred": "spine"}})",
                 "topology.preferred", "looser"},
         BadCase{R"({"name": "a", "gpus": 8, "gpu": 8})", "gpu", "unknown field"},
-        BadCase{R"({"name": "a", "gpus": 8, "tenant": "../etc"})", "tenant", "1-64"}));
+        BadCase{R"({"name": "a", "gpus": 8, "tenant": "../etc"})", "tenant", "1-64"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": "llama3-8b"})", "plan", "must be an object"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": {"tp": 8}})", "plan.model", "required"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": {"model": "llama9-1t"}})", "plan.model",
+                "llama9-1t"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": {"model": "/etc/passwd", "tp": 8}})",
+                "plan.model", "passwd"},
+        BadCase{R"({"name": "a", "gpus": 64, "plan": {"model": "llama3-70b", "tp": 8, "pp": 4,
+                "dp": 4}})",
+                "plan.dp", "128 GPUs, but 64 are given"},
+        BadCase{R"({"name": "a", "gpus": 60, "plan": {"model": "llama3-70b", "tp": 8}})", "plan.dp",
+                "60 GPUs cannot be split into tp 8"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": {"model": "llama3-8b", "tp": 8,
+                "batch": 512}})",
+                "plan.batch", "unknown field"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": {"model": "llama3-8b", "tp": "8"}})", "plan.tp",
+                "integer"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": {"model": "llama3-8b", "tp": 8,
+                "dtype": "fp4"}})",
+                "plan.dtype", "fp4"},
+        BadCase{R"({"name": "a", "gpus": 8, "plan": {"model": "llama3-8b",
+                "global_batch": 512}})",
+                "plan.global_batch", "explicit plan"}));
 
 TEST(JobSpecTest, AcceptsAFullSpecAndCanonicalises) {
   std::string field;
@@ -95,6 +117,48 @@ TEST(JobSpecTest, MinimalSpecGetsDefaults) {
   EXPECT_EQ(CanonicalJson(*r),
             R"({"command":[],"estimated_runtime_s":0.0,"gpus":1,"grace_period_s":30.0,)"
             R"("name":"a","preemptible":true,"priority":0,"topology":{}})");
+}
+
+TEST(JobSpecTest, PlanIsValidatedAndRoundTrips) {
+  std::string field;
+  Result<JobSpec> r = ParseJobSpec(R"({"name": "pretrain", "gpus": 64,
+      "plan": {"model": "Llama3-70B", "tp": 8, "pp": 4, "mbs": 1, "recompute": "selective",
+               "global_batch": 1024}})",
+                                   BodyFormat::kJson, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->plan.has_value());
+  const perf::JobPlanRequest& p = r->plan->request;
+  EXPECT_EQ(p.model.name, "llama3-70b");
+  ASSERT_TRUE(p.plan.has_value());
+  EXPECT_EQ(p.plan->dp, 2);  // what 64 GPUs leave after tp 8 x pp 4
+  EXPECT_EQ(p.plan->gpus(), 64);
+  EXPECT_EQ(p.plan->recompute, perf::Recompute::kSelective);
+  EXPECT_EQ(p.training.global_batch, 1024);
+  std::string canonical = CanonicalJson(*r);
+  EXPECT_NE(canonical.find(R"("plan":{"global_batch":1024,"mbs":1,"model":"llama3-70b",)"),
+            std::string::npos)
+      << canonical;
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  ASSERT_TRUE(again.ok()) << canonical << ": " << again.status().ToString();
+  EXPECT_EQ(CanonicalJson(*again), canonical);
+  EXPECT_EQ(again->plan->request.plan, p.plan);
+
+  // The model alone: the planner's best plan for the job's GPUs, with its default training.
+  r = ParseJobSpec("name: best\ngpus: 16\nplan: {model: llama3-8b}\n", BodyFormat::kYaml, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->plan.has_value());
+  EXPECT_FALSE(r->plan->request.plan.has_value());
+  EXPECT_GT(r->plan->request.training.global_batch, 0);
+  canonical = CanonicalJson(*r);
+  EXPECT_NE(canonical.find(R"("plan":{"model":"llama3-8b"})"), std::string::npos) << canonical;
+  again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(CanonicalJson(*again), canonical);
+
+  // No plan: none in the canonical form either.
+  r = ParseJobSpec(R"({"name": "a", "gpus": 8})", BodyFormat::kJson, &field);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(CanonicalJson(*r).find("plan"), std::string::npos);
 }
 
 TEST(JobSpecTest, YamlBodiesUseTheSameRules) {

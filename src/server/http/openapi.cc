@@ -315,8 +315,25 @@ std::string_view OpenApiJson() {
           "command": {"type": "array", "maxItems": 256, "items": {"type": "string", "maxLength": 4096}},
           "topology": {"type": "object", "additionalProperties": false, "properties": {
             "required": {"$ref": "#/components/schemas/TopologyLevel"},
-            "preferred": {"$ref": "#/components/schemas/TopologyLevel"}}}
+            "preferred": {"$ref": "#/components/schemas/TopologyLevel"}}},
+          "plan": {"$ref": "#/components/schemas/JobPlan"}
         }
+      },
+      "JobPlan": {
+        "type": "object", "required": ["model"], "additionalProperties": false,
+        "description": "The job's training plan, flat: the model with PlanRequest's plan and training fields side by side. The placements of a job with a plan are ranked by the planner's predicted slowdown (the 'planner' score) and its 'placed' event states it. tp*pp*dp*cp must be the job's gpus; dp defaults to gpus / (tp*pp*cp). With no plan field it runs the planner's best plan for its gpus (then model must be a catalogue name and no training field is allowed). A plan that does not fit on the daemon's cluster (out of memory, or no feasible plan at all) is rejected with 400, field 'plan'.",
+        "example": {"model": "llama3-70b", "tp": 8, "pp": 4, "recompute": "selective", "sequence_parallel": true, "zero": 1, "global_batch": 512},
+        "properties": {
+          "model": {"oneOf": [{"type": "string", "description": "catalogue name: gpt3-175b, llama3-70b, llama3-405b, mixtral-8x7b, ..."},
+                              {"type": "object", "description": "inline model fields, as PlanRequest.model"}]},
+          "tp": {"type": "integer"}, "pp": {"type": "integer"}, "dp": {"type": "integer"}, "cp": {"type": "integer"},
+          "ep": {"type": "integer"}, "mbs": {"type": "integer"}, "vp": {"type": "integer"},
+          "recompute": {"type": "string", "enum": ["none", "selective", "full"]}, "sequence_parallel": {"type": "boolean"},
+          "zero": {"type": "integer", "minimum": 0, "maximum": 3}, "overlap_dp_comm": {"type": "boolean"},
+          "uneven_pp": {"type": "boolean"}, "order": {"type": "string", "enum": ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"]},
+          "global_batch": {"type": "integer", "minimum": 1}, "global_batch_tokens": {"type": "number"},
+          "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp8"]}, "tokens": {"type": "number", "minimum": 0},
+          "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"}}
       },
       "TopologyLevel": {"type": "string", "enum": ["gpu", "node", "nvlink-domain", "leaf", "spine", "group", "core"]},
       "Job": {

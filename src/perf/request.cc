@@ -127,7 +127,7 @@ class Reader {
 bool ReadModel(Reader& r, const json& v, ModelSpec* out) {
   if (v.is_string()) {
     Result<ModelSpec> m = FindModel(v.get<std::string>());
-    if (!m.ok()) return r.Fail("model", fmt::format("model: {}", m.status().message()));
+    if (!m.ok()) return r.Fail("model", std::string(m.status().message()));  // "model: ..."
     *out = std::move(m).value();
     return true;
   }
@@ -444,7 +444,6 @@ Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::stri
   if (!r.ok()) {
     // The request's messages start with its field name; say the job plan's instead.
     std::string_view message = WithoutField(r.status().message(), f);
-    if (f == "model") message = WithoutField(message, "model");  // "model: model: unknown ..."
     return fail(JobPlanField(f), message);
   }
   out.model = std::move(r->model);

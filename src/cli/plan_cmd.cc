@@ -360,8 +360,7 @@ Status RunSearch(const PlanOptions& o) {
       "ruled out in bulk) in {:.2f} s, {} threads\n",
       model.name, fmt::join(gpu_list, "/"), system.gpu.name, training.global_batch, model.seq,
       topo::DtypeName(training.dtype), r.space,
-      r.feasible + r.rejected[static_cast<int>(perf::Rejection::kOutOfMemory)], secs,
-      opts.threads);
+      r.feasible + r.rejected[static_cast<int>(perf::Rejection::kOutOfMemory)], secs, opts.threads);
   fmt::print("{}", perf::FormatRejections(r));
   if (r.top.empty()) {
     return FailedPreconditionError("no feasible plan (see the rejections above)");

@@ -464,6 +464,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   out->tokens_per_step = gbs * seq;
   out->tokens_per_second = out->tokens_per_step / s;
   out->mfu = model_flops / (s * world * peak);
+  out->mfu_causal = (model_flops - 3 * gbs * 2 * seq * seq * h * m.layers) / (s * world * peak);
   out->hfu = (model_flops + rc_flops) / (s * world * peak);
 }
 

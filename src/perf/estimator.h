@@ -86,6 +86,9 @@ struct StepEstimate {
   double tokens_per_step = 0;
   double tokens_per_second = 0;
   double mfu = 0;  // model FLOPs (no recompute) / (step * GPUs * dtype peak)
+  // The same counting attention over the causal half of the s x s square only (Llama 3's
+  // published MFU; `mfu` counts the full square, as Megatron, PaLM and torchtitan do).
+  double mfu_causal = 0;
   double hfu = 0;  // executed FLOPs counting recompute, same convention
   Flops model_flops_per_step;
   Flops hardware_flops_per_step;

@@ -267,6 +267,10 @@ TEST(EstimatorTest, PartsAddUpAndRatesAreConsistent) {
   EXPECT_NEAR(sum, e->step.value(), 1e-12 * sum);
   EXPECT_NEAR(e->tokens_per_second, 512.0 * m.seq / e->step.value(), 1e-6);
   EXPECT_GT(e->mfu, 0.2);
+  // Causal counting drops half the attention square: 2 s^2 h per layer, forward, times 3.
+  double half_square = 3.0 * 512 * 2 * double(m.seq) * m.seq * m.hidden * m.layers;
+  EXPECT_NEAR(e->mfu - e->mfu_causal, e->mfu * half_square / e->model_flops_per_step.value(),
+              1e-12);
   EXPECT_LT(e->mfu, 0.7);
   EXPECT_GE(e->hfu, e->mfu);
   EXPECT_EQ(EstimateStepTime(m, plan, t, *sys), e->step);

@@ -105,6 +105,7 @@ nlohmann::json EstimateToJson(const StepEstimate& e) {
   j["micro_batches"] = e.micro_batches;
   j["tokens_per_second"] = e.tokens_per_second;
   j["mfu"] = e.mfu;
+  j["mfu_causal"] = e.mfu_causal;
   j["hfu"] = e.hfu;
   nlohmann::json m;
   for (const MemPart& p : kMemParts) m[std::string(p.name) + "_gib"] = ToGiB(e.memory.*(p.field));
@@ -163,8 +164,10 @@ std::string FormatEstimate(const StepEstimate& e) {
     out += fmt::format("  {:<11} {:>10}  {:5.1f}%\n", p.name, FormatDuration(s),
                        e.step.value() > 0 ? 100 * s / e.step : 0.0);
   }
-  out += fmt::format("tokens/s      {:.4g}\nMFU           {:.1f}%\nHFU           {:.1f}%\n",
-                     e.tokens_per_second, 100 * e.mfu, 100 * e.hfu);
+  out += fmt::format(
+      "tokens/s      {:.4g}\nMFU           {:.1f}%  ({:.1f}% counting causal attention only, as "
+      "Llama 3 reports it)\nHFU           {:.1f}%\n",
+      e.tokens_per_second, 100 * e.mfu, 100 * e.mfu_causal, 100 * e.hfu);
   out += "memory per GPU (first pipeline stage)\n";
   for (const MemPart& p : kMemParts) {
     out += fmt::format("  {:<11} {:8.2f} GiB\n", p.name, ToGiB(e.memory.*(p.field)));

@@ -207,15 +207,8 @@ double Predicted(const PublishedRun& run, const ParallelPlan& plan, const StepEs
               : e.hardware_flops_per_step.value();
       return flops / (e.step.value() * plan.gpus()) / 1e12;
     }
-    case Metric::kMfu: {
-      if (!run.causal_attention_flops) return e.mfu;
-      // The estimator counts the full s x s attention square (4 s^2 h per layer and sequence,
-      // forward); a causal count takes half of it.
-      const ModelSpec& m = run.model;
-      double full = ForwardFlopsPerSequence(m).value();
-      double half_square = 2.0 * m.seq * double(m.seq) * m.hidden * m.layers;
-      return e.mfu * (full - half_square) / full;
-    }
+    case Metric::kMfu:
+      return run.causal_attention_flops ? e.mfu_causal : e.mfu;
     case Metric::kStateMemory:
       return ToGiB(e.memory.weights_grads_optimizer());
     case Metric::kActivationMemory:

@@ -152,7 +152,7 @@ Status Run(const SimOptions& o) {
     sim::PlanStats run_plans;
     sim::UsePlanner(planner, config, &run_plans);
     if (progress) {
-      config.progress = [&name](const sim::SimProgress& p) {
+      config.progress = [&name = name](const sim::SimProgress& p) {  // clang 14: no binding capture
         fmt::print(stderr, "\r[{:<8}] day {:8.2f}  jobs {:7} submitted {:7} ended  {:10} events",
                    name, p.now.value() / 86400, p.submitted, p.ended, p.events);
       };

@@ -286,7 +286,10 @@ class JsonlReader final : public LineReader {
     if (o.is_discarded()) return InvalidArgumentError("not valid JSON");
     if (!o.is_object()) return InvalidArgumentError("not a JSON object");
     TraceJob j;
-    for (const auto& [key, value] : o.items()) {
+    for (const auto& item : o.items()) {
+      // Not a structured binding: lambdas cannot capture those before C++20's P1091 (clang 15).
+      const std::string& key = item.key();
+      const nlohmann::json& value = item.value();
       auto bad = [&](std::string_view why) {
         return InvalidArgumentError(fmt::format("field '{}': {}", key, why));
       };

@@ -23,4 +23,7 @@ std::optional<double> ParseDouble(std::string_view s);
 // characters, so an error message never echoes a binary blob.
 std::string Printable(std::string_view s, std::size_t max = 80);
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+bool IsValidUtf8(std::string_view s);
+
 }  // namespace baton

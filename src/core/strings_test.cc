@@ -26,6 +26,20 @@ TEST(StringsTest, SplitTrimLower) {
   EXPECT_TRUE(EqualsIgnoreCase("NODES", "nodes"));
 }
 
+TEST(StringsTest, Utf8Validity) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("python3 train.py"));
+  EXPECT_TRUE(
+      IsValidUtf8("\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80"));  // été 日本 🚀
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+  EXPECT_FALSE(IsValidUtf8("\x96"));              // a lone continuation byte
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // truncated
+  EXPECT_FALSE(IsValidUtf8("\xe6\x97"));          // truncated
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+}
+
 TEST(StringsTest, PrintableEscapesBinary) {
   EXPECT_EQ(Printable(std::string("a\x01z", 3)), "a\\x01z");
   EXPECT_EQ(Printable(std::string(100, 'x'), 4), "xxxx...");

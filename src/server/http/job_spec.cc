@@ -61,6 +61,7 @@ std::optional<FieldError> YamlToJson(const YAML::Node& node, int depth, int& bud
       for (const auto& kv : node) {
         if (!kv.first.IsScalar()) return FieldError{path, "mapping keys must be strings"};
         std::string key = kv.first.Scalar();
+        if (!IsValidUtf8(key)) return FieldError{path, "a mapping key is not valid UTF-8"};
         std::string child = path.empty() ? key : path + "." + key;
         json v;
         if (auto e = YamlToJson(kv.second, depth + 1, budget, child, v)) return e;
@@ -70,6 +71,8 @@ std::optional<FieldError> YamlToJson(const YAML::Node& node, int depth, int& bud
     }
     case YAML::NodeType::Scalar: {
       const std::string& s = node.Scalar();
+      // yaml-cpp passes bytes through; JSON (and the canonical form) needs UTF-8.
+      if (!IsValidUtf8(s)) return FieldError{path, "is not valid UTF-8"};
       // A quoted scalar ("8") is a string; only plain scalars take YAML's implicit types.
       if (node.Tag() == "!") {
         out = s;

@@ -204,6 +204,20 @@ TEST(JobSpecTest, HostileYamlIsRejectedNotExpanded) {
   EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kJson, &field).ok());
 }
 
+// Found by fuzz_job_spec: yaml-cpp passes any bytes through, and the canonical JSON would have
+// replaced them, so the stored command differed from the submitted one.
+TEST(JobSpecTest, YamlStringsMustBeUtf8) {
+  std::string field;
+  Result<JobSpec> r = ParseJobSpec("name: bert\ngpus: 16\ncommand: [python3, \"\xff\x96.py\"]\n",
+                                   BodyFormat::kYaml, &field);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(field, "command[1]");
+  EXPECT_NE(r.status().message().find("UTF-8"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(ParseJobSpec("name: bert\ngpus: 16\ncommand: [python3, \"\xc3\xa9t\xc3\xa9.py\"]\n",
+                           BodyFormat::kYaml, &field)
+                  .ok());
+}
+
 TEST(JobSpecTest, ContentTypes) {
   EXPECT_EQ(BodyFormatFromContentType("").value(), BodyFormat::kJson);
   EXPECT_EQ(BodyFormatFromContentType("application/json; charset=utf-8").value(),

@@ -287,7 +287,7 @@ class JsonlReader final : public LineReader {
     if (!o.is_object()) return InvalidArgumentError("not a JSON object");
     TraceJob j;
     for (const auto& item : o.items()) {
-      // Not a structured binding: lambdas cannot capture those before C++20's P1091 (clang 15).
+      // Not a structured binding: lambdas cannot capture those before clang 16 (P1091).
       const std::string& key = item.key();
       const nlohmann::json& value = item.value();
       auto bad = [&](std::string_view why) {

@@ -2,6 +2,7 @@
 // (the whole field must be a number, no locale, no exceptions).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,7 +24,10 @@ std::optional<double> ParseDouble(std::string_view s);
 // characters, so an error message never echoes a binary blob.
 std::string Printable(std::string_view s, std::size_t max = 80);
 
-// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+// Length of the UTF-8 sequence starting at s[i] (i < s.size()), or 0 when it is malformed or
+// truncated (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+std::size_t Utf8SequenceLength(std::string_view s, std::size_t i);
+// Every sequence of `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 
 }  // namespace baton

@@ -7,28 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/strings.h"
+
 namespace baton::topo {
-namespace {
-
-// Length of the UTF-8 sequence at s[i], or 0 when it is malformed (overlong, surrogate, >
-// U+10FFFF).
-std::size_t Utf8Length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-  if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(k) & 0xc0) != 0x80) return 0;
-  }
-  if ((c == 0xe0 && b(1) < 0xa0) || (c == 0xed && b(1) > 0x9f) || (c == 0xf0 && b(1) < 0x90) ||
-      (c == 0xf4 && b(1) > 0x8f)) {
-    return 0;
-  }
-  return n;
-}
-
-}  // namespace
 
 Status CheckTextInput(std::string_view text, std::string_view filename) {
   if (text.size() > kMaxTopologyFileBytes) {
@@ -43,7 +24,7 @@ Status CheckTextInput(std::string_view text, std::string_view filename) {
       return InvalidArgumentError(fmt::format(
           "{}:{}: binary data (control byte {:#04x}); expected a text file", filename, line, c));
     }
-    const std::size_t n = Utf8Length(text, i);
+    const std::size_t n = Utf8SequenceLength(text, i);
     if (n == 0) {
       return InvalidArgumentError(fmt::format(
           "{}:{}: invalid UTF-8 (byte {:#04x}); expected a text file", filename, line, c));

@@ -34,7 +34,8 @@ std::vector<ConfLine> SplitConf(std::string_view text) {
   std::vector<ConfLine> out;
   ConfLine current;
   int line = 0;
-  for (std::string_view raw : Split(text, '\n')) {
+  const std::vector<std::string_view> raws = Split(text, '\n');
+  for (std::string_view raw : raws) {
     ++line;
     if (current.text.empty()) current.line = line;
     std::string_view body = raw.substr(0, raw.find('#'));
@@ -45,7 +46,7 @@ std::vector<ConfLine> SplitConf(std::string_view text) {
     if (continued) body.remove_suffix(1);
     current.text += body;
     current.text += ' ';
-    if (continued) continue;
+    if (continued && line < static_cast<int>(raws.size())) continue;  // the last line ends it
     std::string_view rest = current.text;
     while (true) {
       rest = Trim(rest);
@@ -71,6 +72,15 @@ Status LineError(std::string_view file, int line, std::string_view field, std::s
   return InvalidArgumentError(fmt::format("{}:{}: field '{}': {}", file, line, field, why));
 }
 
+// A node or switch name must survive being written back: a backslash ending a line is Slurm's
+// continuation, so "Nodes=n1\\" would read back as part of the next line. Hostnames never hold
+// one.
+Status CheckName(std::string_view file, int line, std::string_view field, std::string_view name) {
+  if (name.find('\\') == std::string_view::npos) return Status::Ok();
+  return LineError(file, line, field,
+                   fmt::format("'{}': a name cannot contain a backslash", Printable(name)));
+}
+
 // Expands a hostlist field, charging the names to `budget` (what is left for the whole file).
 Result<std::vector<std::string>> ExpandField(std::string_view file, int line,
                                              std::string_view field, std::string_view value,
@@ -81,6 +91,7 @@ Result<std::vector<std::string>> ExpandField(std::string_view file, int line,
                                                      names.status().message()));
   }
   if (names->empty()) return LineError(file, line, field, "empty hostlist");
+  for (const std::string& name : *names) RETURN_IF_ERROR(CheckName(file, line, field, name));
   budget -= names->size();
   return names;
 }
@@ -241,6 +252,7 @@ Result<std::vector<SlurmSwitchLine>> ParseSlurmTopology(std::string_view text,
       *seen = true;
       if (f.key == "switchname") {
         if (f.value.empty()) return LineError(filename, l.line, f.original_key, "empty name");
+        RETURN_IF_ERROR(CheckName(filename, l.line, f.original_key, f.value));
         sw.name = f.value;
       } else if (f.key == "nodes") {
         ASSIGN_OR_RETURN(sw.nodes,

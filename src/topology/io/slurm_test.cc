@@ -105,6 +105,16 @@ TEST(SlurmTest, RejectsBadInput) {
   const Case cases[] = {
       {"unknown key", "SwitchName=s0 Nodez=n1", {}, "topology.conf:1: unknown key 'Nodez'"},
       {"missing name", "Nodes=n1", {}, "topology.conf:1: field 'SwitchName': missing"},
+      // Found by fuzz_slurm_topology: "n1\\" written back as "Nodes=n1\\" continues the line.
+      // The input's last line ends in a continuation, which must not drop it ("no nodes").
+      {"backslash in a node name",
+       "SwitchName=s0 Nodes=n1\\\\# comment",
+       {},
+       "topology.conf:1: field 'Nodes': 'n1\\': a name cannot contain a backslash"},
+      {"backslash in a switch name",
+       "SwitchName=s\\0 Nodes=n1",
+       {},
+       "topology.conf:1: field 'SwitchName': 's\\0': a name cannot contain a backslash"},
       {"switch twice",
        "SwitchName=s0 Nodes=n1\nSwitchName=s0 Nodes=n2",
        {},

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include "perf/search.h"
+
 namespace baton::perf {
 namespace {
 
@@ -124,6 +126,50 @@ TEST(ValidationTest, MfuAttentionColumn) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("mfu_attention"), std::string::npos)
       << bad.status().ToString();
+}
+
+// Issue 3's search acceptance: Llama 3 405B on 8,192 H100s (2,048 x 8k tokens) comes out in
+// Meta's published band (38-43 % MFU counting causal attention, Dubey et al. 2024 Table 4), to
+// within the 5 % the estimator is held to above, and the plans two teams tuned at that scale are
+// among the best the search finds: Meta's (TP 8, PP 16) and NVIDIA's H100 recipe
+// (NVIDIA/dgxc-benchmarking, llama3.1: TP 8, PP 8, CP 2, VP 8, MBS 1).
+TEST(ValidationTest, Llama3SearchFindsThePublishedPlansNearTheTop) {
+  ModelSpec model = *FindModel("llama3-405b");
+  TrainingSpec training;
+  training.global_batch = 2048;
+  training.dtype = topo::Dtype::kBf16;
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 8192;
+  auto system = SystemFromShort(sh);
+  ASSERT_TRUE(system.ok()) << system.status().ToString();
+  SearchOptions options;
+  options.top_k = 20;
+  auto found = Search(model, training, *system, DefaultSearchSpace(model, {8192}), options);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_FALSE(found->top.empty());
+  const StepEstimate& best = found->top[0].estimate;
+  EXPECT_GE(best.mfu_causal, 0.38);
+  EXPECT_LE(best.mfu_causal, 0.43 * 1.05) << PlanToString(found->top[0].plan);
+
+  auto published = [&](int tp, int pp, int cp) {
+    ParallelPlan p;
+    p.tp = tp;
+    p.pp = pp;
+    p.cp = cp;
+    p.dp = 8192 / (tp * pp * cp);
+    p.vp = 8;
+    p.sequence_parallel = true;
+    p.zero = 2;
+    p.uneven_pp = true;
+    return p;
+  };
+  for (const ParallelPlan& p : {published(8, 16, 1), published(8, 8, 2)}) {
+    auto e = Estimate(model, p, training, *system);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ASSERT_TRUE(e->feasible()) << PlanToString(p);
+    EXPECT_LE(e->step.value(), 1.02 * best.step.value()) << PlanToString(p);
+  }
 }
 
 // vTrain: small GPT models (hidden 1024/2048) on one node, a regime far below the published

@@ -11,7 +11,7 @@
 namespace baton::sim {
 namespace {
 
-// Two leaves of 32 nodes (8 H100 each) under one spine, 4:1 above the leaf: a 256-GPU gang
+// Two leaves of 32 nodes (8 H100 each) under one spine, 16:1 above the leaf: a 256-GPU gang
 // fits in one leaf.
 topo::Cluster TwoLeaves() {
   topo::FatTreeParams p;
@@ -21,7 +21,7 @@ topo::Cluster TwoLeaves() {
   p.nodes_per_leaf = 32;
   p.leaf_radix = 64;
   p.leaves_per_spine = 2;
-  p.leaf_oversubscription = 4.0;
+  p.leaf_oversubscription = 16.0;
   auto c = topo::BuildFatTree(p);
   CHECK(c.ok()) << c.status().ToString();
   return std::move(c).value();

@@ -35,7 +35,11 @@ struct ParallelPlan {
   int vp = 1;   // virtual pipeline stages per GPU (interleaved 1F1B); 1 = plain 1F1B
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
-  int zero = 0;  // 0 none, 1 distributed optimizer, 2 + gradients, 3 FSDP (+ parameters)
+  // ZeRO stage: 0 none; 1 distributed optimizer (optimizer states sharded over dp x cp);
+  // 2 + gradients sharded; 3 FSDP (+ parameters, gathered per micro-batch). Stages 1 and 2 are
+  // timed with one reduce-scatter per step, after the last micro-batch, as Llama 3's FSDP ran;
+  // DeepSpeed's ZeRO-2 reduces every micro-batch instead, which this understates.
+  int zero = 0;
   bool overlap_dp_comm = true;  // overlap DP gradient reduction with the backward pass
   // Pipeline sends and receives of one schedule step go out together, both link directions at
   // once (Megatron-LM's batched isend/irecv): two transfer times per micro-batch on the critical

@@ -178,14 +178,15 @@ std::string FormatEstimate(const StepEstimate& e) {
 }
 
 std::string FormatSearchTable(const SearchResult& r) {
-  std::string out = fmt::format("{:>3}  {:<66} {:>10} {:>10} {:>6} {:>9}  {}\n", "#", "plan",
-                                "step", "tokens/s", "MFU", "mem GiB", "largest overhead");
+  std::string out = fmt::format("{:>3}  {:<66} {:>10} {:>10} {:>6} {:>7} {:>9}  {}\n", "#", "plan",
+                                "step", "tokens/s", "MFU", "causal", "mem GiB", "largest overhead");
   int i = 0;
   for (const RankedPlan& p : r.top) {
-    out += fmt::format("{:>3}  {:<66} {:>10} {:>10.4g} {:>5.1f}% {:>9.1f}  {}\n", ++i,
-                       PlanToString(p.plan), FormatDuration(p.estimate.step),
-                       p.estimate.tokens_per_second, 100 * p.estimate.mfu,
-                       ToGiB(p.estimate.memory.total()), LargestOverhead(p.estimate));
+    out +=
+        fmt::format("{:>3}  {:<66} {:>10} {:>10.4g} {:>5.1f}% {:>6.1f}% {:>9.1f}  {}\n", ++i,
+                    PlanToString(p.plan), FormatDuration(p.estimate.step),
+                    p.estimate.tokens_per_second, 100 * p.estimate.mfu, 100 * p.estimate.mfu_causal,
+                    ToGiB(p.estimate.memory.total()), LargestOverhead(p.estimate));
   }
   return out;
 }
@@ -268,10 +269,10 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
   for (const RankedPlan& p : r.top) {
     rows += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4g}</td><td>{:.1f}%</td><td>{:.1f}%</td>"
-        "<td>{:.1f}</td></tr>",
+        "<td>{:.1f}%</td><td>{:.1f}</td></tr>",
         ++i, Escape(PlanToString(p.plan)), Escape(FormatDuration(p.estimate.step)),
-        p.estimate.tokens_per_second, 100 * p.estimate.mfu, 100 * p.estimate.hfu,
-        ToGiB(p.estimate.memory.total()));
+        p.estimate.tokens_per_second, 100 * p.estimate.mfu, 100 * p.estimate.mfu_causal,
+        100 * p.estimate.hfu, ToGiB(p.estimate.memory.total()));
   }
   std::string rejected;
   for (int k = 1; k < kRejectionCount; ++k) {
@@ -292,7 +293,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:nth-child(2){
 <h2>Step time breakdown</h2>{5}{6}
 <h2>Memory per GPU (first pipeline stage; dashed line = HBM)</h2>{7}{8}
 <h2>Top plans</h2>
-<table><tr><th>#</th><th>plan</th><th>step</th><th>tokens/s</th><th>MFU</th><th>HFU</th><th>GiB</th></tr>{9}</table>
+<table><tr><th>#</th><th>plan</th><th>step</th><th>tokens/s</th><th>MFU</th><th>MFU, causal attention</th><th>HFU</th><th>GiB</th></tr>{9}</table>
 </body></html>
 )",
       Escape(title), r.space, r.feasible, r.rejected_total(), rejected, legend(kParts), time_svg,

@@ -157,11 +157,15 @@ TEST(ControllerTest, SubmittedJobIsPlacedThenFinishes) {
   json events = api.Get("/api/v1/jobs/" + std::to_string(id) + "/events");
   std::string placed = events["events"][1]["message"];
   EXPECT_NE(placed.find("at level leaf because"), std::string::npos) << placed;
-  std::string metrics = httplib::Client("127.0.0.1", d.port()).Get("/metrics")->body;
+  // The job's state is stored before the controller's next cycle republishes the GPU gauges.
+  std::string metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = httplib::Client("127.0.0.1", d.port()).Get("/metrics")->body;
+    return metrics.find("baton_gpus{state=\"free\"} 1024") != std::string::npos;
+  })) << metrics;
   EXPECT_NE(metrics.find("baton_scheduler_cycle_duration_seconds_count"), std::string::npos);
   EXPECT_NE(metrics.find("baton_scheduler_placements_total{level=\"leaf\"} 1"), std::string::npos)
       << metrics;
-  EXPECT_NE(metrics.find("baton_gpus{state=\"free\"} 1024"), std::string::npos);
 }
 
 TEST(ControllerTest, CancelStopsARunningJobAndFreesItsGpus) {

@@ -72,7 +72,9 @@ Calibration DefaultCalibration(std::string_view gpu_family) {
     c.flash_attention_fraction = 0.5;
     c.nvlink_efficiency = 0.85;
     c.network_efficiency = 0.9;
-  } else if (gpu_family == "hopper") {
+  } else {
+    // Hopper, fitted above. Blackwell and unknown families take Hopper's values until there are
+    // published runs to check them against.
     c.gemm_peak_fraction = 0.62;
     c.gemm_half_dim = 0;
     c.gemm_half_tokens = 128;
@@ -82,13 +84,6 @@ Calibration DefaultCalibration(std::string_view gpu_family) {
     c.nvlink_efficiency = 0.8;
     c.network_efficiency = 0.9;
     c.tp_overlap_fraction = 0.5;
-  } else {  // blackwell and unknown: hopper's curve until there are published runs to check
-    c.gemm_peak_fraction = 0.72;
-    c.gemm_half_dim = 200;
-    c.gemm_half_tokens = 768;
-    c.flash_attention_fraction = 0.5;
-    c.nvlink_efficiency = 0.8;
-    c.network_efficiency = 0.9;
   }
   return c;
 }

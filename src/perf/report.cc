@@ -202,8 +202,14 @@ std::string FormatRejections(const SearchResult& r) {
 }
 
 std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
-  const int bar_h = 22, label_w = 430, chart_w = 520, gap = 8;
+  const int bar_h = 22, chart_w = 520, gap = 8;
   const int n = static_cast<int>(r.top.size());
+  // Room for the longest "N. plan" label: 12 px monospace is about 7.3 px a character.
+  std::size_t longest = 0;
+  for (int i = 0; i < n; ++i) {
+    longest = std::max(longest, fmt::format("{}. {}", i + 1, PlanToString(r.top[i].plan)).size());
+  }
+  const int label_w = static_cast<int>(longest * 7.3) + 12;
   const int height = 40 + n * (bar_h + gap) + 30;
   double max_step = 0, max_mem = 0;
   for (const RankedPlan& p : r.top) {
@@ -220,7 +226,7 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
   };
   std::string time_svg =
       fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">",
-                  label_w + chart_w + 120, height);
+                  label_w + chart_w + 220, height);
   std::string mem_svg = time_svg;
   for (int i = 0; i < n; ++i) {
     const RankedPlan& p = r.top[i];
@@ -239,9 +245,10 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
           x, y, w, bar_h, part.color, part.name, Escape(FormatDuration(p.estimate.*(part.field))));
       x += w;
     }
-    time_svg +=
-        fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"val\">{} · MFU {:.1f}%</text>", x + 6,
-                    y + 15, Escape(FormatDuration(p.estimate.step)), 100 * p.estimate.mfu);
+    time_svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{}\" class=\"val\">{} · MFU {:.1f}% ({:.1f}% causal)</text>", x + 6,
+        y + 15, Escape(FormatDuration(p.estimate.step)), 100 * p.estimate.mfu,
+        100 * p.estimate.mfu_causal);
     x = label_w;
     for (const MemPart& part : kMemParts) {
       double w = max_mem > 0 ? chart_w * (p.estimate.memory.*(part.field)).value() / max_mem : 0;
@@ -291,7 +298,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:nth-child(2){
 <h1>{0}</h1>
 <p>Search space {1} plans: {2} feasible, {3} rejected.</p><ul>{4}</ul>
 <h2>Step time breakdown</h2>{5}{6}
-<h2>Memory per GPU (first pipeline stage; dashed line = HBM)</h2>{7}{8}
+<h2>Memory per GPU (first pipeline stage; dashed line = usable HBM)</h2>{7}{8}
 <h2>Top plans</h2>
 <table><tr><th>#</th><th>plan</th><th>step</th><th>tokens/s</th><th>MFU</th><th>MFU, causal attention</th><th>HFU</th><th>GiB</th></tr>{9}</table>
 </body></html>

@@ -615,6 +615,14 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
 
 void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint now) {
   const topo::Cluster& c = cluster();
+  for (const sched::Waiting& w : d.waiting) {
+    waiting_now_[StoreId(w.job)] = w.status.plugin().empty()
+                                       ? w.status.reason()
+                                       : w.status.plugin() + ": " + w.status.reason();
+  }
+  // The snapshot goes out before the store commits the cycle's transitions, so that a client
+  // that sees a job "running" (the store) also sees its placement (the snapshot).
+  PublishSnapshot();
   // Requeues first: the scheduler may already have placed a requeued job again in this cycle.
   for (const sched::Requeue& q : d.requeues) {
     JobId id = StoreId(q.job);
@@ -707,11 +715,6 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     ++recorded;
     Record(store_->AppendEvent(id, "waiting", reason), id, "waiting");
   }
-  for (const sched::Waiting& w : d.waiting) {
-    waiting_now_[StoreId(w.job)] = w.status.plugin().empty()
-                                       ? w.status.reason()
-                                       : w.status.plugin() + ": " + w.status.reason();
-  }
   for (const sched::Timing& t : d.timings) {
     metrics_->step.WithLabels({t.name}).Observe(t.seconds);
   }
@@ -745,7 +748,6 @@ void SchedulingController::Loop() {
     metrics_->cycle.WithLabels({}).Observe(seconds);
     wake_at_ = d.wake_at;
     ApplyDecisions(d, now);
-    PublishSnapshot();
   }
   executor_->StopAll();
 }

@@ -54,9 +54,10 @@ namespace baton::perf {
 //    --tp-comm-overlap, on in NVIDIA's H100 recipes; PyTorch's async TP), hiding part of each
 //    all-gather / reduce-scatter behind the neighbouring GEMM at some cost in SM contention:
 //    Hopper takes 0.5. The three H100 rows cannot pin it (all run TP 8, so a GEMM refit absorbs
-//    any value: 0 / 0.25 / 0.5 / 0.75 fit with summed errors 5.6 / 5.7 / 5.5 / 5.8 points). What
-//    does separate the values is which plans come out best for the 8,192-GPU row: with 0 the
-//    search ranks TP 4 x CP 4 6 % ahead of the plan Meta ran (TP 8, PP 16) and of NVIDIA's
+//    any value: 0 / 0.25 / 0.5 / 0.75 fit with summed errors 5.6 / 5.7 / 5.5 / 5.8 points;
+//    bench/perf/calibration_scan prints the whole scan). What does separate the values is
+//    which plans come out best for the 8,192-GPU row: with 0 the search ranks TP 4 x CP 4
+//    6 % ahead of the plan Meta ran (TP 8, PP 16) and of NVIDIA's
 //    H100 benchmark recipe (NVIDIA/dgxc-benchmarking, llama3.1: TP 8, PP 8, CP 2, VP 8), both
 //    tuned by teams at scale; with 0.5 the three come out within 1 % of each other and the
 //    NVIDIA recipe ranks second. The 0.5 is that judgement, not a measurement.

@@ -305,6 +305,7 @@ Result<VtrainReport> ValidateVtrain(const std::string& path) {
   std::string line;
   std::getline(in, line);  // header
   std::vector<double> errors;
+  std::vector<VtrainPoint> rows;
   int line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
@@ -356,8 +357,10 @@ Result<VtrainReport> ValidateVtrain(const std::string& path) {
     }
     double measured = v[10] / 1000.0;
     errors.push_back((e.step.value() - measured) / measured);
+    rows.push_back({m, p, e.micro_batches, measured, e.step.value()});
   }
   VtrainReport rep;
+  rep.rows = std::move(rows);
   rep.points = static_cast<int>(errors.size());
   if (errors.empty()) return InvalidArgumentError(fmt::format("{}: no rows", path));
   for (double e : errors) {

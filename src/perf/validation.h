@@ -76,11 +76,19 @@ Result<ValidationReport> RunValidation(const std::vector<PublishedRun>& runs,
 
 // The vTrain single-node measurements (1,440 GPT runs on one 8xA100 node, fp16, full
 // recomputation, 1F1B): mean / median / max relative error of the estimated iteration time.
+struct VtrainPoint {
+  ModelSpec model;
+  ParallelPlan plan;
+  int micro_batches = 0;  // per pipeline per step
+  double measured_s = 0;
+  double estimated_s = 0;
+};
 struct VtrainReport {
   int points = 0;
   double mae = 0;
   double median = 0;  // signed
   double max = 0;
+  std::vector<VtrainPoint> rows;  // in file order
 };
 Result<VtrainReport> ValidateVtrain(const std::string& path);
 

@@ -185,6 +185,9 @@ TEST(ValidationTest, VtrainSingleNode) {
   std::printf("vTrain: %d points, mean |error| %.1f%%, median %+.1f%%, max %.1f%%\n", rep->points,
               100 * rep->mae, 100 * rep->median, 100 * rep->max);
   EXPECT_EQ(rep->points, 1440);
+  ASSERT_EQ(rep->rows.size(), 1440u);
+  EXPECT_EQ(rep->rows[0].plan.pp, 2);  // the file's first row: 2 GPUs, pp 2, 2 micro-batches
+  EXPECT_EQ(rep->rows[0].micro_batches, 2);
   EXPECT_LE(rep->mae, 0.12);
   EXPECT_LE(std::abs(rep->median), 0.05);
 }

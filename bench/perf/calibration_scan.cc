@@ -1,0 +1,180 @@
+// calibration_scan: the evidence behind two calibration choices in src/perf/system.cc.
+//
+// 1. Hopper's TP-overlap share and GEMM fraction. For each overlap share (0, 0.25, 0.5, 0.75)
+//    and GEMM fraction (0.58 .. 0.72), the errors of the published H100 rows in
+//    data/published/runs.csv on their published plans, and the best plan the search finds for
+//    Llama 3 405B on 8,192 H100s (2,048 x 8k tokens) with its MFU counted causally. Prints every
+//    point, then the best-fitting GEMM fraction for each share.
+// 2. Pipeline fixed time in Megatron-DeepSpeed (the MT-NLG question, validation_test.cc): on the
+//    vTrain single-node set, for every configuration with pp > 1 measured at three or more
+//    micro-batch counts, the least-squares slope (time per micro-batch) and intercept of the
+//    measured and the estimated step time. 1F1B predicts intercept = (pp - 1) x slope.
+//
+// Usage: calibration_scan [SOURCE_DIR]   (default "."; vTrain is read from
+//        SOURCE_DIR/../shared/data/published/vtrain-single-node.csv and skipped when absent)
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "perf/search.h"
+#include "perf/system.h"
+#include "perf/validation.h"
+
+namespace baton::perf {
+namespace {
+
+int ScanHopper(const std::string& source_dir) {
+  auto runs = LoadPublishedRuns(source_dir + "/data/published/runs.csv");
+  if (!runs.ok()) {
+    std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<PublishedRun> hopper;
+  for (const PublishedRun& r : *runs) {
+    auto sys = SystemFromShort(r.system);
+    if (sys.ok() && sys->gpu.family == "hopper" && !IsMemoryMetric(r.metric)) hopper.push_back(r);
+  }
+  ModelSpec model = *FindModel("llama3-405b");
+  TrainingSpec training;
+  training.global_batch = 2048;
+  training.dtype = topo::Dtype::kBf16;
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 8192;
+  SystemSpec base = *SystemFromShort(sh);
+
+  std::printf("Hopper rows: %zu (", hopper.size());
+  for (const PublishedRun& r : hopper) std::printf(" %s", r.id.c_str());
+  std::printf(" )\n%-8s %-5s %-9s %-26s %-8s  %s\n", "overlap", "gemm", "sum|err|", "row errors",
+              "causal", "best plan, llama3-405b on 8192 H100");
+  struct Best {
+    double sum = 1e9;
+    std::string line;
+  };
+  std::map<double, Best> best;
+  for (double overlap : {0.0, 0.25, 0.5, 0.75}) {
+    for (int g100 = 58; g100 <= 72; ++g100) {
+      Calibration c = DefaultCalibration("hopper");
+      c.tp_overlap_fraction = overlap;
+      c.gemm_peak_fraction = g100 / 100.0;
+      auto rep = RunValidation(hopper, &c);
+      if (!rep.ok()) {
+        std::fprintf(stderr, "%s\n", rep.status().ToString().c_str());
+        return 1;
+      }
+      double sum = 0;
+      std::string errors;
+      for (const ValidationRow& row : rep->rows) {
+        sum += std::abs(row.error);
+        errors += fmt::format(" {:+.1f}", 100 * row.error);
+      }
+      SystemSpec system = base;
+      system.calib = c;
+      SearchOptions options;
+      options.top_k = 1;
+      options.threads = 2;
+      auto found = Search(model, training, system, DefaultSearchSpace(model, {8192}), options);
+      if (!found.ok() || found->top.empty()) {
+        std::fprintf(stderr, "search: %s\n",
+                     found.ok() ? "no feasible plan" : found.status().ToString().c_str());
+        return 1;
+      }
+      std::string line =
+          fmt::format("{:<8.2f} {:<5.2f} {:<9.1f} {:<26} {:>5.1f}%    {}", overlap,
+                      c.gemm_peak_fraction, 100 * sum, errors,
+                      100 * found->top[0].estimate.mfu_causal, PlanToString(found->top[0].plan));
+      std::printf("%s\n", line.c_str());
+      if (sum < best[overlap].sum) best[overlap] = {sum, line};
+    }
+  }
+  std::printf("\nbest GEMM fraction per overlap share:\n");
+  for (const auto& [overlap, b] : best) std::printf("%s\n", b.line.c_str());
+  return 0;
+}
+
+struct Fit {
+  double slope = 0, intercept = 0;
+};
+Fit LeastSquares(const std::vector<std::pair<double, double>>& xy) {
+  double n = xy.size(), sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [x, y] : xy) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  Fit f;
+  f.slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  f.intercept = (sy - f.slope * sx) / n;
+  return f;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int ScanVtrainPipeline(const std::string& source_dir) {
+  std::string path = source_dir + "/../shared/data/published/vtrain-single-node.csv";
+  if (!std::filesystem::exists(path)) {
+    std::printf("\nvTrain: %s not present, skipped\n", path.c_str());
+    return 0;
+  }
+  auto rep = ValidateVtrain(path);
+  if (!rep.ok()) {
+    std::fprintf(stderr, "%s\n", rep.status().ToString().c_str());
+    return 1;
+  }
+  using Key = std::tuple<int, int, int, int, int, int, int>;
+  std::map<Key, std::vector<const VtrainPoint*>> groups;
+  for (const VtrainPoint& p : rep->rows) {
+    if (p.plan.pp < 2) continue;
+    groups[{p.plan.pp, p.plan.tp, p.plan.dp, p.plan.mbs, p.model.hidden, p.model.layers,
+            p.model.seq}]
+        .push_back(&p);
+  }
+  std::map<int, std::vector<double>> measured_ratio, estimated_ratio, slope_ratio;
+  std::map<int, int> configs, at_or_below;
+  for (const auto& [key, points] : groups) {
+    if (points.size() < 3) continue;
+    std::vector<std::pair<double, double>> measured, estimated;
+    for (const VtrainPoint* p : points) {
+      measured.emplace_back(p->micro_batches, p->measured_s);
+      estimated.emplace_back(p->micro_batches, p->estimated_s);
+    }
+    Fit m = LeastSquares(measured), e = LeastSquares(estimated);
+    int pp = std::get<0>(key);
+    ++configs[pp];
+    measured_ratio[pp].push_back(m.intercept / ((pp - 1) * m.slope));
+    estimated_ratio[pp].push_back(e.intercept / ((pp - 1) * e.slope));
+    slope_ratio[pp].push_back(m.slope / e.slope);
+    if (m.intercept <= (pp - 1) * m.slope) ++at_or_below[pp];
+  }
+  std::printf(
+      "\nvTrain pipeline fits (Megatron-DeepSpeed, 1F1B): intercept / ((pp-1) x slope), medians\n"
+      "%-4s %-8s %-10s %-10s %-22s %s\n",
+      "pp", "configs", "measured", "estimated", "measured at/below 1F1B", "slope measured/est");
+  for (const auto& [pp, n] : configs) {
+    std::printf("%-4d %-8d %-10.2f %-10.2f %-22s %.2f\n", pp, n, Median(measured_ratio[pp]),
+                Median(estimated_ratio[pp]), fmt::format("{} of {}", at_or_below[pp], n).c_str(),
+                Median(slope_ratio[pp]));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace baton::perf
+
+int main(int argc, char** argv) {
+  std::string source_dir = argc > 1 ? argv[1] : ".";
+  int rc = baton::perf::ScanHopper(source_dir);
+  if (rc != 0) return rc;
+  return baton::perf::ScanVtrainPipeline(source_dir);
+}

@@ -5,7 +5,10 @@
 //    data/published/runs.csv on their published plans, and the best plan the search finds for
 //    Llama 3 405B on 8,192 H100s (2,048 x 8k tokens) with its MFU counted causally. Prints every
 //    point, then the best-fitting GEMM fraction for each share.
-// 2. Pipeline fixed time in Megatron-DeepSpeed (the MT-NLG question, validation_test.cc): on the
+// 2. MT-NLG against Megatron-LM on the same model, cluster and layout, from the published figures
+//    alone: MT-NLG's step = m x slope + intercept over its three rows, and the time Megatron's
+//    per-micro-batch rate predicts for MT-NLG's micro-batch counts.
+// 3. Pipeline fixed time in Megatron-DeepSpeed (the MT-NLG question, validation_test.cc): on the
 //    vTrain single-node set, for every configuration with pp > 1 measured at three or more
 //    micro-batch counts, the least-squares slope (time per micro-batch) and intercept of the
 //    measured and the estimated step time. 1F1B predicts intercept = (pp - 1) x slope.
@@ -169,12 +172,64 @@ int ScanVtrainPipeline(const std::string& source_dir) {
   return 0;
 }
 
+// MT-NLG (Smith et al. 2022) against Megatron-LM on the same 530B model, cluster and layout
+// (Narayanan Table 2, nar-t2-530b-2240: tp8 pp35 dp8, mbs 1), from the published figures alone.
+int CompareMtNlg(const std::string& source_dir) {
+  auto runs = LoadPublishedRuns(source_dir + "/data/published/runs.csv");
+  if (!runs.ok()) {
+    std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<std::pair<double, double>> mtnlg;  // (micro-batches per pipeline, step s)
+  const PublishedRun* megatron = nullptr;
+  int pp = 0;
+  for (const PublishedRun& r : *runs) {
+    if (r.id.rfind("mtnlg-", 0) == 0 && r.metric == Metric::kIterationTime) {
+      mtnlg.emplace_back(r.training.global_batch / (r.plan.dp * r.plan.mbs), r.value);
+      pp = r.plan.pp;
+    }
+    if (r.id == "nar-t2-530b-2240") megatron = &r;
+  }
+  if (mtnlg.size() < 2 || megatron == nullptr) {
+    std::printf("\nMT-NLG comparison: rows not found, skipped\n");
+    return 0;
+  }
+  Fit f = LeastSquares(mtnlg);
+  std::printf(
+      "\nMT-NLG rows (%zu): step = m x %.3f s + %.1f s; 1F1B bubble (pp-1) x slope = %.1f s, "
+      "so %.1f s of fixed time per step beyond it\n",
+      mtnlg.size(), f.slope, f.intercept, (pp - 1) * f.slope, f.intercept - (pp - 1) * f.slope);
+  // Megatron's step time from its reported TFLOP/s (Megatron's full-recompute formula).
+  const int gpus = megatron->plan.gpus();
+  const double flops =
+      MegatronHardwareFlopsFullRecompute(megatron->model, megatron->training.global_batch).value();
+  const double megatron_step = flops / (megatron->value * 1e12 * gpus);
+  const double m_megatron =
+      double(megatron->training.global_batch) / (megatron->plan.dp * megatron->plan.mbs);
+  std::printf("%s: %.0f TFLOP/s on %d GPUs = %.2f s per step over %.0f micro-batches\n",
+              megatron->id.c_str(), megatron->value, gpus, megatron_step, m_megatron);
+  // Give Megatron's whole step to its pipeline (the largest per-micro-batch time it allows),
+  // with and without interleaving, and time MT-NLG's micro-batches with it.
+  for (int v : {1, 3}) {
+    double t = megatron_step / (m_megatron + double(pp - 1) / v);
+    for (auto [m, step] : mtnlg) {
+      double predicted = (m + pp - 1) * t;
+      std::printf(
+          "  Megatron vp%d: %.4f s per micro-batch -> MT-NLG m=%.0f: %.1f s predicted, "
+          "%.1f s measured, %.1f s (%.0f %%) unexplained\n",
+          v, t, m, predicted, step, step - predicted, 100 * (step - predicted) / step);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace baton::perf
 
 int main(int argc, char** argv) {
   std::string source_dir = argc > 1 ? argv[1] : ".";
   int rc = baton::perf::ScanHopper(source_dir);
-  if (rc != 0) return rc;
-  return baton::perf::ScanVtrainPipeline(source_dir);
+  if (rc == 0) rc = baton::perf::CompareMtNlg(source_dir);
+  if (rc == 0) rc = baton::perf::ScanVtrainPipeline(source_dir);
+  return rc;
 }

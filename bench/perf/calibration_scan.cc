@@ -180,12 +180,20 @@ int CompareMtNlg(const std::string& source_dir) {
     std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
     return 1;
   }
-  std::vector<std::pair<double, double>> mtnlg;  // (micro-batches per pipeline, step s)
+  std::vector<std::pair<double, double>> mtnlg;      // (micro-batches per pipeline, step s)
+  std::vector<std::pair<double, double>> estimated;  // the same, as the estimator times them
   const PublishedRun* megatron = nullptr;
   int pp = 0;
   for (const PublishedRun& r : *runs) {
     if (r.id.rfind("mtnlg-", 0) == 0 && r.metric == Metric::kIterationTime) {
-      mtnlg.emplace_back(r.training.global_batch / (r.plan.dp * r.plan.mbs), r.value);
+      double m = r.training.global_batch / (r.plan.dp * r.plan.mbs);
+      mtnlg.emplace_back(m, r.value);
+      auto row = ValidateRun(r);
+      if (!row.ok()) {
+        std::fprintf(stderr, "%s\n", row.status().ToString().c_str());
+        return 1;
+      }
+      estimated.emplace_back(m, row->predicted);
       pp = r.plan.pp;
     }
     if (r.id == "nar-t2-530b-2240") megatron = &r;
@@ -199,6 +207,9 @@ int CompareMtNlg(const std::string& source_dir) {
       "\nMT-NLG rows (%zu): step = m x %.3f s + %.1f s; 1F1B bubble (pp-1) x slope = %.1f s, "
       "so %.1f s of fixed time per step beyond it\n",
       mtnlg.size(), f.slope, f.intercept, (pp - 1) * f.slope, f.intercept - (pp - 1) * f.slope);
+  Fit e = LeastSquares(estimated);
+  std::printf("the estimator on the same plans: step = m x %.3f s + %.1f s\n", e.slope,
+              e.intercept);
   // Megatron's step time from its reported TFLOP/s (Megatron's full-recompute formula).
   const int gpus = megatron->plan.gpus();
   const double flops =

@@ -26,11 +26,12 @@ std::string SourceDir() {
 // estimator times MT-NLG's plan as it ran (mbs 1, 240 / 192 / 160 micro-batches, plain 1F1B since
 // none divides by 35 stages, full recompute, no DP overlap, DeepSpeed's serial p2p) and comes out
 // 17-21 % fast. What was checked:
-//  * The three rows fit step = m * 0.196 s + 13.0 s (m micro-batches; the third row within 1 %).
-//    The estimator gives m * 0.178 s + 7.0 s (bubble 6.05 s, serial p2p 0.5 s, DP all-reduce
-//    0.3 s, optimizer 0.05 s). Narayanan's 530B rows fit m * 0.1795 s + 5.2 s (interleaved), so
-//    Megatron's per-micro-batch time matches the estimator and MT-NLG's is 10 % slower, with
-//    a fixed part twice the 1F1B bubble. Both gaps would have to be explained.
+//  * bench/perf/calibration_scan: the three rows fit step = m * 0.197 s + 12.7 s (least squares
+//    over m micro-batches), 6.0 s per step beyond the 1F1B bubble; the estimator gives
+//    m * 0.180 s + 6.5 s on the same plans. Timed at the rate Megatron-LM measured on the same
+//    model, cluster and layout (nar-t2-530b-2240, its whole step charged to an interleaved
+//    pipeline, the most generous reading), MT-NLG's rows are still 13-17 % slower: an estimator
+//    that matches Megatron's row cannot be within 12 % on these.
 //  * Full activations over the pipeline (no scatter-gather): would add ~4 s, but DeepSpeed's
 //    engine partitions them across TP ranks too (engine.py: is_pipe_partitioned =
 //    is_model_parallel), so each transfer is 10.5 MB, ~0.5 ms.

@@ -110,15 +110,15 @@ Status Run(const SimOptions& o) {
   if (policies.empty()) return InvalidArgumentError("--policies: give at least one policy");
   const bool progress = !o.quiet && isatty(STDERR_FILENO);
   // Pre-training jobs ("pretrain/MODEL", as the synthetic workload writes them) run the planner's
-  // best plan for their size; its searches are shared by every policy's run. Its own copy of the
-  // cluster has the simulated one's structure.
-  ASSIGN_OR_RETURN(topo::Cluster planner_cluster, MakeCluster(o));
-  planning::PlannerEstimator planner(std::move(planner_cluster));
+  // best plan for their size; its searches are shared by every policy's run. Every run and the
+  // planner get their own copy of the cluster, built once.
+  ASSIGN_OR_RETURN(const topo::Cluster base, MakeCluster(o));
+  planning::PlannerEstimator planner(base.Clone());
   std::optional<sim::PlanStats> plan_stats;  // of the first run (every run reads the same jobs)
   std::vector<sim::SimResult> runs;
   std::string cluster_words;
   for (auto& [name, sched_config] : policies) {
-    ASSIGN_OR_RETURN(topo::Cluster cluster, MakeCluster(o));
+    topo::Cluster cluster = base.Clone();
     cluster_words = fmt::format("{}: {} nodes, {} GPUs", cluster.name(), cluster.nodes().size(),
                                 cluster.counts().total);
     std::unique_ptr<sim::TraceReader> reader;
@@ -164,8 +164,7 @@ Status Run(const SimOptions& o) {
     std::unique_ptr<sim::FailureTraceReader> failure_reader;
     sim::FailureSource failures;
     if (!o.failure_trace.empty()) {
-      ASSIGN_OR_RETURN(topo::Cluster copy, MakeCluster(o));
-      names.emplace(std::move(copy));
+      names.emplace(base.Clone());
       failure_in.open(o.failure_trace);
       if (!failure_in) return NotFoundError(fmt::format("{}: cannot open", o.failure_trace));
       failure_reader =

@@ -10,7 +10,6 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "server/http/job_spec.h"
-#include "topology/io/cluster_yaml.h"
 #include "topology/summary.h"
 
 namespace baton::server {
@@ -162,13 +161,8 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   std::string summary = topo::Summarize(cluster);
   Result<perf::SystemSpec> planning = perf::SystemFromCluster(cluster);
   // The planner's own copy of the cluster: the scheduler's copy changes as jobs come and go, and
-  // the planner reads only the structure. The export reads back into an equivalent cluster.
-  Result<topo::Cluster> copy =
-      topo::LoadClusterYaml(topo::ExportClusterYaml(cluster), cluster.name() + " (planner copy)");
-  if (!copy.ok()) {
-    return InternalError("cannot copy the cluster for the planner: " + copy.status().message());
-  }
-  auto planner = std::make_unique<planning::PlannerEstimator>(std::move(copy).value());
+  // the planner reads only the structure.
+  auto planner = std::make_unique<planning::PlannerEstimator>(cluster.Clone());
   sched::SchedulerOptions sopts;
   sopts.timer = &clock;
   sopts.estimator = planner.get();
@@ -615,11 +609,11 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
 
 void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint now) {
   const topo::Cluster& c = cluster();
-  for (const sched::Waiting& w : d.waiting) {
-    waiting_now_[StoreId(w.job)] = w.status.plugin().empty()
-                                       ? w.status.reason()
-                                       : w.status.plugin() + ": " + w.status.reason();
-  }
+  auto waiting_text = [](const sched::Waiting& w) {
+    return w.status.plugin().empty() ? w.status.reason()
+                                     : w.status.plugin() + ": " + w.status.reason();
+  };
+  for (const sched::Waiting& w : d.waiting) waiting_now_[StoreId(w.job)] = waiting_text(w);
   // The snapshot goes out before the store commits the cycle's transitions, so that a client
   // that sees a job "running" (the store) also sees its placement (the snapshot).
   PublishSnapshot();
@@ -707,8 +701,7 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
   int recorded = 0;
   for (const sched::Waiting& w : d.waiting) {
     JobId id = StoreId(w.job);
-    std::string reason = w.status.plugin().empty() ? w.status.reason()
-                                                   : w.status.plugin() + ": " + w.status.reason();
+    std::string reason = waiting_text(w);
     auto& last = waiting_reason_[id];
     if (last == reason || recorded >= options_.max_waiting_events_per_cycle) continue;
     last = reason;

@@ -141,6 +141,9 @@ class Cluster {
  public:
   Cluster(Cluster&&) = default;
   Cluster& operator=(Cluster&&) = default;
+  // A deep copy, allocations and health included. The class is move-only so that a cluster is
+  // never copied by accident; take a copy with Clone() where one is meant.
+  Cluster Clone() const { return Cluster(*this); }
 
   const std::string& name() const { return name_; }
   FabricKind fabric() const { return fabric_; }
@@ -189,6 +192,7 @@ class Cluster {
  private:
   friend class ClusterBuilder;
   Cluster() = default;
+  Cluster(const Cluster&) = default;
   GpuCounts Contribution(const Node& n) const;
   void ApplyDelta(const Node& n, const GpuCounts& before);
   // Adds `delta` to the counts of the cluster and of every group holding `n`.

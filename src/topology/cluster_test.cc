@@ -93,6 +93,29 @@ TEST(ClusterTest, CountsFollowAllocationAndHealth) {
   EXPECT_EQ(c.counts(leaf0), (GpuCounts{16, 0, 16, 0}));
 }
 
+// Clone() is a deep copy: same structure, names, links and counts, and from then on the two
+// allocate independently.
+TEST(ClusterTest, CloneIsAnIndependentDeepCopy) {
+  Cluster c = SmallTree();
+  NodeId n0 = *c.FindNode("n0");
+  SwitchId leaf0 = *c.FindSwitch("leaf0");
+  ASSERT_TRUE(c.Allocate(n0, 0b11).ok());
+  Cluster copy = c.Clone();
+  EXPECT_EQ(copy.name(), c.name());
+  EXPECT_EQ(copy.nodes().size(), c.nodes().size());
+  EXPECT_EQ(copy.switches().size(), c.switches().size());
+  EXPECT_EQ(*copy.FindNode("n7"), *c.FindNode("n7"));
+  EXPECT_EQ(copy.Meet(n0, *c.FindNode("n5")), c.Meet(n0, *c.FindNode("n5")));
+  EXPECT_EQ(copy.Link(Level::kSpine).bandwidth, c.Link(Level::kSpine).bandwidth);
+  EXPECT_EQ(copy.counts(leaf0), c.counts(leaf0));
+  ASSERT_TRUE(copy.Allocate(n0, 0b100).ok());
+  EXPECT_EQ(copy.counts(leaf0).allocated, 3);
+  EXPECT_EQ(c.counts(leaf0).allocated, 2);
+  ASSERT_TRUE(c.Release(n0, 0b11).ok());
+  EXPECT_EQ(copy.counts().allocated, 3);
+  EXPECT_EQ(c.counts().allocated, 0);
+}
+
 // Property: after a random sequence of operations, every subtree's counts equal a recount.
 TEST(ClusterTest, IncrementalCountsMatchRecount) {
   Cluster c = SmallTree();

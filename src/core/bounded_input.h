@@ -1,0 +1,55 @@
+// Guards for hostile input, applied before any parser or recursive walk sees it: files are
+// size-checked before they are read, JSON and YAML are depth-checked before they are parsed,
+// and duplicate keys are refused (a second `role:` must not silently win). Every module that
+// reads a file, a body or a trace goes through these, so a limit is set in one place.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/units.h"
+
+namespace baton {
+
+// Reads a whole file after checking its size against `max_size`; `what` names the file's role
+// in errors ("auth file", "model file"). Errors: NotFound when it cannot be opened,
+// ResourceExhausted "PATH: N bytes, over the M-byte limit for a WHAT", InvalidArgument when it
+// is not a regular file (a FIFO or /dev/zero has no size to check).
+Result<std::string> ReadFileBounded(const std::string& path, Bytes max_size, std::string_view what);
+
+// Limits on a JSON document. A depth counts objects and arrays (`{"a":[1]}` is depth 2).
+struct JsonLimits {
+  int max_depth = 64;
+  std::size_t max_bytes = std::size_t{1} << 20;
+};
+
+// Checks size and nesting depth of `text` without recursion or allocation (strings and escapes
+// are skipped, so brackets inside strings do not count). Errors: ResourceExhausted naming the
+// byte offset where the depth limit was passed, or the size.
+Status CheckJsonBounds(std::string_view text, const JsonLimits& limits = {});
+
+// Parses JSON after CheckJsonBounds, refusing duplicate object keys ("duplicate key 'role' in
+// object at byte 40"). Malformed JSON: InvalidArgument with the parser's position. Never throws.
+Result<nlohmann::json> ParseJsonBounded(std::string_view text, const JsonLimits& limits = {});
+
+// Limits on a YAML document. `max_nodes` bounds a walk of the parsed tree where every alias is
+// expanded, so an alias bomb (a few hundred bytes that expand to billions of nodes) is refused.
+struct YamlLimits {
+  int max_depth = 64;
+  std::size_t max_bytes = std::size_t{4} << 20;
+  std::size_t max_nodes = 1'000'000;
+};
+
+// Parses YAML after checking size and a conservative nesting depth on the text (flow brackets
+// and block indicators), then walks the tree once with aliases expanded, refusing duplicate map
+// keys, nesting past max_depth and more than max_nodes nodes. `source` names the file or body
+// in errors ("sched.yaml:12: duplicate key 'role'"). Never throws.
+Result<YAML::Node> LoadYamlBounded(std::string_view text, std::string_view source,
+                                   const YamlLimits& limits = {});
+
+}  // namespace baton

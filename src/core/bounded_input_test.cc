@@ -1,0 +1,119 @@
+#include "core/bounded_input.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace baton {
+namespace {
+
+std::string TempFile(const std::string& name, const std::string& content) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << content;
+  return path.string();
+}
+
+TEST(ReadFileBoundedTest, ReadsAFileUnderTheLimit) {
+  const std::string path = TempFile("bounded_small.txt", "hello");
+  auto got = ReadFileBounded(path, Bytes(16), "test file");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, "hello");
+}
+
+TEST(ReadFileBoundedTest, RefusesAFileOverTheLimitBeforeReadingIt) {
+  const std::string path = TempFile("bounded_big.txt", std::string(100, 'x'));
+  auto got = ReadFileBounded(path, Bytes(99), "auth file");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(got.status().message().find("100 bytes, over the 99-byte limit for a auth file"),
+            std::string::npos)
+      << got.status().message();
+}
+
+TEST(ReadFileBoundedTest, RefusesWhatIsNotARegularFile) {
+  auto dev = ReadFileBounded("/dev/zero", GiB(1), "trace");
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.status().code(), StatusCode::kInvalidArgument);
+  auto missing = ReadFileBounded("/nonexistent/x", GiB(1), "trace");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(JsonBoundsTest, CountsNestingOutsideStringsOnly) {
+  EXPECT_TRUE(CheckJsonBounds(R"({"a":[[1]],"b":"[[[[[[[["})", {.max_depth = 3}).ok());
+  EXPECT_TRUE(CheckJsonBounds(R"({"a\"[[[[":1})", {.max_depth = 1}).ok());
+  Status deep = CheckJsonBounds(std::string(200'000, '['));
+  EXPECT_EQ(deep.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(deep.message().find("deeper than 64 levels at byte 64"), std::string::npos)
+      << deep.message();
+}
+
+TEST(JsonBoundsTest, ParseRefusesDuplicateKeysAtAnyDepth) {
+  auto top = ParseJsonBounded(R"({"role":"admin","role":"tenant"})");
+  ASSERT_FALSE(top.ok());
+  EXPECT_NE(top.status().message().find("duplicate key 'role'"), std::string::npos);
+  auto nested = ParseJsonBounded(R"({"plan":{"tp":8,"tp":4}})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.status().message().find("duplicate key 'tp' in 'plan'"), std::string::npos)
+      << nested.status().message();
+  // The same key in sibling objects is not a duplicate.
+  EXPECT_TRUE(ParseJsonBounded(R"([{"a":1},{"a":2}])").ok());
+}
+
+TEST(JsonBoundsTest, ParseRefusesMalformedAndDeepDocuments) {
+  auto bad = ParseJsonBounded(R"({"a":)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("malformed JSON"), std::string::npos);
+  std::string deep = "{\"plan\":" + std::string(120'000, '[') + std::string(120'000, ']') + "}";
+  auto refused = ParseJsonBounded(deep);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(YamlBoundsTest, LoadsOrdinaryYaml) {
+  auto doc =
+      LoadYamlBounded("a: 1\nb:\n  - x\n  - {c: [1, 2]}\nq: 'it''s [not] a list'\n", "ok.yaml");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  EXPECT_EQ((*doc)["b"][1]["c"][1].as<int>(), 2);
+}
+
+TEST(YamlBoundsTest, RefusesDuplicateKeysNamingTheLine) {
+  auto doc =
+      LoadYamlBounded("tokens:\n  - token: abc\n    role: admin\n    role: tenant\n", "auth.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().message(), "auth.yaml:4: duplicate key 'role'");
+}
+
+TEST(YamlBoundsTest, RefusesAnAliasBomb) {
+  // 465 bytes that expand to 9^9 nodes when every alias is followed.
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    std::string prev(1, static_cast<char>(c - 1));
+    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
+            prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+  }
+  auto doc = LoadYamlBounded(bomb, "sched.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(doc.status().message().find("once aliases are expanded"), std::string::npos);
+}
+
+TEST(YamlBoundsTest, RefusesDeepNestingBeforeParsing) {
+  auto flow = LoadYamlBounded("a: " + std::string(100'000, '['), "deep.yaml");
+  EXPECT_EQ(flow.status().code(), StatusCode::kResourceExhausted);
+  std::string dashes;
+  for (int i = 0; i < 10'000; ++i) dashes += "- ";
+  auto block = LoadYamlBounded(dashes + "x\n", "deep.yaml");
+  EXPECT_EQ(block.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(block.status().message().find("deep.yaml:1:"), std::string::npos);
+}
+
+TEST(YamlBoundsTest, ReportsMalformedYamlWithTheLine) {
+  auto doc = LoadYamlBounded("a: 1\nb: [1, 2\n", "bad.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.status().message().find("bad.yaml:"), std::string::npos);
+  EXPECT_NE(doc.status().message().find("malformed YAML"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton

@@ -16,6 +16,11 @@ int main(int argc, char** argv) {
   baton::cli::RegisterPlanCommand(app, exit_code);
   baton::cli::RegisterServeCommand(app, exit_code);
   baton::cli::RegisterSimCommand(app, exit_code);
+  baton::cli::RegisterClientCommands(app, exit_code);
+  app.footer(
+      "Client exit codes: 0 ok, 1 the daemon refused the request, 2 bad input (file or flag),\n"
+      "3 the daemon is unreachable, 4 the token is missing, unknown or lacks the role, 5 not "
+      "found.");
   app.parse_complete_callback([&] {
     auto st = baton::InitLogging(log_level);
     if (!st.ok()) throw CLI::ValidationError("--log-level", st.message());

@@ -1,0 +1,581 @@
+// The client commands: `baton submit | jobs | queue | job | cancel | nodes | drain | resume | top
+// | completion`, a squeue/sbatch-like view of a running `baton serve` over its HTTP API. Each
+// prints a table by default and the API's JSON with --json, and exits with the codes of
+// cli/client/api_client.h.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/client/api_client.h"
+#include "cli/commands.h"
+#include "core/bounded_input.h"
+#include "core/strings.h"
+
+namespace baton::cli {
+namespace {
+
+using json = nlohmann::json;
+
+// A job spec file is at most the daemon's body limit.
+constexpr Bytes kMaxSpecFile = MiB(1);
+
+struct Common {
+  EndpointFlags endpoint;
+  bool json_output = false;
+};
+
+void AddCommon(CLI::App* cmd, Common& c) {
+  cmd->add_option("--url", c.endpoint.url,
+                  "Daemon URL (default $BATON_URL, the config file, "
+                  "then http://127.0.0.1:8080)");
+  cmd->add_option("--token", c.endpoint.token, "Bearer token (default $BATON_TOKEN or the config)");
+  cmd->add_option("--config", c.endpoint.config,
+                  "Client config YAML (default $XDG_CONFIG_HOME/baton/config.yaml)");
+  cmd->add_flag("--json", c.json_output, "Print the API's JSON instead of a table");
+}
+
+// One line on stderr, and the exit code for it.
+int Fail(const Status& s) {
+  std::cerr << "baton: " << s.message() << "\n";
+  return ExitCodeFor(s);
+}
+
+int FailBadInput(const Status& s) {
+  std::cerr << "baton: " << s.message() << "\n";
+  return kExitBadInput;
+}
+
+// Runs `body` with a client for the resolved endpoint; a bad config is bad input.
+template <typename Body>
+int WithClient(const Common& c, Body body) {
+  Result<Endpoint> e = ResolveEndpoint(c.endpoint);
+  if (!e.ok()) return FailBadInput(e.status());
+  ApiClient client(*e);
+  return body(client);
+}
+
+std::string Str(const json& j, const char* key, std::string fallback = "-") {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  const json& v = j[key];
+  if (v.is_string()) return v.get<std::string>().empty() ? fallback : v.get<std::string>();
+  if (v.is_null()) return fallback;
+  return v.dump();
+}
+
+// A left-aligned text table whose columns fit their widest cell.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void Print(std::ostream& out) const {
+    std::vector<std::size_t> width(rows_[0].size(), 0);
+    for (const auto& r : rows_) {
+      for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) {
+        width[i] = std::max(width[i], r[i].size());
+      }
+    }
+    for (const auto& r : rows_) {
+      std::string line;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        line += r[i];
+        if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+      }
+      out << line << "\n";
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string NodesOf(const json& job) {
+  if (!job.contains("placement")) return "-";
+  std::vector<std::string> names;
+  for (const json& n : job["placement"]["nodes"]) names.push_back(Str(n, "node"));
+  if (names.empty()) return "-";
+  std::string out = names[0];
+  if (names.size() > 1) out += fmt::format(" +{}", names.size() - 1);
+  return out;
+}
+
+std::string LevelOf(const json& job) {
+  if (job.contains("placement")) return Str(job["placement"], "level");
+  const json spec = job.value("spec", json::object());
+  if (spec.is_object() && spec.contains("topology") && spec["topology"].is_object()) {
+    std::string req = Str(spec["topology"], "required", "");
+    if (!req.empty()) return "<=" + req;
+  }
+  return "-";
+}
+
+std::string GpusOf(const json& job) {
+  const json spec = job.value("spec", json::object());
+  return spec.is_object() && spec.contains("gpus") ? spec["gpus"].dump() : "-";
+}
+
+// Pages through GET /api/v1/jobs for one state (or all), up to `max` jobs.
+Result<std::vector<json>> ListJobs(const ApiClient& client, const std::string& state,
+                                   const std::string& tenant, std::size_t max) {
+  std::vector<json> out;
+  std::string cursor;
+  while (out.size() < max) {
+    std::string path = "/api/v1/jobs?limit=" + std::to_string(std::min<std::size_t>(1000, max));
+    if (!state.empty()) path += "&state=" + state;
+    if (!tenant.empty()) path += "&tenant=" + tenant;
+    if (!cursor.empty()) path += "&cursor=" + cursor;
+    ASSIGN_OR_RETURN(json page, client.Get(path));
+    if (!page.contains("jobs") || !page["jobs"].is_array()) {
+      return InternalError("the daemon's job list has no 'jobs' array");
+    }
+    for (json& j : page["jobs"]) {
+      if (out.size() < max) out.push_back(std::move(j));
+    }
+    if (!page.contains("next_cursor") || !page["next_cursor"].is_string()) break;
+    cursor = page["next_cursor"].get<std::string>();
+  }
+  return out;
+}
+
+void RegisterSubmit(CLI::App& app, int& exit_code) {
+  struct Options {
+    Common common;
+    std::vector<std::string> args;
+    std::string name, gpu_type, tenant, level, prefer_level, plan_model, idempotency_key;
+    std::int64_t gpus = 0;
+    int gpus_per_node = 0;
+    std::optional<int> priority;
+    double runtime_s = 0;
+    bool no_preempt = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "submit",
+      "Submit a job: `baton submit job.yaml` (a job spec file, or - for stdin), or sbatch-like "
+      "flags with the command after --: `baton submit --name x --gpus 16 -- python train.py`");
+  AddCommon(cmd, o->common);
+  cmd->add_option("args", o->args, "A job spec file (YAML or JSON), or the command to run");
+  cmd->add_option("--name,-J", o->name, "Job name");
+  cmd->add_option("--gpus,-G", o->gpus, "GPUs for the whole job");
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on each node (divides --gpus)");
+  cmd->add_option("--gpu-type", o->gpu_type, "GPU model, e.g. H100-SXM");
+  cmd->add_option("--tenant", o->tenant, "Tenant (admins only; default: the token's tenant)");
+  cmd->add_option("--priority", o->priority, "Priority within the tenant's allowed range");
+  cmd->add_option("--level", o->level, "Topology level the gang must fit in (node, leaf, ...)");
+  cmd->add_option("--prefer-level", o->prefer_level, "Topology level the gang should fit in");
+  cmd->add_option("--plan", o->plan_model, "Model to plan for (the planner's best plan)");
+  cmd->add_option("--time", o->runtime_s, "Estimated run time in seconds (for backfill)");
+  cmd->add_flag("--no-preempt", o->no_preempt, "The job may not be preempted");
+  cmd->add_option("--idempotency-key", o->idempotency_key,
+                  "Key that makes a retried submission return the same job");
+  cmd->callback([o, &exit_code] {
+    std::string body, content_type = "application/json";
+    const bool from_file = o->gpus == 0 && o->args.size() == 1;
+    if (from_file) {
+      std::string text;
+      if (o->args[0] == "-") {
+        std::string line;
+        while (std::getline(std::cin, line)) {
+          text += line + "\n";
+          if (text.size() > kMaxSpecFile.value()) {
+            exit_code = FailBadInput(ResourceExhaustedError("stdin: job spec over 1 MiB"));
+            return;
+          }
+        }
+      } else {
+        Result<std::string> read = ReadFileBounded(o->args[0], kMaxSpecFile, "job spec file");
+        if (!read.ok()) {
+          exit_code = FailBadInput(read.status());
+          return;
+        }
+        text = std::move(read).value();
+      }
+      // Checked here so that a malformed file is the user's one-line error, not a round trip.
+      std::string_view trimmed = Trim(text);
+      const std::string source = o->args[0] == "-" ? "stdin" : o->args[0];
+      if (trimmed.starts_with("{")) {
+        Result<json> doc = ParseJsonBounded(text);
+        if (!doc.ok()) {
+          exit_code = FailBadInput(doc.status().WithPrefix(source));
+          return;
+        }
+      } else {
+        Result<YAML::Node> doc = LoadYamlBounded(text, source);
+        if (!doc.ok()) {
+          exit_code = FailBadInput(doc.status());
+          return;
+        }
+        if (!doc->IsMap()) {
+          exit_code = FailBadInput(InvalidArgumentError(source + ": a job spec is a YAML map"));
+          return;
+        }
+        content_type = "application/yaml";
+      }
+      body = std::move(text);
+    } else {
+      if (o->gpus <= 0) {
+        exit_code =
+            FailBadInput(InvalidArgumentError("give a job spec file, or --gpus N (and --name)"));
+        return;
+      }
+      json spec = {{"gpus", o->gpus}};
+      spec["name"] = o->name.empty() ? (o->args.empty() ? "job" : o->args[0]) : o->name;
+      if (o->gpus_per_node > 0) spec["gpus_per_node"] = o->gpus_per_node;
+      if (!o->gpu_type.empty()) spec["gpu_type"] = o->gpu_type;
+      if (!o->tenant.empty()) spec["tenant"] = o->tenant;
+      if (o->priority) spec["priority"] = *o->priority;
+      if (o->runtime_s > 0) spec["estimated_runtime_s"] = o->runtime_s;
+      if (o->no_preempt) spec["preemptible"] = false;
+      if (!o->level.empty() || !o->prefer_level.empty()) {
+        json topo = json::object();
+        if (!o->level.empty()) topo["required"] = o->level;
+        if (!o->prefer_level.empty()) topo["preferred"] = o->prefer_level;
+        spec["topology"] = topo;
+      }
+      if (!o->plan_model.empty()) spec["plan"] = {{"model", o->plan_model}};
+      if (!o->args.empty()) spec["command"] = o->args;
+      body = spec.dump();
+    }
+    exit_code = WithClient(o->common, [&](const ApiClient& client) {
+      std::map<std::string, std::string> headers;
+      if (!o->idempotency_key.empty()) headers["Idempotency-Key"] = o->idempotency_key;
+      Result<json> job = client.Post("/api/v1/jobs", body, content_type, headers);
+      if (!job.ok()) return Fail(job.status());
+      if (o->common.json_output) {
+        std::cout << job->dump(2) << "\n";
+      } else {
+        std::cout << fmt::format("submitted job {} ({}, {} GPUs, tenant {}): {}\n", Str(*job, "id"),
+                                 Str(*job, "name"), GpusOf(*job), Str(*job, "tenant"),
+                                 Str(*job, "state"));
+      }
+      return static_cast<int>(kExitOk);
+    });
+  });
+}
+
+void RegisterJobs(CLI::App& app, int& exit_code) {
+  struct Options {
+    Common common;
+    std::string state, tenant;
+    bool all = false;
+    std::size_t limit = 1000;
+  };
+  auto o = std::make_shared<Options>();
+  for (const char* name : {"jobs", "queue"}) {
+    CLI::App* cmd = app.add_subcommand(
+        name, "List jobs like squeue: queued and running by default, --all for finished too");
+    AddCommon(cmd, o->common);
+    cmd->add_option("--state", o->state,
+                    "Only this state (queued, running, cancelling, succeeded, failed, cancelled)");
+    cmd->add_option("--tenant", o->tenant, "Only this tenant (admins)");
+    cmd->add_flag("--all", o->all, "Include finished jobs");
+    cmd->add_option("--limit", o->limit, "At most this many jobs")->capture_default_str();
+    cmd->callback([o, &exit_code] {
+      exit_code = WithClient(o->common, [&](const ApiClient& client) {
+        std::vector<std::string> states;
+        if (!o->state.empty()) {
+          states = {o->state};
+        } else if (o->all) {
+          states = {""};
+        } else {
+          states = {"running", "cancelling", "queued"};
+        }
+        std::vector<json> jobs;
+        for (const std::string& s : states) {
+          Result<std::vector<json>> got = ListJobs(client, s, o->tenant, o->limit - jobs.size());
+          if (!got.ok()) return Fail(got.status());
+          for (json& j : *got) jobs.push_back(std::move(j));
+          if (jobs.size() >= o->limit) break;
+        }
+        if (o->common.json_output) {
+          std::cout << json{{"jobs", jobs}}.dump(2) << "\n";
+          return static_cast<int>(kExitOk);
+        }
+        Table t({"ID", "NAME", "TENANT", "STATE", "GPUS", "LEVEL", "NODES", "REASON"});
+        for (const json& j : jobs) {
+          t.Add({Str(j, "id"), Str(j, "name"), Str(j, "tenant"), Str(j, "state"), GpusOf(j),
+                 LevelOf(j), NodesOf(j), Str(j, "waiting_reason")});
+        }
+        t.Print(std::cout);
+        return static_cast<int>(kExitOk);
+      });
+    });
+  }
+}
+
+void RegisterJob(CLI::App& app, int& exit_code) {
+  struct Options {
+    Common common;
+    std::int64_t id = 0;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("job", "Show one job: spec, placement and events");
+  AddCommon(cmd, o->common);
+  cmd->add_option("id", o->id, "Job id")->required();
+  cmd->callback([o, &exit_code] {
+    exit_code = WithClient(o->common, [&](const ApiClient& client) {
+      const std::string path = "/api/v1/jobs/" + std::to_string(o->id);
+      Result<json> job = client.Get(path);
+      if (!job.ok()) return Fail(job.status());
+      Result<json> events = client.Get(path + "/events");
+      if (!events.ok()) return Fail(events.status());
+      if (o->common.json_output) {
+        json out = *job;
+        out["events"] = (*events)["events"];
+        std::cout << out.dump(2) << "\n";
+        return static_cast<int>(kExitOk);
+      }
+      const json& j = *job;
+      std::cout << fmt::format("job {}  {}  tenant {}  state {}  attempts {}\n", Str(j, "id"),
+                               Str(j, "name"), Str(j, "tenant"), Str(j, "state"),
+                               Str(j, "attempts"));
+      std::cout << fmt::format("created {}  updated {}\n", Str(j, "created_at"),
+                               Str(j, "updated_at"));
+      if (j.contains("waiting_reason"))
+        std::cout << "waiting: " << Str(j, "waiting_reason") << "\n";
+      std::cout << "spec: " << (j.contains("spec") ? j["spec"].dump() : "-") << "\n";
+      if (j.contains("placement")) {
+        const json& p = j["placement"];
+        std::cout << fmt::format("placement: {} GPUs within one {}\n", Str(p, "gpus"),
+                                 Str(p, "level"));
+        for (const json& n : p["nodes"]) {
+          std::cout << fmt::format("  {}  gpus {}\n", Str(n, "node"), n["gpus"].dump());
+        }
+      }
+      std::cout << "events:\n";
+      Table t({"  TIME", "KIND", "MESSAGE"});
+      for (const json& e : (*events)["events"]) {
+        t.Add({"  " + Str(e, "time"), Str(e, "kind"), Str(e, "message")});
+      }
+      t.Print(std::cout);
+      return static_cast<int>(kExitOk);
+    });
+  });
+}
+
+void RegisterCancel(CLI::App& app, int& exit_code) {
+  struct Options {
+    Common common;
+    std::vector<std::int64_t> ids;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("cancel", "Cancel jobs (like scancel)");
+  AddCommon(cmd, o->common);
+  cmd->add_option("ids", o->ids, "Job ids")->required();
+  cmd->callback([o, &exit_code] {
+    exit_code = WithClient(o->common, [&](const ApiClient& client) {
+      int worst = kExitOk;
+      json answers = json::array();
+      for (std::int64_t id : o->ids) {
+        Result<json> r = client.Delete("/api/v1/jobs/" + std::to_string(id));
+        if (!r.ok()) {
+          std::cerr << "baton: job " << id << ": " << r.status().message() << "\n";
+          worst = std::max(worst, ExitCodeFor(r.status()));
+          continue;
+        }
+        answers.push_back(*r);
+        if (!o->common.json_output) {
+          std::cout << fmt::format("job {}: {}\n", id, Str(*r, "state"));
+        }
+      }
+      if (o->common.json_output) std::cout << json{{"jobs", answers}}.dump(2) << "\n";
+      return worst;
+    });
+  });
+}
+
+void RegisterNodes(CLI::App& app, int& exit_code) {
+  struct Options {
+    Common common;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "nodes", "List nodes like sinfo: health, admin state, GPUs free and allocated (admins)");
+  AddCommon(cmd, o->common);
+  cmd->callback([o, &exit_code] {
+    exit_code = WithClient(o->common, [&](const ApiClient& client) {
+      Result<json> nodes = client.Get("/api/v1/nodes");
+      if (!nodes.ok()) return Fail(nodes.status());
+      if (o->common.json_output) {
+        std::cout << nodes->dump(2) << "\n";
+        return static_cast<int>(kExitOk);
+      }
+      // Grouped by the switch the node hangs from, when the daemon says it.
+      std::map<std::string, std::vector<const json*>> groups;
+      for (const json& n : (*nodes)["nodes"]) groups[Str(n, "leaf", "")].push_back(&n);
+      Table t({"GROUP", "NODE", "HEALTH", "ADMIN", "GPUS", "ALLOC", "FREE", "JOBS", "REASON"});
+      for (const auto& [group, list] : groups) {
+        for (const json* n : list) {
+          const int gpus = n->value("gpus", 0), alloc = n->value("gpus_allocated", 0);
+          t.Add({group.empty() ? "-" : group, Str(*n, "node"), Str(*n, "health"), Str(*n, "admin"),
+                 std::to_string(gpus), std::to_string(alloc), std::to_string(gpus - alloc),
+                 n->contains("jobs") ? std::to_string((*n)["jobs"].size()) : "0",
+                 Str(*n, "reason")});
+        }
+      }
+      t.Print(std::cout);
+      return static_cast<int>(kExitOk);
+    });
+  });
+}
+
+void RegisterNodeAction(CLI::App& app, int& exit_code, const char* name, const char* action,
+                        const char* help) {
+  struct Options {
+    Common common;
+    std::vector<std::string> nodes;
+    std::string reason;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(name, help);
+  AddCommon(cmd, o->common);
+  cmd->add_option("nodes", o->nodes, "Node names")->required();
+  cmd->add_option("--reason", o->reason, "Why (shown in `baton nodes`)");
+  cmd->callback([o, &exit_code, action] {
+    exit_code = WithClient(o->common, [&](const ApiClient& client) {
+      int worst = kExitOk;
+      for (const std::string& node : o->nodes) {
+        json body = json::object();
+        if (!o->reason.empty()) body["reason"] = o->reason;
+        Result<json> r =
+            client.Post("/api/v1/nodes/" + node + ":" + action, body.dump(), "application/json");
+        if (!r.ok()) {
+          std::cerr << "baton: node " << Printable(node, 64) << ": " << r.status().message()
+                    << "\n";
+          worst = std::max(worst, ExitCodeFor(r.status()));
+          continue;
+        }
+        if (o->common.json_output) {
+          std::cout << r->dump() << "\n";
+        } else {
+          std::cout << fmt::format("node {}: {}\n", node, Str(*r, "admin"));
+        }
+      }
+      return worst;
+    });
+  });
+}
+
+void RegisterTop(CLI::App& app, int& exit_code) {
+  struct Options {
+    Common common;
+    double interval_s = 2;
+    int iterations = 0;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("top", "A live cluster summary, refreshed in the terminal");
+  AddCommon(cmd, o->common);
+  cmd->add_option("--interval", o->interval_s, "Seconds between refreshes")->capture_default_str();
+  cmd->add_option("--iterations,-n", o->iterations, "Stop after this many refreshes (0: never)");
+  cmd->callback([o, &exit_code] {
+    exit_code = WithClient(o->common, [&](const ApiClient& client) {
+      const bool tty = isatty(STDOUT_FILENO) != 0 && !o->common.json_output;
+      for (int i = 0; o->iterations == 0 || i < o->iterations; ++i) {
+        if (i > 0) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.2, o->interval_s)));
+        }
+        Result<json> topo = client.Get("/api/v1/topology");
+        if (!topo.ok()) return Fail(topo.status());
+        std::map<std::string, std::vector<json>> by_state;
+        for (const char* s : {"running", "queued"}) {
+          Result<std::vector<json>> jobs = ListJobs(client, s, "", 1000);
+          if (!jobs.ok()) return Fail(jobs.status());
+          by_state[s] = std::move(jobs).value();
+        }
+        if (o->common.json_output) {
+          std::cout << json{{"topology", *topo},
+                            {"running", by_state["running"].size()},
+                            {"queued", by_state["queued"].size()}}
+                           .dump()
+                    << std::endl;
+          continue;
+        }
+        if (tty) std::cout << "\x1b[H\x1b[2J";
+        const int gpus = topo->value("gpus", 0), alloc = topo->value("gpus_allocated", 0);
+        std::cout << fmt::format(
+            "baton at {}   GPUs {}/{} allocated ({:.1f} %)   jobs: {} running, "
+            "{} queued\n\n",
+            client.endpoint().url, alloc, gpus, gpus > 0 ? 100.0 * alloc / gpus : 0.0,
+            by_state["running"].size(), by_state["queued"].size());
+        Table t({"ID", "NAME", "TENANT", "STATE", "GPUS", "LEVEL", "REASON"});
+        int shown = 0;
+        for (const char* s : {"running", "queued"}) {
+          for (const json& j : by_state[s]) {
+            if (++shown > 20) break;
+            t.Add({Str(j, "id"), Str(j, "name"), Str(j, "tenant"), Str(j, "state"), GpusOf(j),
+                   LevelOf(j), Str(j, "waiting_reason")});
+          }
+        }
+        t.Print(std::cout);
+        std::cout.flush();
+      }
+      return static_cast<int>(kExitOk);
+    });
+  });
+}
+
+// Prints a bash completion script built from the app's own subcommands and options, so it can
+// never list a flag that does not exist.
+void RegisterCompletion(CLI::App& app, int& exit_code) {
+  auto shell = std::make_shared<std::string>("bash");
+  CLI::App* cmd = app.add_subcommand(
+      "completion", "Print a shell completion script: source <(baton completion bash)");
+  cmd->add_option("shell", *shell, "Shell (bash)")->capture_default_str();
+  CLI::App* root = &app;
+  cmd->callback([shell, root, &exit_code] {
+    if (*shell != "bash") {
+      exit_code = FailBadInput(
+          InvalidArgumentError("shell '" + Printable(*shell, 32) + "': only bash is supported"));
+      return;
+    }
+    std::string subcommands;
+    std::string cases;
+    for (const CLI::App* sub : root->get_subcommands({})) {
+      subcommands += sub->get_name() + " ";
+      std::string flags;
+      for (const CLI::Option* opt : sub->get_options()) {
+        for (const std::string& l : opt->get_lnames()) flags += "--" + l + " ";
+      }
+      cases += fmt::format("    {}) opts=\"{}\" ;;\n", sub->get_name(), flags);
+    }
+    std::cout << "# bash completion for baton (generated by `baton completion bash`)\n"
+              << "_baton() {\n"
+              << "  local cur=${COMP_WORDS[COMP_CWORD]} opts\n"
+              << "  if [[ $COMP_CWORD -eq 1 ]]; then\n"
+              << "    COMPREPLY=($(compgen -W \"" << subcommands << "\" -- \"$cur\"))\n"
+              << "    return\n"
+              << "  fi\n"
+              << "  case ${COMP_WORDS[1]} in\n"
+              << cases << "    *) opts=\"\" ;;\n"
+              << "  esac\n"
+              << "  COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+              << "}\n"
+              << "complete -o default -F _baton baton\n";
+  });
+}
+
+}  // namespace
+
+void RegisterClientCommands(CLI::App& app, int& exit_code) {
+  RegisterSubmit(app, exit_code);
+  RegisterJobs(app, exit_code);
+  RegisterJob(app, exit_code);
+  RegisterCancel(app, exit_code);
+  RegisterNodes(app, exit_code);
+  RegisterNodeAction(app, exit_code, "drain", "drain",
+                     "Drain nodes: running jobs finish, nothing new is placed (admins)");
+  RegisterNodeAction(app, exit_code, "resume", "uncordon",
+                     "Return drained or cordoned nodes to service (admins)");
+  RegisterTop(app, exit_code);
+  RegisterCompletion(app, exit_code);
+}
+
+}  // namespace baton::cli

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# End-to-end test of the `baton` client against a real daemon: starts `baton serve` (dry-run
+# executor, embedded SQLite, the 16-node test cluster) on a free loopback port, then submits,
+# lists, shows and cancels a job with the client only, and checks the one-line errors and exit
+# codes for bad input, an unreachable daemon, a rejected token and a missing role.
+# Usage: client_e2e.sh BATON_BINARY SOURCE_DIR
+set -uo pipefail
+baton=$1
+src=$2
+work=$(mktemp -d -t baton-client.XXXXXX)
+pid=""
+cleanup() {
+  [[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+failures=0
+passes=0
+check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT [OUTPUT PATTERN]
+  local name=$1 want=$2 got=$3 out=${4:-} pattern=${5:-}
+  if [[ $got -ne $want ]]; then
+    echo "FAIL $name: exit $got, expected $want"; echo "$out" | head -5; failures=$((failures + 1))
+  elif [[ -n $pattern ]] && ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output does not match /$pattern/:"; echo "$out" | head -5
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"; passes=$((passes + 1))
+  fi
+}
+
+admin_token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+alice_token="alice-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+cat >"$work/auth.yaml" <<EOF
+principals:
+  - {name: ops, role: admin, token: "$admin_token"}
+  - {name: alice, role: tenant, tenant: team-a, token: "$alice_token"}
+EOF
+"$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup 1 \
+  --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
+pid=$!
+port=""
+for _ in $(seq 300); do
+  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
+  [[ -n $port ]] && break
+  kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
+  sleep 0.1
+done
+[[ -n $port ]] || { echo "the daemon did not start listening"; cat "$work/serve.log"; exit 1; }
+export BATON_URL="http://127.0.0.1:$port"
+export XDG_CONFIG_HOME="$work/config"  # no stray user config
+
+# The tenant's token from a config file, as a user would keep it.
+mkdir -p "$XDG_CONFIG_HOME/baton"
+printf 'token: %s\n' "$alice_token" >"$XDG_CONFIG_HOME/baton/config.yaml"
+
+out=$("$baton" submit --name pretrain --gpus 16 --gpus-per-node 8 --time 3600 -- python train.py 2>&1)
+check "submit with flags" 0 $? "$out" '^submitted job [0-9]+ \(pretrain, 16 GPUs, tenant team-a\)'
+id=$(sed -nE 's/^submitted job ([0-9]+).*/\1/p' <<<"$out")
+
+cat >"$work/job.yaml" <<EOF
+name: eval
+gpus: 4
+command: [python, eval.py]
+EOF
+out=$("$baton" submit "$work/job.yaml" --json 2>&1)
+check "submit a YAML file (--json)" 0 $? "$out" '"name": "eval"'
+
+out=$("$baton" jobs 2>&1)
+check "jobs lists both" 0 $? "$out" "^$id +pretrain +team-a"
+out=$("$baton" queue --json 2>&1)
+check "queue --json" 0 $? "$out" '"jobs"'
+
+out=$("$baton" job "$id" 2>&1)
+check "job shows spec and events" 0 $? "$out" 'queued'
+
+out=$("$baton" cancel "$id" 2>&1)
+check "cancel" 0 $? "$out" "^job $id: (cancelled|cancelling)"
+
+out=$("$baton" job 999999 2>&1)
+check "unknown job: exit 5, one line" 5 $? "$out" '^baton: .*not found'
+[[ $(wc -l <<<"$out") -eq 1 ]] || { echo "FAIL unknown job: not one line"; failures=$((failures + 1)); }
+
+out=$("$baton" nodes 2>&1)
+check "nodes needs the admin role: exit 4" 4 $? "$out" '^baton: .*admin'
+
+out=$("$baton" nodes --token "$admin_token" 2>&1)
+check "nodes as admin" 0 $? "$out" 'NODE +HEALTH'
+node=$(awk 'NR==2 {print $2}' <<<"$out")
+out=$("$baton" drain "$node" --reason "bad fan" --token "$admin_token" 2>&1)
+check "drain" 0 $? "$out" "^node $node: draining"
+out=$("$baton" resume "$node" --token "$admin_token" 2>&1)
+check "resume" 0 $? "$out" "^node $node: active"
+
+printf 'name: [unclosed\n' >"$work/bad.yaml"
+out=$("$baton" submit "$work/bad.yaml" 2>&1)
+check "malformed YAML: exit 2, names the file" 2 $? "$out" "bad.yaml:.*malformed YAML"
+
+out=$("$baton" submit --gpus 0 2>&1)
+check "no GPUs and no file: exit 2" 2 $? "$out" '^baton: '
+
+out=$("$baton" jobs --url http://127.0.0.1:1 2>&1)
+check "unreachable daemon: exit 3" 3 $? "$out" '^baton: cannot reach baton at http://127.0.0.1:1'
+
+out=$("$baton" jobs --token "expired-or-unknown-token-0000" 2>&1)
+check "rejected token: exit 4" 4 $? "$out" '^baton: the daemon refused the token'
+
+out=$("$baton" submit --gpus 16 --gpus-per-node 3 --name odd 2>&1)
+check "a job the daemon refuses: exit 1" 1 $? "$out" '^baton: '
+
+out=$("$baton" top -n 1 2>&1)
+check "top, one refresh" 0 $? "$out" 'GPUs [0-9]+/[0-9]+ allocated'
+
+out=$("$baton" completion bash 2>&1)
+check "bash completion lists the commands" 0 $? "$out" 'submit jobs queue job cancel'
+
+echo "$passes passed, $failures failed"
+[[ -n ${SHOW:-} ]] && { "$baton" jobs --all; "$baton" job 1; "$baton" nodes --token "$admin_token" | head -6; "$baton" top -n 1; }
+[[ $failures -eq 0 ]]

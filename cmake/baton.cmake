@@ -20,11 +20,49 @@ if(BATON_TSAN)
   add_link_options(-fsanitize=thread)
 endif()
 
+# The dependency rule of ARCHITECTURE.md, enforced by the build: a module's targets have on
+# their include path only a generated folder of links to the src/ folders of the modules it may
+# depend on, so `#include "server/..."` from sim/ fails to compile. This table is the rule.
+set(BATON_MODULE_DEPS_core core)
+set(BATON_MODULE_DEPS_topology core topology)
+set(BATON_MODULE_DEPS_perf core topology perf)
+set(BATON_MODULE_DEPS_health core topology health)
+set(BATON_MODULE_DEPS_sched core topology health sched)
+set(BATON_MODULE_DEPS_planning core topology perf sched planning)
+set(BATON_MODULE_DEPS_sim core topology perf health sched planning sim)
+set(BATON_MODULE_DEPS_server core topology perf health sched planning server)
+set(BATON_MODULE_DEPS_cli core topology perf health sched planning sim server cli)
+set(BATON_INCLUDE_VIEWS ${PROJECT_BINARY_DIR}/include-views)
+file(REMOVE_RECURSE ${BATON_INCLUDE_VIEWS})  # rebuilt below, so a dropped dependency goes
+
+# baton_module_view(MODULE OUT_DIR): the include folder for MODULE's targets.
+function(baton_module_view module out_dir)
+  if(NOT DEFINED BATON_MODULE_DEPS_${module})
+    message(FATAL_ERROR "src/${module} is not in the dependency table of cmake/baton.cmake")
+  endif()
+  set(dir ${BATON_INCLUDE_VIEWS}/${module})
+  foreach(dep IN LISTS BATON_MODULE_DEPS_${module})
+    if(NOT EXISTS ${dir}/${dep})
+      file(MAKE_DIRECTORY ${dir})
+      file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${dep} ${dir}/${dep} SYMBOLIC)
+    endif()
+  endforeach()
+  set(${out_dir} ${dir} PARENT_SCOPE)
+endfunction()
+
+# baton_module_includes(TARGET): gives TARGET the view of the src/ module its CMakeLists is in.
+function(baton_module_includes target)
+  file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+  string(REGEX REPLACE "/.*" "" module "${rel}")
+  baton_module_view(${module} view)
+  target_include_directories(${target} PUBLIC ${view})
+endfunction()
+
 # baton_library(NAME SOURCES ... DEPS ...): one library per src/ folder.
 function(baton_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
-  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  baton_module_includes(${name})
   target_compile_options(${name} PRIVATE ${BATON_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
@@ -33,6 +71,7 @@ endfunction()
 function(baton_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  baton_module_includes(${name})
   target_compile_options(${name} PRIVATE ${BATON_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   if(NOT ARG_LABELS)

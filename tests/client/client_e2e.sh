@@ -7,47 +7,8 @@
 set -uo pipefail
 baton=$1
 src=$2
-work=$(mktemp -d -t baton-client.XXXXXX)
-pid=""
-cleanup() {
-  [[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-failures=0
-passes=0
-check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT [OUTPUT PATTERN]
-  local name=$1 want=$2 got=$3 out=${4:-} pattern=${5:-}
-  if [[ $got -ne $want ]]; then
-    echo "FAIL $name: exit $got, expected $want"; echo "$out" | head -5; failures=$((failures + 1))
-  elif [[ -n $pattern ]] && ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output does not match /$pattern/:"; echo "$out" | head -5
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"; passes=$((passes + 1))
-  fi
-}
-
-admin_token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-alice_token="alice-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-cat >"$work/auth.yaml" <<EOF
-principals:
-  - {name: ops, role: admin, token: "$admin_token"}
-  - {name: alice, role: tenant, tenant: team-a, token: "$alice_token"}
-EOF
-"$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup 1 \
-  --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
-pid=$!
-port=""
-for _ in $(seq 300); do
-  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "the daemon did not start listening"; cat "$work/serve.log"; exit 1; }
-export BATON_URL="http://127.0.0.1:$port"
+source "$src/tests/lib/e2e.sh"
+start_daemon "$baton" "$src"
 export XDG_CONFIG_HOME="$work/config"  # no stray user config
 
 # The tenant's token from a config file, as a user would keep it.
@@ -114,6 +75,5 @@ check "top, one refresh" 0 $? "$out" 'GPUs [0-9]+/[0-9]+ allocated'
 out=$("$baton" completion bash 2>&1)
 check "bash completion lists the commands" 0 $? "$out" 'submit jobs queue job cancel'
 
-echo "$passes passed, $failures failed"
 [[ -n ${SHOW:-} ]] && { "$baton" jobs --all; "$baton" job 1; "$baton" nodes --token "$admin_token" | head -6; "$baton" top -n 1; }
-[[ $failures -eq 0 ]]
+finish

@@ -1,0 +1,57 @@
+# Sourced by the end-to-end test scripts. start_daemon starts a real `baton serve` (dry-run
+# executor, embedded SQLite, the 16-node test cluster, two principals) on a free loopback port and
+# stops it on exit; after start_daemon BATON SRC, $work (a temp dir), $pid, $port, $BATON_URL,
+# $admin_token and $alice_token (tenant team-a) are set. check counts passes and failures, and
+# finish prints the closing "N passed, N failed" line and sets the exit status.
+failures=0
+passes=0
+check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT [OUTPUT PATTERN]
+  local name=$1 want=$2 got=$3 out=${4:-} pattern=${5:-}
+  if [[ $got -ne $want ]]; then
+    echo "FAIL $name: exit $got, expected $want"; echo "$out" | head -5; failures=$((failures + 1))
+  elif [[ -n $pattern ]] && ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output does not match /$pattern/:"; echo "$out" | head -5
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"; passes=$((passes + 1))
+  fi
+}
+
+finish() {
+  echo "$passes passed, $failures failed"
+  [[ $failures -eq 0 ]]
+}
+
+start_daemon() {
+  local baton=$1 src=$2
+  work=$(mktemp -d -t baton-e2e.XXXXXX)
+  pid=""
+  trap 'stop_daemon' EXIT
+  admin_token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+  alice_token="alice-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+  cat >"$work/auth.yaml" <<EOT
+principals:
+  - {name: ops, role: admin, token: "$admin_token"}
+  - {name: alice, role: tenant, tenant: team-a, token: "$alice_token"}
+EOT
+  "$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup 1 \
+    --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
+  pid=$!
+  port=""
+  for _ in $(seq 300); do
+    port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
+    [[ -n $port ]] && break
+    kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
+    sleep 0.1
+  done
+  [[ -n $port ]] || { echo "the daemon did not start listening"; cat "$work/serve.log"; exit 1; }
+  export BATON_URL="http://127.0.0.1:$port"
+}
+
+stop_daemon() {
+  if [[ -n ${pid:-} ]] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+  fi
+  [[ -n ${work:-} ]] && rm -rf "$work"
+}

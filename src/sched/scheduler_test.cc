@@ -180,9 +180,9 @@ TEST(SchedulerTest, VictimFinishingEarlyFreesItsGpus) {
   GangJob low = Job(1, 64);
   low.grace_period = Seconds(600);
   Cycle(*s, 0, {Event::Submit(low)});
-  auto d = Cycle(*s, 10, {Event::Submit(Job(2, 64, 1))});
+  auto d = Cycle(*s, 60, {Event::Submit(Job(2, 64, 1))});  // once past min_run_time
   ASSERT_EQ(d.preemptions.size(), 1u);
-  d = Cycle(*s, 20, {Event::Finish(JobId(1))});  // checkpointed and exited
+  d = Cycle(*s, 70, {Event::Finish(JobId(1))});  // checkpointed and exited
   ASSERT_EQ(d.binds.size(), 1u);
   EXPECT_EQ(d.binds[0].job, JobId(2));
 }
@@ -475,6 +475,7 @@ TEST(ResizeTest, NeverShrinksBelowMinOrForHigherPriorityOrOutsideRequiredLevel) 
 SchedulerConfig ReclaimConfig() {
   SchedulerConfig c;
   c.actions = {"admit", "allocate", "reclaim"};
+  c.tenancy.min_run_time = Seconds(0);  // these tests reclaim from jobs adopted a moment ago
   c.plugins = {{"health", 1, {}},
                {"topology", 1, {}},
                {"quota",

@@ -81,6 +81,13 @@ class Controller {
     return UnavailableError("no scheduler is running");
   }
 
+  // The tenancy policy's admission check, for the API to run before it stores a job (400 naming
+  // the field on error): InvalidArgument "field 'priority': tenant 't' may use priorities
+  // 0..5, job asks for 10". Thread-safe (the policy is immutable). OK without a scheduler.
+  virtual Status CheckTenantPolicy(std::string_view /*tenant*/, int /*priority*/) const {
+    return Status::Ok();
+  }
+
   // Snapshots for the API; empty / nullopt without a scheduler.
   virtual std::optional<PlacementView> JobPlacement(JobId /*job*/) const { return std::nullopt; }
   virtual std::vector<NodeView> Nodes() const { return {}; }

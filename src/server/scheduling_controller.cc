@@ -84,6 +84,30 @@ Result<sched::Placement> ParseAllocTag(const topo::Cluster& cluster, std::string
   return p;
 }
 
+std::vector<PlacedNode> ToStoredPlacement(const topo::Cluster& cluster,
+                                          const sched::Placement& placement) {
+  std::vector<PlacedNode> out;
+  for (const auto& a : placement.nodes) out.push_back({cluster.node(a.node).name, a.mask});
+  return out;
+}
+
+Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
+                                             const std::vector<PlacedNode>& stored) {
+  if (stored.empty()) return InvalidArgumentError("no placement on record");
+  sched::Placement p;
+  for (const PlacedNode& n : stored) {
+    ASSIGN_OR_RETURN(topo::NodeId node, cluster.FindNode(n.node));
+    const int gpus = cluster.node(node).gpus;
+    if (n.mask == 0 || (gpus < 64 && (n.mask >> gpus) != 0)) {
+      return InvalidArgumentError(
+          fmt::format("GPU mask {:#x} does not fit node {} ({} GPUs)", n.mask, n.node, gpus));
+    }
+    p.nodes.push_back({node, n.mask});
+  }
+  p.span = sched::SpanOf(cluster, p.nodes);
+  return p;
+}
+
 Result<sched::GangJob> GangJobFromRecord(const JobRecord& job) {
   std::string field;
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson, &field));
@@ -97,7 +121,9 @@ Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec
   g.tenant = job.tenant;
   if (spec.gpus > std::numeric_limits<int>::max()) return InvalidArgumentError("too many GPUs");
   g.gpus = static_cast<int>(spec.gpus);
+  // gpus_per_node: exactly that many GPUs on each node, one task per node.
   g.gpus_per_task = spec.gpus_per_node;
+  g.one_task_per_node = spec.gpus_per_node > 0;
   if (!spec.gpu_type.empty()) g.gpu_types = {spec.gpu_type};
   if (!spec.topology_required.empty()) {
     ASSIGN_OR_RETURN(topo::Level level, topo::ParseLevel(spec.topology_required));
@@ -249,6 +275,41 @@ Status SchedulingController::Reload() {
     AdminChanged in{a};
     Handle(in);
   }
+  // Health verdicts of the previous run hold until the node proves clean (as many consecutive
+  // clean samples as the slowest-clearing of its rules needs; a sticky rule, or one this
+  // configuration no longer has, waits for an uncordon).
+  ASSIGN_OR_RETURN(std::vector<NodeHealthState> verdicts, store_->ListNodeHealth());
+  for (const NodeHealthState& v : verdicts) {
+    auto node = node_by_name_.find(v.node);
+    std::optional<topo::NodeHealth> health;
+    for (topo::NodeHealth h :
+         {topo::NodeHealth::kSuspect, topo::NodeHealth::kDraining, topo::NodeHealth::kDown}) {
+      if (topo::NodeHealthName(h) == v.condition) health = h;
+    }
+    if (node == node_by_name_.end() || !health) {
+      LOG_WARN("stored health verdict for {} ({}) ignored: unknown node or condition", v.node,
+               v.condition);
+      continue;
+    }
+    RestoredVerdict r{*health, v.rules, 0, 0};
+    bool sticky = v.rules.empty();
+    for (const std::string& name : v.rules) {
+      auto rule = std::find_if(options_.health_rules.begin(), options_.health_rules.end(),
+                               [&](const health::Rule& x) { return x.name == name; });
+      if (rule == options_.health_rules.end() || rule->clear_samples == 0) {
+        sticky = true;
+      } else {
+        r.clean_needed = std::max(r.clean_needed, rule->clear_samples);
+      }
+    }
+    if (sticky) r.clean_needed = 0;
+    restored_health_[node->second] = std::move(r);
+    {
+      std::lock_guard lock(snapshot_mu_);
+      active_rules_[node->second] = v.rules;
+    }
+    SetNodeHealth(node->second);
+  }
   int queued = 0, adopted = 0, requeued = 0;
   for (JobState state : {JobState::kRunning, JobState::kCancelling, JobState::kQueued}) {
     JobFilter filter;
@@ -277,18 +338,29 @@ Status SchedulingController::Reload() {
           ++queued;
           continue;
         }
-        // Running (or being cancelled): find where it was placed.
+        // Running (or being cancelled): where it was placed is a column of its own. Only a
+        // job placed by a version before that column (schema v3) has its placement in the
+        // "[alloc ...]" tag of its last "placed" event, read once here for the upgrade.
         std::optional<sched::Placement> placement;
         TimePoint placed_at = job.updated_at;
-        ASSIGN_OR_RETURN(std::vector<JobEvent> history, store_->Events(job.id));
-        for (auto it = history.rbegin(); it != history.rend(); ++it) {
-          if (it->kind != "placed") continue;
-          Result<sched::Placement> p = ParseAllocTag(cluster(), it->message);
+        if (!job.placement.empty()) {
+          Result<sched::Placement> p = FromStoredPlacement(cluster(), job.placement);
           if (p.ok()) {
             placement = *p;
-            placed_at = it->time;
+          } else {
+            LOG_WARN("job {}: stored placement: {}", job.id, p.status().ToString());
           }
-          break;
+        } else {
+          ASSIGN_OR_RETURN(std::vector<JobEvent> history, store_->Events(job.id));
+          for (auto it = history.rbegin(); it != history.rend(); ++it) {
+            if (it->kind != "placed") continue;
+            Result<sched::Placement> p = ParseAllocTag(cluster(), it->message);
+            if (p.ok()) {
+              placement = *p;
+              placed_at = it->time;
+            }
+            break;
+          }
         }
         // A running job keeps running without its plan if the planner no longer takes it.
         if (Status planned = AttachPlan(*js, *spec); !planned.ok()) {
@@ -323,6 +395,7 @@ Status SchedulingController::Reload() {
         }
         if (alive) {
           events_.push_back(sched::Event::Adopt(*spec, *placement, placed_at));
+          events_.back().bad_nodes = NodeIds(job.bad_nodes);
           commands_[job.id] = command;
           Record(store_->AppendEvent(job.id, "adopted",
                                      fmt::format("still running on {} after a daemon restart",
@@ -340,6 +413,7 @@ Status SchedulingController::Reload() {
           if (r.ok()) {
             commands_[job.id] = command;
             events_.push_back(sched::Event::Submit(*spec));
+            events_.back().bad_nodes = NodeIds(job.bad_nodes);
             ++requeued;
           }
         }
@@ -416,7 +490,18 @@ void SchedulingController::Handle(Submitted& in) {
     return;
   }
   commands_[in.job.id] = js->command;
-  events_.push_back(sched::Event::Submit(*std::move(spec)));
+  sched::Event e = sched::Event::Submit(*std::move(spec));
+  e.bad_nodes = NodeIds(in.job.bad_nodes);
+  events_.push_back(std::move(e));
+}
+
+std::vector<topo::NodeId> SchedulingController::NodeIds(
+    const std::vector<std::string>& names) const {
+  std::vector<topo::NodeId> out;
+  for (const std::string& n : names) {
+    if (auto it = node_by_name_.find(n); it != node_by_name_.end()) out.push_back(it->second);
+  }
+  return out;
 }
 
 void SchedulingController::Handle(CancelRequested& in) {
@@ -447,7 +532,44 @@ void SchedulingController::Handle(AdminChanged& in) {
   }
   admin_health_[it->second] = in.node.admin == NodeAdmin::kActive ? topo::NodeHealth::kHealthy
                                                                   : topo::NodeHealth::kDraining;
+  if (in.node.admin == NodeAdmin::kActive) {
+    // Uncordon: the operator says the node is fixed, which also clears the health rules'
+    // verdict (sticky rules clear only this way) and the one kept from before a restart.
+    health_.Reset(it->second);
+    restored_health_.erase(it->second);
+    {
+      std::lock_guard lock(snapshot_mu_);
+      active_rules_.erase(it->second);
+    }
+    PersistHealth(it->second, {});
+  }
   SetNodeHealth(it->second);
+}
+
+topo::NodeHealth SchedulingController::HealthVerdict(topo::NodeId node) const {
+  topo::NodeHealth h = health_.condition(node);
+  if (auto it = restored_health_.find(node); it != restored_health_.end()) {
+    h = Worse(h, it->second.health);
+  }
+  return h;
+}
+
+void SchedulingController::PersistHealth(topo::NodeId node,
+                                         const std::vector<std::string>& active_rules) {
+  NodeHealthState state;
+  state.node = cluster().node(node).name;
+  state.condition = std::string(topo::NodeHealthName(HealthVerdict(node)));
+  state.rules = active_rules;
+  if (auto it = restored_health_.find(node); it != restored_health_.end()) {
+    for (const std::string& r : it->second.rules) {
+      if (std::find(state.rules.begin(), state.rules.end(), r) == state.rules.end()) {
+        state.rules.push_back(r);
+      }
+    }
+  }
+  if (Status s = store_->SetNodeHealth(state); !s.ok()) {
+    LOG_WARN("node {}: cannot store its health verdict: {}", state.node, s.ToString());
+  }
 }
 
 void SchedulingController::Handle(TelemetryIn& in) {
@@ -457,9 +579,19 @@ void SchedulingController::Handle(TelemetryIn& in) {
     std::lock_guard lock(snapshot_mu_);
     active_rules_[in.node] = a.active_rules;
   }
-  if (a.changed) {
+  bool restored_cleared = false;
+  if (auto it = restored_health_.find(in.node); it != restored_health_.end()) {
+    RestoredVerdict& r = it->second;
+    r.clean_seen = a.active_rules.empty() ? r.clean_seen + 1 : 0;
+    if (r.clean_needed > 0 && r.clean_seen >= r.clean_needed) {
+      restored_health_.erase(it);
+      restored_cleared = true;
+    }
+  }
+  if (a.changed || restored_cleared) {
     LOG_WARN("node {} is now {} ({})", cluster().node(in.node).name,
-             topo::NodeHealthName(a.condition), fmt::join(a.active_rules, ", "));
+             topo::NodeHealthName(HealthVerdict(in.node)), fmt::join(a.active_rules, ", "));
+    PersistHealth(in.node, a.active_rules);
     SetNodeHealth(in.node);
   }
 }
@@ -469,7 +601,7 @@ void SchedulingController::SetNodeHealth(topo::NodeId node) {
   if (auto it = admin_health_.find(node); it != admin_health_.end()) admin = it->second;
   // baton's own verdict (admin state, health rules) goes to the executor's resource manager; the
   // resource manager's view of the node comes back through HandleNodeReport and only worsens it.
-  topo::NodeHealth ours = Worse(admin, health_.condition(node));
+  topo::NodeHealth ours = Worse(admin, HealthVerdict(node));
   auto told = told_executor_.try_emplace(node, topo::NodeHealth::kHealthy).first;
   if (told->second != ours) {
     told->second = ours;
@@ -607,6 +739,19 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
          id, "finish");
 }
 
+Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, std::string message,
+                                             const sched::Placement& placement) {
+  StateChange change{{JobState::kRunning}, JobState::kRunning, std::string(kind), message};
+  change.placement = ToStoredPlacement(cluster(), placement);
+  Result<JobRecord> r = store_->Transition(id, change);
+  if (r.ok()) return Status::Ok();
+  // Being cancelled meanwhile: the state stays; the history still says where it went.
+  if (r.status().code() == StatusCode::kFailedPrecondition) {
+    return store_->AppendEvent(id, kind, message);
+  }
+  return r.status();
+}
+
 void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint now) {
   const topo::Cluster& c = cluster();
   auto waiting_text = [](const sched::Waiting& w) {
@@ -623,9 +768,13 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     metrics_->requeues.WithLabels({"node"}).Increment();
     executor_->Kill(id);
     preempted_by_.erase(id);
-    Record(store_->Transition(id, {{JobState::kRunning}, JobState::kQueued, "requeued", q.reason})
-               .status(),
-           id, "requeue");
+    StateChange change{{JobState::kRunning}, JobState::kQueued, "requeued", q.reason};
+    if (const sched::JobInfo* info = scheduler_->job(q.job)) {
+      std::vector<std::string> names;
+      for (topo::NodeId n : info->bad_nodes) names.push_back(c.node(n).name);
+      change.bad_nodes = std::move(names);
+    }
+    Record(store_->Transition(id, change).status(), id, "requeue");
   }
   for (const sched::Bind& b : d.binds) {
     JobId id = StoreId(b.job);
@@ -639,8 +788,9 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     std::string message =
         fmt::format("placed on {} ({} GPUs) at level {} because {}{} {}", NodeList(c, b.placement),
                     b.placement.gpus(), level, why, planned, AllocTag(c, b.placement));
-    Result<JobRecord> r =
-        store_->Transition(id, {{JobState::kQueued}, JobState::kRunning, "placed", message});
+    StateChange change{{JobState::kQueued}, JobState::kRunning, "placed", message};
+    change.placement = ToStoredPlacement(c, b.placement);
+    Result<JobRecord> r = store_->Transition(id, change);
     waiting_reason_.erase(id);
     if (!r.ok()) {
       // Cancelled between the submission and this cycle: give the GPUs back.
@@ -669,31 +819,36 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     // A job the scheduler gives up on after it ran (its requeue can never be placed) may still
     // be running in the executor: end it there too.
     executor_->Kill(id);
+    // A job that ran and failed past its retries failed; anything else was refused.
+    const bool failed = r.kind == sched::RejectionKind::kRetriesExhausted;
     Record(store_
                ->Transition(id, {{JobState::kQueued, JobState::kRunning},
                                  JobState::kFailed,
-                                 "rejected",
-                                 fmt::format("rejected by {}: {}", r.plugin, r.reason)})
+                                 failed ? "failed" : "rejected",
+                                 fmt::format("{} by {}: {}", failed ? "failed" : "rejected",
+                                             r.plugin, r.reason)})
                .status(),
            id, "reject");
   }
   for (const sched::Replacement& r : d.replacements) {
     JobId id = StoreId(r.job);
-    Record(store_->AppendEvent(
-               id, "placed",
-               fmt::format("node {} replaced by {}; restarted from its last checkpoint {}",
-                           c.node(r.old_node).name, c.node(r.new_node).name,
-                           AllocTag(c, r.placement))),
+    Record(RecordPlacement(id, "placed",
+                           fmt::format("node {} replaced by {}; restarted from its last "
+                                       "checkpoint {}",
+                                       c.node(r.old_node).name, c.node(r.new_node).name,
+                                       AllocTag(c, r.placement)),
+                           r.placement),
            id, "replace");
     executor_->Kill(id);
     Launch(id, r.placement, now);
   }
   for (const sched::Resize& r : d.resizes) {
     JobId id = StoreId(r.job);
-    Record(store_->AppendEvent(
-               id, "resized",
-               fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement))),
-           id, "resize");
+    Record(
+        RecordPlacement(id, "resized",
+                        fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement)),
+                        r.placement),
+        id, "resize");
   }
   // Every waiting job's reason is in the snapshot (the API shows it); only the first few changes
   // per cycle become durable events, so that a deep queue does not turn each cycle into

@@ -80,6 +80,9 @@ class SchedulingController final : public Controller {
   void OnNodeAdminChanged(const NodeAdminState& node) override;
   Status Telemetry(std::string_view node, const TelemetrySample& sample) override;
 
+  Status CheckTenantPolicy(std::string_view tenant, int priority) const override {
+    return options_.config.tenancy.CheckPriority(tenant, priority);
+  }
   std::optional<PlacementView> JobPlacement(JobId job) const override;
   std::vector<NodeView> Nodes() const override;
   std::string Topology() const override { return topology_summary_; }
@@ -122,10 +125,19 @@ class SchedulingController final : public Controller {
   void ApplyDecisions(const sched::Decisions& d, TimePoint now);
   void Launch(JobId id, const sched::Placement& placement, TimePoint now);
   void SetNodeHealth(topo::NodeId node);
+  // The health rules' verdict on a node, worsened by one restored from before a restart.
+  topo::NodeHealth HealthVerdict(topo::NodeId node) const;
+  // Stores the node's verdict (a healthy one clears the stored entry).
+  void PersistHealth(topo::NodeId node, const std::vector<std::string>& active_rules);
   void PublishSnapshot();
   LaunchRequest MakeLaunchRequest(JobId id, const sched::GangJob& spec,
                                   const sched::Placement& placement, TimePoint start) const;
   void Record(Status s, JobId id, std::string_view what) const;
+  // Stores a running job's new placement (replacement, resize) with an event of `kind`.
+  Status RecordPlacement(JobId id, std::string_view kind, std::string message,
+                         const sched::Placement& placement);
+  // The cluster's ids for stored node names (unknown names are dropped).
+  std::vector<topo::NodeId> NodeIds(const std::vector<std::string>& names) const;
   // Registers the spec's plan with planner_ and sets job.has_plan / plan_key. Errors name the
   // field ("plan: ..."). Controller thread only.
   Status AttachPlan(const JobSpec& spec, sched::GangJob& job);
@@ -160,6 +172,15 @@ class SchedulingController final : public Controller {
   std::vector<sched::Event> events_;  // for the next cycle
   std::optional<TimePoint> wake_at_;
   std::map<topo::NodeId, topo::NodeHealth> admin_health_;
+  // Health verdicts stored by the previous run: they hold until `clean_needed` consecutive clean
+  // samples (0: until an uncordon).
+  struct RestoredVerdict {
+    topo::NodeHealth health = topo::NodeHealth::kHealthy;
+    std::vector<std::string> rules;
+    int clean_needed = 0;
+    int clean_seen = 0;
+  };
+  std::map<topo::NodeId, RestoredVerdict> restored_health_;
   std::map<topo::NodeId, topo::NodeHealth> executor_health_;  // the resource manager's view
   std::map<topo::NodeId, topo::NodeHealth> told_executor_;    // baton's verdict, as last sent
   std::map<JobId, int> lost_;                                 // kLost requeues per job
@@ -177,9 +198,17 @@ class SchedulingController final : public Controller {
   std::int64_t cycles_ = 0;
 };
 
-// Builds the "[alloc node:0xff,...]" suffix of a "placed" event and parses it back (restart).
+// Builds the "[alloc node:0xff,...]" suffix of a "placed" event (for people reading the history)
+// and parses it back: only for jobs placed before the store had a placement column (schema v3).
 std::string AllocTag(const topo::Cluster& cluster, const sched::Placement& placement);
 Result<sched::Placement> ParseAllocTag(const topo::Cluster& cluster, std::string_view message);
+
+// A placement as the store keeps it (node names and GPU masks) and back; the way back checks the
+// names against the cluster and the masks against each node's GPUs.
+std::vector<PlacedNode> ToStoredPlacement(const topo::Cluster& cluster,
+                                          const sched::Placement& placement);
+Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
+                                             const std::vector<PlacedNode>& stored);
 
 // The scheduler's view of a stored job spec (http/job_spec.h JSON). Without its plan: that needs
 // the controller's planner (has_plan stays false).

@@ -97,11 +97,12 @@ class Api {
 // A daemon in this process: Server + SchedulingController over the superpod-h100 preset.
 class InProcess {
  public:
-  InProcess(const fs::path& dir, std::unique_ptr<Executor> executor) {
+  InProcess(const fs::path& dir, std::unique_ptr<Executor> executor,
+            SchedulingControllerOptions controller_options = {}) {
     auto cluster = topo::BuildPreset("superpod-h100");
     EXPECT_TRUE(cluster.ok());
-    auto c =
-        SchedulingController::Create(std::move(cluster).value(), {}, std::move(executor), clock_);
+    auto c = SchedulingController::Create(std::move(cluster).value(), std::move(controller_options),
+                                          std::move(executor), clock_);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     controller_ = std::move(c).value();
     ServerOptions options;
@@ -339,7 +340,9 @@ TEST(ControllerTest, DcgmXid79TakesTheNodeOutOfScheduling) {
 TEST(ControllerTest, HigherPriorityJobPreemptsAndTheVictimIsRequeued) {
   fs::path dir = TempDir("preempt");
   SystemClock clock;
-  InProcess d(dir, DryRun(1, clock));
+  SchedulingControllerOptions eager;
+  eager.config.tenancy.min_run_time = Seconds(0);  // evict a job placed a moment ago
+  InProcess d(dir, DryRun(1, clock), eager);
   Api api(d.port());
   std::int64_t low = api.Submit(R"({"name": "low", "gpus": 1024, "priority": 0,
                                     "estimated_runtime_s": 36000, "grace_period_s": 0})");
@@ -511,6 +514,97 @@ TEST(ControllerTest, PlansSurviveARestart) {
     }
   }
   EXPECT_TRUE(planned) << events.dump();
+}
+
+// Issue 15: asking for 2 GPUs per node gave nodes holding [8,6,4,4,8,2].
+TEST(ControllerTest, GpusPerNodeIsAPerNodeCount) {
+  fs::path dir = TempDir("per-node");
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  std::int64_t id = api.Submit(
+      R"({"name": "spread", "gpus": 12, "gpus_per_node": 2, "estimated_runtime_s": 36000})");
+  json job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = api.Get("/api/v1/jobs/" + std::to_string(id));
+    return job.contains("placement");
+  })) << job.dump();
+  ASSERT_EQ(job["placement"]["nodes"].size(), 6u) << job.dump();
+  for (const auto& n : job["placement"]["nodes"]) EXPECT_EQ(n["gpus"].size(), 2u) << job.dump();
+}
+
+// Issue 15: a node marked down by telemetry was schedulable again after a restart, and an
+// uncordon could not clear the verdict while the daemon ran.
+TEST(ControllerTest, HealthVerdictsSurviveARestartAndUncordonClearsThem) {
+  fs::path dir = TempDir("verdicts");
+  SystemClock clock;
+  std::string bad, other;
+  {
+    InProcess d(dir, DryRun(1, clock));
+    Api api(d.port());
+    json nodes = api.Get("/api/v1/nodes");
+    bad = nodes["nodes"][3]["node"];
+    other = nodes["nodes"][4]["node"];
+    for (const std::string& n : {bad, other}) {
+      EXPECT_EQ(api.Send("POST", "/api/v1/nodes/" + n + "/telemetry",
+                         R"({"DCGM_FI_DEV_XID_ERRORS": 79})")["http_status"],
+                202);
+      ASSERT_TRUE(
+          WaitFor([&] { return api.Get("/api/v1/nodes/" + n).value("health", "") == "down"; }));
+    }
+    // While running: an uncordon clears the (sticky) verdict.
+    EXPECT_EQ(api.Send("POST", "/api/v1/nodes/" + other + ":uncordon", "{}")["http_status"], 200);
+    ASSERT_TRUE(WaitFor([&] {
+      return api.Get("/api/v1/nodes/" + other).value("health", "") == "healthy";
+    })) << api.Get("/api/v1/nodes/" + other).dump();
+  }
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  EXPECT_TRUE(WaitFor([&] {
+    return api.Get("/api/v1/nodes/" + bad).value("health", "") == "down";
+  })) << api.Get("/api/v1/nodes/" + bad).dump();
+  EXPECT_EQ(api.Get("/api/v1/nodes/" + other).value("health", ""), "healthy");
+  // A whole-cluster gang must wait: one node is still out.
+  std::int64_t all = api.Submit(R"({"name": "all", "gpus": 1024, "estimated_runtime_s": 36000})");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(api.State(all), "queued");
+  EXPECT_EQ(api.Send("POST", "/api/v1/nodes/" + bad + ":uncordon", "{}")["http_status"], 200);
+  ASSERT_TRUE(WaitFor([&] { return api.State(all) == "running"; })) << api.State(all);
+}
+
+TEST(ControllerTest, TenantPriorityRangeIsCheckedForTheApi) {
+  auto config = sched::ParseSchedulerConfig("tenancy: {tenants: {a: {priority: {max: 5}}}}");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  SchedulingControllerOptions o;
+  o.config = *config;
+  SystemClock clock;
+  auto cluster = topo::BuildPreset("superpod-h100");
+  ASSERT_TRUE(cluster.ok());
+  auto c = SchedulingController::Create(std::move(cluster).value(), o, DryRun(1, clock), clock);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const Controller& api_view = **c;
+  EXPECT_TRUE(api_view.CheckTenantPolicy("a", 5).ok());
+  Status s = api_view.CheckTenantPolicy("a", 10);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("field 'priority'"), std::string::npos) << s.message();
+  EXPECT_TRUE(api_view.CheckTenantPolicy("b", 10).ok());
+}
+
+TEST(StoredPlacementTest, RoundTripsAndChecksNamesAndMasks) {
+  auto cluster = topo::BuildPreset("superpod-h100");
+  ASSERT_TRUE(cluster.ok());
+  sched::Placement p;
+  p.nodes = {{topo::NodeId(3), 0xff}, {topo::NodeId(7), 0x0f}};
+  p.span = sched::SpanOf(*cluster, p.nodes);
+  std::vector<PlacedNode> stored = ToStoredPlacement(*cluster, p);
+  EXPECT_EQ(stored[0].node, cluster->node(topo::NodeId(3)).name);
+  Result<sched::Placement> back = FromStoredPlacement(*cluster, stored);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, p);
+  EXPECT_FALSE(FromStoredPlacement(*cluster, {{"nosuchnode", 0xff}}).ok());
+  EXPECT_FALSE(FromStoredPlacement(*cluster, {{stored[0].node, 0x1ff}}).ok());  // 9 GPUs of 8
+  EXPECT_FALSE(FromStoredPlacement(*cluster, {{stored[0].node, 0}}).ok());
+  EXPECT_FALSE(FromStoredPlacement(*cluster, {}).ok());
 }
 
 TEST(AllocTagTest, RoundTrips) {

@@ -17,10 +17,24 @@
 #include <tuple>
 
 #include "sched/actions/action.h"
-#include "sched/plugins/queue_sort/queue_sort.h"
 
 namespace baton::sched {
 namespace {
+
+// Whether `v` has run at least the policy's min_run_time since its (re)start; if not, the cycle
+// is asked to run again when it has (a blocked job may then evict it).
+bool OldEnough(Session& s, const JobInfo& v) {
+  const TimePoint eligible = v.start + s.config().tenancy.min_run_time;
+  if (eligible <= s.now()) return true;
+  s.WakeAt(eligible);
+  return false;
+}
+
+// The tenancy policy's word on `job` evicting `v`: another tenant's job only when the policy
+// allows it, and no job younger than min_run_time.
+bool VictimAllowed(Session& s, const JobInfo& job, const JobInfo& v) {
+  return s.config().tenancy.MayPreempt(job.spec.tenant, v.spec.tenant) && OldEnough(s, v);
+}
 
 bool BlockedByRoom(const Session& s, const PluginStatus& st) {
   return st.kind() == StatusKind::kUnschedulable &&
@@ -297,9 +311,9 @@ class PreemptAction final : public Action {
     const int lowest = *s.lowest_victim_priority();
     // preempt_by: las-band: a waiting job outranks running jobs (of no higher priority) in a
     // strictly worse LAS band; a running job's band counts the service of its current run.
-    const LasPlugin* las = nullptr;
+    const ServiceBandPlugin* las = nullptr;
     if (s.config().preempt_by == "las-band") {
-      las = dynamic_cast<const LasPlugin*>(s.plugins().queue_sort.plugin);
+      las = s.plugins().bands.ext;
       if (las == nullptr) return;
     }
     // Bounded effort per cycle: the first few blocked jobs that outrank some victim. Running jobs
@@ -379,7 +393,7 @@ class PreemptAction final : public Action {
 
   // Prices every running job as a victim of `job` (nullopt: not a candidate).
   static void PriceVictims(Session& s, const JobInfo& job,
-                           const std::vector<const JobInfo*>& running, const LasPlugin* las,
+                           const std::vector<const JobInfo*>& running, const ServiceBandPlugin* las,
                            const std::vector<int>& bands,
                            std::vector<std::optional<double>>* price) {
     price->assign(running.size(), std::nullopt);
@@ -389,6 +403,7 @@ class PreemptAction final : public Action {
       // share.
       const JobInfo& v = *running[r];
       if (v.phase != JobPhase::kRunning) continue;
+      if (!VictimAllowed(s, job, v)) continue;
       // Jobs bound this cycle are spared: their band is that of earlier runs only.
       if (las &&
           (v.start >= s.now() || bands[r] <= job_band || v.spec.priority > job.spec.priority)) {
@@ -504,7 +519,8 @@ class PreemptAction final : public Action {
   // Otherwise victim plugins' VictimCost decides. `cache` carries the victim list from one
   // preemptor to the next within the cycle.
   static bool TryPreempt(Session& s, JobInfo& job, const std::vector<const JobInfo*>& running,
-                         const LasPlugin* las, const std::vector<int>& bands, VictimCache* cache) {
+                         const ServiceBandPlugin* las, const std::vector<int>& bands,
+                         VictimCache* cache) {
     // It may fit already (room freed earlier in this cycle): allocate places it next cycle.
     if (Fits(s, job)) return false;
     {
@@ -711,6 +727,7 @@ class ReclaimAction final : public Action {
       std::vector<const JobInfo*> lenders;
       for (const auto& [vid, v] : s.jobs()) {
         if (v.phase != JobPhase::kRunning || !v.spec.preemptible || SharesGpu(v.spec)) continue;
+        if (!OldEnough(s, v)) continue;
         const auto g = guarantee(v.spec.tenant);
         if (g && after[v.spec.tenant] > *g && v.spec.tenant != job.spec.tenant) {
           lenders.push_back(&v);
@@ -818,6 +835,7 @@ class ResizeAction final : public Action {
       bool fits = false;
       for (JobInfo* e : elastic) {
         if (e->phase != JobPhase::kRunning || e->spec.priority > job.spec.priority) continue;
+        if (!s.config().tenancy.MayPreempt(job.spec.tenant, e->spec.tenant)) continue;
         Placement p = e->placement;
         while (!fits && p.gpus() - e->spec.elastic.step_gpus >= e->spec.elastic.min_gpus) {
           std::vector<NodeAlloc> released;

@@ -80,6 +80,8 @@ Result<SchedulerConfig> Parse(const YAML::Node& root) {
       }
     } else if (key == "backfill_reservations") {
       ASSIGN_OR_RETURN(c.backfill_reservations, IntField(v, key));
+    } else if (IsPolicyField(key)) {
+      RETURN_IF_ERROR(ParsePolicyField(key, v, &c));
     } else {
       return InvalidArgumentError(fmt::format("unknown field '{}'", Printable(key)));
     }

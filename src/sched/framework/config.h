@@ -13,6 +13,8 @@
 //   backfill_reservations: 1        # head jobs that get a reservation
 //   max_preemptors_per_cycle: 8     # blocked jobs the preempt action tries per cycle
 //   preempt_by: priority            # priority | las-band (who may evict whom; see below)
+//   min_run_time: 60                # seconds before a job may be preempted (tenancy.h)
+//   tenancy: {...}                  # priority ranges, preemption rights, quotas (tenancy.h)
 //
 // Plugin args arrive flattened as "tenants.a.guaranteed" -> "64".
 #pragma once
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sched/framework/tenancy.h"
 
 namespace baton::sched {
 
@@ -51,6 +54,9 @@ struct SchedulerConfig {
   //             attained service counts its current run) is strictly worse than its own (victim
   //             plugins' EvictionCost prices them). Requires queue_sort: las.
   std::string preempt_by = "priority";
+  // Priority ranges, who may evict whom, quotas and min_run_time (the `tenancy:` section and the
+  // top-level `min_run_time:`; see tenancy.h and docs/tenancy.md).
+  TenancyPolicy tenancy;
 };
 
 // Parses a YAML document; errors name the field ("plugins[2].weight: not a number"). Unknown

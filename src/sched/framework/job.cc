@@ -150,6 +150,17 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
       return bad(fmt::format("node_requirements[{}].values", i), "only In / NotIn take values");
     }
   }
+  if (job.one_task_per_node) {
+    if (job.gpus_per_task <= 0) return bad("gpus_per_task", "one task per node needs a task size");
+    if (job.elastic.min_gpus != 0) return bad("elastic", "one task per node is not elastic");
+    std::int64_t nodes = 0;
+    for (const auto& n : cluster.nodes()) nodes += n.gpus >= job.gpus_per_task ? 1 : 0;
+    if (job.gpus / job.gpus_per_task > nodes) {
+      return bad("gpus_per_task",
+                 fmt::format("{} nodes of {} GPUs needed, cluster has {}",
+                             job.gpus / job.gpus_per_task, job.gpus_per_task, nodes));
+    }
+  }
   if (job.estimated_runtime.value() < 0) return bad("estimated_runtime", "must not be negative");
   if (job.grace_period.value() < 0) return bad("grace_period", "must not be negative");
   if (job.checkpoint_interval.value() < 0)

@@ -59,6 +59,9 @@ struct GangJob {
   // GPUs of one task, all on one node. 0: the whole gang on one node when it fits in a node
   // (gpus < the node size may share a node), otherwise tasks of a full node.
   int gpus_per_task = 0;
+  // At most one task per node, so every node of the placement holds exactly gpus_per_task GPUs
+  // (the API's gpus_per_node). Requires gpus_per_task > 0; not with elastic.
+  bool one_task_per_node = false;
   // Acceptable GPU types (catalogue names or aliases); empty: any.
   std::vector<std::string> gpu_types;
   TopologyConstraint topology;

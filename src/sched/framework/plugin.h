@@ -49,6 +49,18 @@ class QueueSortPlugin {
   virtual bool OrderFixedWithinCycle() const { return false; }
 };
 
+// A queue order by discrete bands of attained service (LAS). `preempt_by: las-band` needs the
+// configured queue-sort plugin to be one: a waiting job may evict jobs in a strictly worse band.
+// Pure functions of their arguments.
+class ServiceBandPlugin {
+ public:
+  virtual ~ServiceBandPlugin() = default;
+  // The band of `gpu_seconds` of attained service (0 = least served).
+  virtual int BandOf(double gpu_seconds) const = 0;
+  // The band of a job's service from earlier runs (what the queue sorts by).
+  int Band(const JobInfo& job) const { return BandOf(job.attained_gpu_seconds); }
+};
+
 // Called once per placement attempt, before any node is looked at. Success: go on.
 // Unschedulable: not now (quota exhausted, waiting out a restart cost). Unresolvable: never.
 // May cache per-job data in the CycleState; must not change anything else.

@@ -9,6 +9,7 @@
 
 #include "sched/actions/action.h"
 #include "sched/plugins/builtin_plugins.h"
+#include "sched/plugins/quota/tenant_quota.h"
 
 namespace baton::sched {
 namespace {
@@ -62,6 +63,15 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, Sche
   }
   ASSIGN_OR_RETURN(PluginSet plugins,
                    BuildPluginSet(config, registry, PluginDeps{options.estimator}));
+  // The tenancy policy's quotas hold whatever plugins the config lists.
+  if (config.tenancy.HasQuotas()) {
+    auto quota = std::make_unique<TenantQuotaPlugin>(config.tenancy);
+    TenantQuotaPlugin* q = quota.get();
+    plugins.owned.push_back(std::move(quota));
+    plugins.pre_filters.push_back({q, q, 1.0});
+    plugins.filters.push_back({q, q, 1.0});
+    plugins.reserves.push_back({q, q, 1.0});
+  }
   std::vector<std::unique_ptr<Action>> actions;
   for (std::size_t i = 0; i < config.actions.size(); ++i) {
     auto a = MakeAction(config.actions[i]);
@@ -113,7 +123,17 @@ void Scheduler::Requeue(JobInfo& job) {
   job.nominated = false;
 }
 
+bool Scheduler::PassesFilters(const JobInfo& job, topo::NodeId node, TimePoint now) {
+  const PluginContext ctx{now, state_, jobs_, cycle_};
+  for (const auto& f : plugins_.filters) {
+    if (!f.ext->Filter(ctx, job, node).ok()) return false;
+  }
+  return true;
+}
+
 void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
+  // Filters may cache per-cycle data (quota usage) in cycle_: start this from a clean slate.
+  cycle_.Clear();
   const topo::Cluster& c = state_.cluster();
   std::vector<JobId> hit;
   for (auto& [id, job] : jobs_) {
@@ -137,7 +157,8 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
       ReleaseJob(job, now);
       out->rejections.push_back({id, "health",
                                  fmt::format("{}; retries exhausted ({} failures, max_retries {})",
-                                             why, job.failures, job.spec.max_retries)});
+                                             why, job.failures, job.spec.max_retries),
+                                 RejectionKind::kRetriesExhausted});
       jobs_.erase(id);
       continue;
     }
@@ -158,14 +179,15 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
         for (std::uint32_t n : state_.NodesWithFree(f)) {
           topo::NodeId cand(n);
           if (!Accepts(job, c, cand) ||
-              std::binary_search(job.bad_nodes.begin(), job.bad_nodes.end(), cand)) {
+              std::binary_search(job.bad_nodes.begin(), job.bad_nodes.end(), cand) ||
+              (job.allowed_nodes && !(*job.allowed_nodes)[n])) {
             continue;
           }
           bool in_job = false;
           for (const auto& a : job.placement.nodes) in_job |= a.node == cand;
           if (in_job) continue;
           topo::Level l = c.Meet(cand, node);
-          if (l <= limit && l < best_level) {
+          if (l <= limit && l < best_level && PassesFilters(job, cand, now)) {
             best = cand;
             best_level = l;
           }
@@ -216,10 +238,24 @@ void Scheduler::Apply(const Event& e, TimePoint now, Decisions* out) {
         out->rejections.push_back({e.job.id, "admission", s.message()});
         return;
       }
+      // A job already running (adopted after a restart) keeps running under a changed policy.
+      if (e.kind == Event::Kind::kSubmit) {
+        if (Status s = config_.tenancy.CheckPriority(e.job.tenant, e.job.priority); !s.ok()) {
+          out->rejections.push_back({e.job.id, "admission", s.message()});
+          return;
+        }
+      }
       JobInfo job;
       job.spec = e.job;
       if (job.spec.submit_time == TimePoint{}) job.spec.submit_time = now;
       Compile(state_, &job);
+      for (topo::NodeId n : e.bad_nodes) {
+        if (n.valid() && n.value() < c.nodes().size()) job.bad_nodes.push_back(n);
+      }
+      std::sort(job.bad_nodes.begin(), job.bad_nodes.end());
+      job.bad_nodes.erase(std::unique(job.bad_nodes.begin(), job.bad_nodes.end()),
+                          job.bad_nodes.end());
+      if (!BadNodesLeaveRoom(job, c)) job.bad_nodes.clear();
       job.phase = JobPhase::kPending;
       job.eligible_at = now;
       if (e.kind == Event::Kind::kAdopt) {

@@ -76,6 +76,9 @@ class Scheduler {
   void ReleaseJob(JobInfo& job, TimePoint now);
   void Requeue(JobInfo& job);
   void NodeDown(topo::NodeId node, TimePoint now, Decisions* out);
+  // Whether every Filter plugin accepts `node` for `job` (node replacement goes through the same
+  // chain as a placement).
+  bool PassesFilters(const JobInfo& job, topo::NodeId node, TimePoint now);
 
   ClusterState state_;
   JobTable jobs_;

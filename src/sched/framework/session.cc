@@ -119,6 +119,7 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
     set.owned.push_back(std::move(made).value());
     if (auto* q = dynamic_cast<QueueSortPlugin*>(p); q && pc.name == config.queue_sort) {
       set.queue_sort = {p, q, pc.weight};
+      if (auto* b = dynamic_cast<ServiceBandPlugin*>(p)) set.bands = {p, b, pc.weight};
     }
     AddIf(p, pc.weight, &set.pre_filters);
     AddIf(p, pc.weight, &set.filters);
@@ -246,6 +247,15 @@ const PluginStatus* Session::CachedFailure(const ShapeKey& key, int gpus, double
   return nullptr;
 }
 
+namespace {
+// Per-type quotas make a placement failure depend on the tenant, which the failure cache's shape
+// key does not hold.
+bool HasTypeQuota(const TenancyPolicy& p, std::string_view tenant) {
+  const TenantPolicy* t = p.Find(tenant);
+  return t != nullptr && !t->max_gpus_by_type.empty();
+}
+}  // namespace
+
 PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraFilter& extra,
                                Placement* out) {
   for (const auto& pf : plugins_->pre_filters) {
@@ -255,7 +265,8 @@ PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraF
   if (SharesGpu(job.spec)) return PlaceShare(job, stmt, extra.filter, out);
   const bool cacheable = (extra.filter == nullptr || extra.family > 0) && job.bad_nodes.empty() &&
                          job.allowed_nodes == nullptr && job.spec.sub_groups.empty() &&
-                         !job.spec.spread.has_value();
+                         !job.spec.spread.has_value() && !job.spec.one_task_per_node &&
+                         !HasTypeQuota(config_->tenancy, job.spec.tenant);
   const std::uint64_t family = extra.filter == nullptr ? 0 : extra.family;
   ShapeKey key{job.task_gpus,
                static_cast<int>(job.spec.topology.required.value_or(topo::Level::kNone)),
@@ -454,7 +465,8 @@ void Session::Reject(JobId id, std::string plugin, std::string reason) {
     std::replace(queue_cache_.begin(), queue_cache_.end(), gone, static_cast<JobInfo*>(nullptr));
     jobs_->erase(it);
   }
-  out_->rejections.push_back({id, std::move(plugin), std::move(reason)});
+  out_->rejections.push_back(
+      {id, std::move(plugin), std::move(reason), RejectionKind::kUnresolvable});
 }
 
 double Session::LostGpuSeconds(const JobInfo& job) const {
@@ -466,6 +478,7 @@ void Session::Evict(JobInfo& victim, const JobInfo& for_job) {
   victim.phase = JobPhase::kTerminating;
   victim.evict_deadline = ctx_.now + victim.spec.grace_period;
   victim.preempted_for = for_job.spec.id;
+  ++victim.preemptions;
   out_->preemptions.push_back(
       {victim.spec.id, for_job.spec.id, victim.evict_deadline, LostGpuSeconds(victim)});
   WakeAt(victim.evict_deadline);

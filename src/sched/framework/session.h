@@ -34,6 +34,8 @@ struct PluginEntry {
 struct PluginSet {
   std::vector<std::unique_ptr<Plugin>> owned;
   PluginEntry<QueueSortPlugin> queue_sort;
+  // The queue-sort plugin's service bands when it has them (LAS); null ext otherwise.
+  PluginEntry<ServiceBandPlugin> bands;
   std::vector<PluginEntry<PreFilterPlugin>> pre_filters;
   std::vector<PluginEntry<FilterPlugin>> filters;
   PluginEntry<PlacementPlugin> placement;

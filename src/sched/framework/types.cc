@@ -85,4 +85,16 @@ Event Event::Adopt(GangJob job, Placement placement, TimePoint start) {
   return e;
 }
 
+std::string_view RejectionKindName(RejectionKind k) {
+  switch (k) {
+    case RejectionKind::kInvalid:
+      return "invalid";
+    case RejectionKind::kUnresolvable:
+      return "unresolvable";
+    case RejectionKind::kRetriesExhausted:
+      return "retries-exhausted";
+  }
+  return "?";
+}
+
 }  // namespace baton::sched

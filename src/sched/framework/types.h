@@ -66,7 +66,9 @@ struct JobInfo {
   double attained_gpu_seconds = 0;  // service received in earlier runs (LAS)
   int attempts = 0;                 // starts so far
   int failures = 0;                 // attempts ended by a node going down
-  TimePoint evict_deadline;         // kTerminating: when its GPUs free
+  int preemptions = 0;              // attempts ended by an eviction (preempt, reclaim)
+  // (kept apart so that reports and LAS never count a failure restart as a preemption)
+  TimePoint evict_deadline;  // kTerminating: when its GPUs free
   JobId preempted_for;
   bool nominated = false;  // victims are terminating on its behalf
   // Set at admission: 1, 2, ... over the scheduler's life, so never shared by two jobs even when
@@ -93,6 +95,9 @@ struct Event {
   topo::NodeHealth health = topo::NodeHealth::kHealthy;
   Placement placement;
   TimePoint adopted_start;
+  // kSubmit / kAdopt: nodes that went down under the job before (a driver restoring its state
+  // after a restart); it is not placed there again, as if they had gone down under it here.
+  std::vector<topo::NodeId> bad_nodes;
 
   static Event Submit(GangJob job);
   static Event Cancel(JobId id);
@@ -113,10 +118,18 @@ struct Preemption {
   TimePoint release_at;         // end of the victim's grace period
   double lost_gpu_seconds = 0;  // work since its last checkpoint
 };
+// Why the scheduler gave up on a job. Drivers branch on this, never on the plugin name.
+enum class RejectionKind : std::uint8_t {
+  kInvalid,       // refused at admission: the spec (or its tenant's policy) does not allow it
+  kUnresolvable,  // admitted, but a plugin says it can never run here (larger than a quota, ...)
+  kRetriesExhausted,  // it ran, and failed more often than its max_retries (nodes went down)
+};
+std::string_view RejectionKindName(RejectionKind k);
 struct Rejection {
   JobId job;
   std::string plugin;  // "admission" for spec validation
   std::string reason;
+  RejectionKind kind = RejectionKind::kInvalid;
 };
 struct Requeue {
   JobId job;

@@ -1,5 +1,6 @@
 #include "server/store/job_store.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace baton::server {
@@ -74,7 +75,13 @@ std::string OpenReport::ToString() const {
   } else if (schema_version_found != schema_version) {
     out += " (migrated from v" + std::to_string(schema_version_found) + ")";
   }
-  out += recovered_after_crash ? ", recovered after an unclean shutdown" : ", clean";
+  if (wal_missing_after_crash) {
+    out +=
+        ", NOT CLEAN: the previous process did not close the database and its write-ahead log "
+        "(-wal) is missing; writes acknowledged after its last checkpoint are lost";
+  } else {
+    out += recovered_after_crash ? ", recovered after an unclean shutdown" : ", clean";
+  }
   out += ", jobs:";
   std::int64_t total = 0;
   for (const auto& [state, count] : jobs_by_state) {
@@ -87,6 +94,43 @@ std::string OpenReport::ToString() const {
   }
   if (total == 0) out += " none";
   out += ", node admin entries: " + std::to_string(node_admin_entries);
+  return out;
+}
+
+std::string PlacementToJson(const std::vector<PlacedNode>& placement) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const PlacedNode& n : placement) j.push_back({{"node", n.node}, {"mask", n.mask}});
+  return j.dump();
+}
+
+Result<std::vector<PlacedNode>> PlacementFromJson(std::string_view json) {
+  if (json.empty()) return std::vector<PlacedNode>{};
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return InternalError("placement column: not a JSON array");
+  std::vector<PlacedNode> out;
+  for (const auto& e : j) {
+    if (!e.is_object() || !e.contains("node") || !e["node"].is_string() || !e.contains("mask") ||
+        !e["mask"].is_number_unsigned()) {
+      return InternalError("placement column: expected {\"node\": NAME, \"mask\": N}");
+    }
+    out.push_back({e["node"].get<std::string>(), e["mask"].get<std::uint64_t>()});
+  }
+  return out;
+}
+
+std::string NamesToJson(const std::vector<std::string>& names) {
+  return nlohmann::json(names).dump();
+}
+
+Result<std::vector<std::string>> NamesFromJson(std::string_view json) {
+  if (json.empty()) return std::vector<std::string>{};
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return InternalError("bad-node column: not a JSON array");
+  std::vector<std::string> out;
+  for (const auto& e : j) {
+    if (!e.is_string()) return InternalError("bad-node column: expected node names");
+    out.push_back(e.get<std::string>());
+  }
   return out;
 }
 

@@ -50,6 +50,14 @@ std::string_view JobStateName(JobState s);  // "queued", "running", ...
 Result<JobState> ParseJobState(std::string_view name);
 bool IsTerminal(JobState s);
 
+// One node of a job's placement: the node's name (as in the cluster description) and its GPUs
+// (bit i = local GPU i), in rank order.
+struct PlacedNode {
+  std::string node;
+  std::uint64_t mask = 0;
+  bool operator==(const PlacedNode&) const = default;
+};
+
 struct JobRecord {
   JobId id = 0;
   std::string tenant;
@@ -60,6 +68,11 @@ struct JobRecord {
   int attempts = 0;  // times the job entered kRunning
   TimePoint created_at;
   TimePoint updated_at;
+  // Where it was last placed (a column of its own, schema v3; restart recovery reads it). Empty:
+  // never placed, or stored by an older version.
+  std::vector<PlacedNode> placement;
+  // Nodes that went down under it, where the scheduler does not place it again (node names).
+  std::vector<std::string> bad_nodes;
 };
 
 // One line of a job's history: "queued", "placed" (where and why), "preempted" (by whom),
@@ -91,7 +104,17 @@ struct StateChange {
   JobState to = JobState::kQueued;
   std::string event_kind;  // recorded with the change; empty: the new state's name
   std::string message;
+  // Set: stored with the change (a bind, a node replacement: kRunning -> kRunning).
+  std::optional<std::vector<PlacedNode>> placement;
+  std::optional<std::vector<std::string>> bad_nodes;
 };
+
+// The JSON the stores keep in their placement and bad-node columns, and its inverse (kInternal
+// for text no build wrote: the column is the store's own).
+std::string PlacementToJson(const std::vector<PlacedNode>& placement);
+Result<std::vector<PlacedNode>> PlacementFromJson(std::string_view json);
+std::string NamesToJson(const std::vector<std::string>& names);
+Result<std::vector<std::string>> NamesFromJson(std::string_view json);
 
 // What every store does with a StateChange, so that they agree: CheckTransition is OK when
 // `change` applies to a job now in `current`, else kFailedPrecondition naming that state;
@@ -116,6 +139,14 @@ std::string_view NodeAdminName(NodeAdmin a);  // "active", "cordoned", "draining
 // The inverse, for reading a stored name back: kInternal for a name no build wrote.
 Result<NodeAdmin> ParseNodeAdmin(std::string_view name);
 
+// A verdict of the health rules on a node (telemetry), kept so that it survives a restart.
+struct NodeHealthState {
+  std::string node;
+  std::string condition;           // "suspect", "draining", "down" (topo::NodeHealthName)
+  std::vector<std::string> rules;  // the active rules, by name
+  TimePoint updated_at;
+};
+
 struct NodeAdminState {
   std::string node;  // node name as in the cluster description
   NodeAdmin admin = NodeAdmin::kActive;
@@ -131,6 +162,10 @@ struct OpenReport {
   // True when the previous process did not close the database cleanly (it was killed or the
   // machine crashed) and recovery replayed or discarded its write-ahead log.
   bool recovered_after_crash = false;
+  // True when the previous process did not close the database cleanly and its write-ahead log
+  // is gone (deleted by hand, lost with a disk): writes it acknowledged after its last
+  // checkpoint are lost. SQLite only; the daemon logs it as an error.
+  bool wal_missing_after_crash = false;
   std::map<JobState, std::int64_t> jobs_by_state;
   std::int64_t node_admin_entries = 0;
   std::string ToString() const;
@@ -148,7 +183,8 @@ class JobStore {
   virtual Result<JobPage> List(const JobFilter& filter) = 0;
   virtual Result<std::map<JobState, std::int64_t>> CountByState() = 0;
 
-  // Applies `change` atomically with its event; entering kRunning counts an attempt.
+  // Applies `change` atomically with its event (and its placement or bad nodes when set);
+  // entering kRunning from another state counts an attempt.
   // kFailedPrecondition (naming the current state) when the job is not in `change.from`.
   virtual Result<JobRecord> Transition(JobId id, const StateChange& change) = 0;
 
@@ -160,6 +196,10 @@ class JobStore {
   // Sets (or, with kActive, clears) a node's administrative state.
   virtual Status SetNodeAdmin(const NodeAdminState& state) = 0;
   virtual Result<std::vector<NodeAdminState>> ListNodeAdmin() = 0;
+
+  // Sets a node's health verdict; condition "healthy" clears it.
+  virtual Status SetNodeHealth(const NodeHealthState& state) = 0;
+  virtual Result<std::vector<NodeHealthState>> ListNodeHealth() = 0;
 
   virtual const OpenReport& open_report() const = 0;
 };

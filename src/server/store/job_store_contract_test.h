@@ -335,13 +335,64 @@ TYPED_TEST_P(JobStoreContractTest, WithoutGroupCommitEachWriteIsItsOwnTransactio
   EXPECT_EQ(store->transactions_committed(), 5);
 }
 
-REGISTER_TYPED_TEST_SUITE_P(JobStoreContractTest, NewDatabaseReportsFreshSchema, SubmitGetAndEvents,
-                            IdempotencyKeyIsPerTenant, TransitionsAreConditionalAndRecorded,
-                            ListFiltersAndPages, NodeAdminStateRoundTrips, ReopenReloadsEverything,
-                            SecondOpenOfTheSameDatabaseIsRefused,
-                            KilledWriterIsRecoveredWithEveryAcknowledgedJob,
-                            ConcurrentSubmittersShareTransactions,
-                            ConcurrentRepeatsOfOneKeyMakeOneJob,
-                            WithoutGroupCommitEachWriteIsItsOwnTransaction);
+// The placement and bad nodes are columns of their own, stored with the transition that sets
+// them; restart recovery reads them instead of parsing an event message.
+TYPED_TEST_P(JobStoreContractTest, PlacementAndBadNodesAreStoredWithTheirTransition) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  const JobId id = store->Submit(this->Job("t")).value().job.id;
+  EXPECT_TRUE(store->Get(id).value().placement.empty());
+  const std::vector<PlacedNode> placed = {{"gpu001", 0xff}, {"gpu002", 0x0f}};
+  StateChange bind{{JobState::kQueued}, JobState::kRunning, "placed", "placed on gpu[001-002]"};
+  bind.placement = placed;
+  auto r = store->Transition(id, bind);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->placement, placed);
+  EXPECT_EQ(store->Get(id).value().placement, placed);
+  EXPECT_EQ(store->Get(id).value().attempts, 1);
+  // A node replacement: running -> running with the new placement is not a new attempt.
+  StateChange swap{{JobState::kRunning}, JobState::kRunning, "placed", "gpu002 replaced"};
+  swap.placement = std::vector<PlacedNode>{{"gpu001", 0xff}, {"gpu003", 0x0f}};
+  ASSERT_TRUE(store->Transition(id, swap).ok());
+  EXPECT_EQ(store->Get(id).value().attempts, 1);
+  EXPECT_EQ(store->Get(id).value().placement[1].node, "gpu003");
+  StateChange requeue{{JobState::kRunning}, JobState::kQueued, "requeued", "gpu003 is down"};
+  requeue.bad_nodes = std::vector<std::string>{"gpu003"};
+  ASSERT_TRUE(store->Transition(id, requeue).ok());
+  store.reset();
+  store = this->Open();
+  ASSERT_NE(store, nullptr);
+  const JobRecord back = store->Get(id).value();
+  EXPECT_EQ(back.bad_nodes, std::vector<std::string>{"gpu003"});
+  EXPECT_EQ(back.placement.size(), 2u);  // the last placement stays on record
+}
+
+TYPED_TEST_P(JobStoreContractTest, NodeHealthVerdictsRoundTripAndClear) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->SetNodeHealth({"gpu007", "down", {"xid-79"}, {}}).ok());
+  ASSERT_TRUE(store->SetNodeHealth({"gpu008", "draining", {"ecc-dbe", "ib-port-down"}, {}}).ok());
+  ASSERT_TRUE(store->SetNodeHealth({"gpu007", "suspect", {"temperature"}, {}}).ok());
+  store.reset();
+  store = this->Open();
+  ASSERT_NE(store, nullptr);
+  auto list = store->ListNodeHealth().value();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].node, "gpu007");
+  EXPECT_EQ(list[0].condition, "suspect");
+  EXPECT_EQ(list[1].rules, (std::vector<std::string>{"ecc-dbe", "ib-port-down"}));
+  EXPECT_EQ(list[1].updated_at.since_epoch.value(), 1000);
+  ASSERT_TRUE(store->SetNodeHealth({"gpu007", "healthy", {}, {}}).ok());
+  EXPECT_EQ(store->ListNodeHealth().value().size(), 1u);
+  EXPECT_FALSE(store->SetNodeHealth({"", "down", {}, {}}).ok());
+}
+
+REGISTER_TYPED_TEST_SUITE_P(
+    JobStoreContractTest, NewDatabaseReportsFreshSchema, SubmitGetAndEvents,
+    PlacementAndBadNodesAreStoredWithTheirTransition, NodeHealthVerdictsRoundTripAndClear,
+    IdempotencyKeyIsPerTenant, TransitionsAreConditionalAndRecorded, ListFiltersAndPages,
+    NodeAdminStateRoundTrips, ReopenReloadsEverything, SecondOpenOfTheSameDatabaseIsRefused,
+    KilledWriterIsRecoveredWithEveryAcknowledgedJob, ConcurrentSubmittersShareTransactions,
+    ConcurrentRepeatsOfOneKeyMakeOneJob, WithoutGroupCommitEachWriteIsItsOwnTransaction);
 
 }  // namespace baton::server

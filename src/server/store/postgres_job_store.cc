@@ -137,11 +137,24 @@ constexpr const char* kMigrations[] = {
     );
     INSERT INTO daemon_session VALUES (1, false, 0);
     )sql",
+    // v1 → v2: a job's placement and bad nodes as columns of their own (restart recovery reads
+    // them), and health verdicts that survive a restart.
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN placement jsonb NOT NULL DEFAULT '[]';
+    ALTER TABLE jobs ADD COLUMN bad_nodes jsonb NOT NULL DEFAULT '[]';
+    CREATE TABLE node_health (
+      node text PRIMARY KEY,
+      condition text NOT NULL,
+      rules jsonb NOT NULL,
+      updated_us bigint NOT NULL
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == PostgresJobStore::kSchemaVersion);
 
-#define BATON_JOB_COLUMNS \
-  "id, tenant, name, spec, state, attempts, idempotency_key, created_us, updated_us"
+#define BATON_JOB_COLUMNS                                                              \
+  "id, tenant, name, spec, state, attempts, idempotency_key, created_us, updated_us, " \
+  "placement::text, bad_nodes::text"
 
 // Every connection prepares these (libpqxx re-prepares them if it ever reconnects).
 constexpr std::pair<const char*, const char*> kReadStatements[] = {
@@ -161,6 +174,8 @@ constexpr std::pair<const char*, const char*> kReadStatements[] = {
      " FROM jobs WHERE id > $1 AND tenant = $3 AND state = $4 ORDER BY id LIMIT $2"},
     {"count_by_state", "SELECT state, COUNT(*) FROM jobs GROUP BY state"},
     {"list_nodes", "SELECT node, admin, reason, set_by, updated_us FROM node_admin ORDER BY node"},
+    {"list_health",
+     "SELECT node, condition, rules::text, updated_us FROM node_health ORDER BY node"},
 };
 
 constexpr std::pair<const char*, const char*> kWriteStatements[] = {
@@ -184,6 +199,13 @@ constexpr std::pair<const char*, const char*> kWriteStatements[] = {
      "$5) ON CONFLICT (node) DO UPDATE SET admin = EXCLUDED.admin, reason = EXCLUDED.reason, "
      "set_by = EXCLUDED.set_by, updated_us = EXCLUDED.updated_us"},
     {"delete_node", "DELETE FROM node_admin WHERE node = $1"},
+    {"set_placement", "UPDATE jobs SET placement = $2::jsonb WHERE id = $1"},
+    {"set_bad_nodes", "UPDATE jobs SET bad_nodes = $2::jsonb WHERE id = $1"},
+    {"upsert_health",
+     "INSERT INTO node_health (node, condition, rules, updated_us) VALUES ($1, $2, $3::jsonb, $4) "
+     "ON CONFLICT (node) DO UPDATE SET condition = EXCLUDED.condition, rules = EXCLUDED.rules, "
+     "updated_us = EXCLUDED.updated_us"},
+    {"delete_health", "DELETE FROM node_health WHERE node = $1"},
 };
 
 #undef BATON_JOB_COLUMNS
@@ -199,6 +221,8 @@ Result<JobRecord> ReadJob(const pqxx::row& r) {
   j.idempotency_key = r[6].is_null() ? std::string() : r[6].as<std::string>();
   j.created_at = FromMicros(r[7].as<std::int64_t>());
   j.updated_at = FromMicros(r[8].as<std::int64_t>());
+  ASSIGN_OR_RETURN(j.placement, PlacementFromJson(r[9].as<std::string>()));
+  ASSIGN_OR_RETURN(j.bad_nodes, NamesFromJson(r[10].as<std::string>()));
   return j;
 }
 
@@ -310,8 +334,16 @@ struct PostgresJobStore::Writer {
     ASSIGN_OR_RETURN(JobRecord job, ReadJob(current[0]));
     RETURN_IF_ERROR(CheckTransition(id, job.state, change));
     std::int64_t now = ToMicros(clock->Now());
-    int attempt = change.to == JobState::kRunning ? 1 : 0;
+    int attempt = change.to == JobState::kRunning && job.state != JobState::kRunning ? 1 : 0;
     tx->exec_prepared0("update_state", id, std::string(JobStateName(change.to)), attempt, now);
+    if (change.placement) {
+      tx->exec_prepared0("set_placement", id, PlacementToJson(*change.placement));
+      job.placement = *change.placement;
+    }
+    if (change.bad_nodes) {
+      tx->exec_prepared0("set_bad_nodes", id, NamesToJson(*change.bad_nodes));
+      job.bad_nodes = *change.bad_nodes;
+    }
     RETURN_IF_ERROR(InsertEvent(id, now, TransitionEventKind(change), change.message));
     job.state = change.to;
     job.attempts += attempt;
@@ -620,6 +652,36 @@ Result<std::vector<NodeAdminState>> PostgresJobStore::ListNodeAdmin() {
                         n.reason = row[2].as<std::string>();
                         n.by = row[3].as<std::string>();
                         n.updated_at = FromMicros(row[4].as<std::int64_t>());
+                        out.push_back(std::move(n));
+                      }
+                      return out;
+                    });
+}
+
+Status PostgresJobStore::SetNodeHealth(const NodeHealthState& state) {
+  if (state.node.empty()) return InvalidArgumentError("node name is empty");
+  return writes_.Write([&](Writer& w) -> Status {
+    if (state.condition == "healthy") {
+      w.tx->exec_prepared0("delete_health", state.node);
+    } else {
+      w.tx->exec_prepared0("upsert_health", state.node, state.condition, NamesToJson(state.rules),
+                           ToMicros(clock_->Now()));
+    }
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<NodeHealthState>> PostgresJobStore::ListNodeHealth() {
+  return WithReader("list node health",
+                    [&](pqxx::connection& c) -> Result<std::vector<NodeHealthState>> {
+                      pqxx::nontransaction q(c);
+                      std::vector<NodeHealthState> out;
+                      for (const pqxx::row& row : q.exec_prepared("list_health")) {
+                        NodeHealthState n;
+                        n.node = row[0].as<std::string>();
+                        n.condition = row[1].as<std::string>();
+                        ASSIGN_OR_RETURN(n.rules, NamesFromJson(row[2].as<std::string>()));
+                        n.updated_at = FromMicros(row[3].as<std::int64_t>());
                         out.push_back(std::move(n));
                       }
                       return out;

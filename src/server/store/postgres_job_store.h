@@ -52,7 +52,7 @@ class PostgresJobStore final : public JobStore {
  public:
   // The schema version this build writes (recorded in the schema_version table). Older schemas
   // are migrated on open; a newer one is refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Connects, takes the database's daemon lock, creates or migrates the schema and starts the
   // committer thread. Errors: kInvalidArgument (bad options), kUnavailable (cannot connect),
@@ -73,6 +73,8 @@ class PostgresJobStore final : public JobStore {
   Result<std::vector<JobEvent>> Events(JobId id, int limit) override;
   Status SetNodeAdmin(const NodeAdminState& state) override;
   Result<std::vector<NodeAdminState>> ListNodeAdmin() override;
+  Status SetNodeHealth(const NodeHealthState& state) override;
+  Result<std::vector<NodeHealthState>> ListNodeHealth() override;
   const OpenReport& open_report() const override { return report_; }
 
   // The connection string with any password replaced by "***", for logs.

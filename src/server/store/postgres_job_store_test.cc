@@ -128,6 +128,55 @@ TEST_F(PostgresJobStoreTest, RecordsItsSchemaVersion) {
             PostgresJobStore::kSchemaVersion);
 }
 
+// Issue 15: the schema that added the placement and bad-node columns, from a database the
+// previous version (v1) wrote: its jobs keep everything and have no placement on record.
+TEST_F(PostgresJobStoreTest, MigratesAVersion1Database) {
+  // The v1 schema as released (frozen copy).
+  Sql(R"sql(
+    CREATE TABLE schema_version (version integer PRIMARY KEY, applied_us bigint NOT NULL);
+    CREATE TABLE jobs (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant text NOT NULL,
+      name text NOT NULL, spec text NOT NULL,
+      state text NOT NULL CHECK (state IN ('queued', 'running', 'cancelling', 'succeeded',
+                                            'failed', 'cancelled')),
+      attempts integer NOT NULL DEFAULT 0, idempotency_key text,
+      created_us bigint NOT NULL, updated_us bigint NOT NULL);
+    CREATE UNIQUE INDEX jobs_idempotency ON jobs (tenant, idempotency_key)
+      WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX jobs_state ON jobs (state, id);
+    CREATE INDEX jobs_tenant_state ON jobs (tenant, state, id);
+    CREATE TABLE job_events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      job_id bigint NOT NULL REFERENCES jobs (id), time_us bigint NOT NULL, kind text NOT NULL,
+      message text NOT NULL);
+    CREATE INDEX job_events_job ON job_events (job_id, id);
+    CREATE TABLE node_admin (node text PRIMARY KEY, admin text NOT NULL, reason text NOT NULL,
+      set_by text NOT NULL, updated_us bigint NOT NULL);
+    CREATE TABLE daemon_session (id integer PRIMARY KEY CHECK (id = 1), open boolean NOT NULL,
+      opened_us bigint NOT NULL);
+    INSERT INTO daemon_session VALUES (1, false, 0);
+    INSERT INTO schema_version VALUES (1, 5);
+    INSERT INTO jobs (tenant, name, spec, state, attempts, idempotency_key, created_us,
+      updated_us) VALUES ('old', 'legacy', '{}', 'running', 1, NULL, 5, 6);
+    INSERT INTO job_events (job_id, time_us, kind, message)
+      VALUES (1, 6, 'placed', 'placed on gpu001 [alloc gpu001:0xff]');
+    )sql");
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->open_report().schema_version_found, 1);
+  EXPECT_EQ(store->open_report().schema_version, 2);
+  const JobRecord job = store->Get(1).value();
+  EXPECT_EQ(job.name, "legacy");
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_TRUE(job.placement.empty());
+  EXPECT_TRUE(job.bad_nodes.empty());
+  EXPECT_TRUE(store->ListNodeHealth().value().empty());
+  StateChange bind{{JobState::kRunning}, JobState::kRunning, "placed", "moved"};
+  bind.placement = std::vector<PlacedNode>{{"gpu003", 0xff}};
+  ASSERT_TRUE(store->Transition(1, bind).ok());
+  EXPECT_EQ(store->Get(1).value().placement[0].node, "gpu003");
+  EXPECT_EQ(store->Get(1).value().attempts, 1);
+}
+
 TEST_F(PostgresJobStoreTest, RefusesANewerSchema) {
   ASSERT_NE(Open(), nullptr);
   Sql("INSERT INTO schema_version VALUES (99, 0)");

@@ -166,11 +166,29 @@ constexpr const char* kMigrations[] = {
     CREATE INDEX jobs_state ON jobs(state, id);
     CREATE INDEX jobs_tenant_state ON jobs(tenant, state, id);
     )sql",
+    // v2 → v3: a job's placement and bad nodes as columns of their own (JSON, see
+    // PlacementToJson), health verdicts that survive a restart, and the open/closed marker that
+    // tells a lost write-ahead log from a clean close.
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN placement TEXT NOT NULL DEFAULT '';
+    ALTER TABLE jobs ADD COLUMN bad_nodes TEXT NOT NULL DEFAULT '';
+    CREATE TABLE node_health (
+      node TEXT PRIMARY KEY,
+      condition TEXT NOT NULL,
+      rules TEXT NOT NULL,
+      updated_us INTEGER NOT NULL
+    );
+    CREATE TABLE store_state (
+      key TEXT PRIMARY KEY,
+      value TEXT NOT NULL
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == SqliteJobStore::kSchemaVersion);
 
 constexpr const char* kJobColumns =
-    "id, tenant, name, spec, state, attempts, idempotency_key, created_us, updated_us";
+    "id, tenant, name, spec, state, attempts, idempotency_key, created_us, updated_us, placement, "
+    "bad_nodes";
 
 Result<JobRecord> ReadJob(const Stmt& s) {
   JobRecord j;
@@ -183,6 +201,8 @@ Result<JobRecord> ReadJob(const Stmt& s) {
   j.idempotency_key = s.IsNull(6) ? std::string() : s.Text(6);
   j.created_at = FromMicros(s.Int(7));
   j.updated_at = FromMicros(s.Int(8));
+  ASSIGN_OR_RETURN(j.placement, PlacementFromJson(s.Text(9)));
+  ASSIGN_OR_RETURN(j.bad_nodes, NamesFromJson(s.Text(10)));
   return j;
 }
 
@@ -243,6 +263,7 @@ struct SqliteJobStore::Writer {
   const Clock* clock = nullptr;
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt find_key, insert_job, insert_event, update_state, upsert_node, delete_node;
+  Stmt set_placement, set_bad_nodes, upsert_health, delete_health;
 
   Status Prepare() {
     sqlite3* db = conn->db;
@@ -275,6 +296,16 @@ struct SqliteJobStore::Writer {
                                    "DO UPDATE SET admin = ?2, reason = ?3, set_by = ?4, "
                                    "updated_us = ?5"));
     ASSIGN_OR_RETURN(delete_node, Stmt::Prepare(db, "DELETE FROM node_admin WHERE node = ?1"));
+    ASSIGN_OR_RETURN(set_placement,
+                     Stmt::Prepare(db, "UPDATE jobs SET placement = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(set_bad_nodes,
+                     Stmt::Prepare(db, "UPDATE jobs SET bad_nodes = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(upsert_health,
+                     Stmt::Prepare(db,
+                                   "INSERT INTO node_health (node, condition, rules, updated_us) "
+                                   "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(node) DO UPDATE SET "
+                                   "condition = ?2, rules = ?3, updated_us = ?4"));
+    ASSIGN_OR_RETURN(delete_health, Stmt::Prepare(db, "DELETE FROM node_health WHERE node = ?1"));
     return Status::Ok();
   }
 
@@ -320,9 +351,19 @@ struct SqliteJobStore::Writer {
     ASSIGN_OR_RETURN(JobRecord job, conn->GetJob(id));
     RETURN_IF_ERROR(CheckTransition(id, job.state, change));
     std::int64_t now = ToMicros(clock->Now());
-    int attempt = change.to == JobState::kRunning ? 1 : 0;
+    int attempt = change.to == JobState::kRunning && job.state != JobState::kRunning ? 1 : 0;
     update_state.Reset().Bind(1, id).Bind(2, JobStateName(change.to)).Bind(3, attempt).Bind(4, now);
     RETURN_IF_ERROR(update_state.Run());
+    if (change.placement) {
+      RETURN_IF_ERROR(
+          set_placement.Reset().Bind(1, id).Bind(2, PlacementToJson(*change.placement)).Run());
+      job.placement = *change.placement;
+    }
+    if (change.bad_nodes) {
+      RETURN_IF_ERROR(
+          set_bad_nodes.Reset().Bind(1, id).Bind(2, NamesToJson(*change.bad_nodes)).Run());
+      job.bad_nodes = *change.bad_nodes;
+    }
     RETURN_IF_ERROR(InsertEvent(id, now, TransitionEventKind(change), change.message));
     job.state = change.to;
     job.attempts += attempt;
@@ -358,24 +399,39 @@ Result<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const SqliteStoreOp
 
 Status SqliteJobStore::Init() {
   const std::string& path = options_.path;
-  std::string lock_path = path + ".lock";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return UnavailableError("cannot open " + lock_path);
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return FailedPreconditionError("database is in use by another process (" + lock_path + ")");
+  // A database file that exists but is empty is not a new database: SQLite would take it for
+  // one and start over, silently, where the operator's jobs used to be (a truncated copy, a
+  // failed restore). Only a missing file is new.
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  if (existed && std::filesystem::is_regular_file(path, ec) &&
+      std::filesystem::file_size(path, ec) == 0 && !ec) {
+    return FailedPreconditionError(
+        "the database file is empty (0 bytes); it is not a baton database. Remove it to start "
+        "with a new one, or restore the real file");
   }
 
   // A clean close checkpoints and deletes the write-ahead log; finding a non-empty one means the
   // last process died with the database open. SQLite replays its committed transactions (and
   // drops an uncommitted tail) when the first connection reads it.
-  std::error_code ec;
   auto wal_size = std::filesystem::file_size(path + "-wal", ec);
-  report_.recovered_after_crash = !ec && wal_size > 0;
+  const bool wal_present = !ec && wal_size > 0;
+  report_.recovered_after_crash = wal_present;
 
   writer_ = std::make_unique<Writer>();
   writer_->clock = clock_;
   ASSIGN_OR_RETURN(writer_->conn, Connection::Open(path, /*writer=*/true));
   sqlite3* db = writer_->conn->db;
+  // One daemon per database: an exclusive flock on the database file itself (not on a side file,
+  // which a second daemon reaching the same file by another name, a symlink or a hard link, or
+  // after the side file was deleted, would not see). flock and SQLite's own fcntl locks are
+  // independent on Linux. The kernel drops it when the process dies, so kill -9 leaves no stale
+  // lock. Taken before anything is written.
+  lock_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (lock_fd_ < 0) return UnavailableError("cannot open " + path + " to lock it");
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return FailedPreconditionError("database is in use by another process (" + path + ")");
+  }
   // WAL: readers and the writer proceed concurrently, and a commit is one sequential append.
   RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode=WAL"));
   // FULL (not NORMAL): in WAL mode NORMAL syncs only at checkpoints, so a power cut could lose
@@ -413,6 +469,21 @@ Status SqliteJobStore::Init() {
     LOG_INFO("job store {}: migrated schema v{} -> v{}", options_.path, v, v + 1);
   }
   report_.schema_version = kSchemaVersion;
+  // The marker is '1' from open to clean close. Found at '1' with no write-ahead log: the last
+  // process died and its log, which held every write since its last checkpoint, is gone. It is
+  // checkpointed into the database file at once, so that deleting the log cannot hide it too.
+  ASSIGN_OR_RETURN(std::int64_t was_open,
+                   QueryInt(db,
+                            "SELECT COUNT(*) FROM store_state WHERE key = 'open' AND "
+                            "value = '1'"));
+  if (was_open > 0) {
+    report_.recovered_after_crash = true;
+    report_.wal_missing_after_crash = !wal_present;
+  }
+  RETURN_IF_ERROR(Exec(db,
+                       "INSERT INTO store_state (key, value) VALUES ('open', '1') "
+                       "ON CONFLICT(key) DO UPDATE SET value = '1'"));
+  RETURN_IF_ERROR(Exec(db, "PRAGMA wal_checkpoint(TRUNCATE)"));
   RETURN_IF_ERROR(writer_->Prepare());
 
   for (int i = 0; i < options_.read_connections; ++i) {
@@ -424,12 +495,20 @@ Status SqliteJobStore::Init() {
   ASSIGN_OR_RETURN(report_.jobs_by_state, CountByState());
   ASSIGN_OR_RETURN(report_.node_admin_entries, QueryInt(db, "SELECT COUNT(*) FROM node_admin"));
   writes_.Start();
+  writes_started_ = true;
   return Status::Ok();
 }
 
 SqliteJobStore::~SqliteJobStore() {
   writes_.Stop();
   readers_.clear();
+  if (writer_ != nullptr && writer_->conn != nullptr && writes_started_) {
+    Writer& w = *writer_;
+    if (Status s = Exec(w.conn->db, "UPDATE store_state SET value = '0' WHERE key = 'open'");
+        !s.ok()) {
+      LOG_WARN("job store {}: cannot mark the clean close: {}", options_.path, s.ToString());
+    }
+  }
   writer_.reset();  // the last connection to close checkpoints and removes the WAL
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
@@ -604,6 +683,39 @@ Result<std::vector<NodeAdminState>> SqliteJobStore::ListNodeAdmin() {
       n.reason = s.Text(2);
       n.by = s.Text(3);
       n.updated_at = FromMicros(s.Int(4));
+      out.push_back(std::move(n));
+    }
+    return out;
+  });
+}
+
+Status SqliteJobStore::SetNodeHealth(const NodeHealthState& state) {
+  if (state.node.empty()) return InvalidArgumentError("node name is empty");
+  return writes_.Write([&](Writer& w) -> Status {
+    if (state.condition == "healthy") return w.delete_health.Reset().Bind(1, state.node).Run();
+    return w.upsert_health.Reset()
+        .Bind(1, state.node)
+        .Bind(2, state.condition)
+        .Bind(3, NamesToJson(state.rules))
+        .Bind(4, ToMicros(clock_->Now()))
+        .Run();
+  });
+}
+
+Result<std::vector<NodeHealthState>> SqliteJobStore::ListNodeHealth() {
+  return WithReader([&](Connection& c) -> Result<std::vector<NodeHealthState>> {
+    ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(c.db,
+                                           "SELECT node, condition, rules, updated_us "
+                                           "FROM node_health ORDER BY node"));
+    std::vector<NodeHealthState> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      NodeHealthState n;
+      n.node = s.Text(0);
+      n.condition = s.Text(1);
+      ASSIGN_OR_RETURN(n.rules, NamesFromJson(s.Text(2)));
+      n.updated_at = FromMicros(s.Int(3));
       out.push_back(std::move(n));
     }
     return out;

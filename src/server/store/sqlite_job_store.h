@@ -5,8 +5,10 @@
 // a small pool of read connections and never wait for the committer (WAL readers do not block
 // the writer, nor it them).
 //
-// One process at a time: Open takes an exclusive advisory lock on "<path>.lock" (released by the
-// kernel when the process dies, so kill -9 does not leave a stale lock).
+// One process at a time: Open takes an exclusive flock on the database file itself (released by
+// the kernel when the process dies, so kill -9 does not leave a stale lock). An empty (0-byte)
+// database file is refused, not taken for a new database; a crash whose write-ahead log was then
+// deleted is reported (OpenReport::wal_missing_after_crash).
 #pragma once
 
 #include <atomic>
@@ -36,7 +38,7 @@ class SqliteJobStore final : public JobStore {
  public:
   // The schema version this build writes. Older databases are migrated on open; a newer one is
   // refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating or migrating) the database and starts the committer thread. Errors:
   // kFailedPrecondition (another process holds the database, or the schema is newer than this
@@ -56,6 +58,8 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<JobEvent>> Events(JobId id, int limit) override;
   Status SetNodeAdmin(const NodeAdminState& state) override;
   Result<std::vector<NodeAdminState>> ListNodeAdmin() override;
+  Status SetNodeHealth(const NodeHealthState& state) override;
+  Result<std::vector<NodeHealthState>> ListNodeHealth() override;
   const OpenReport& open_report() const override { return report_; }
 
   // Write transactions committed so far (each one fsync). Thread-safe; for tests and benchmarks.
@@ -77,7 +81,8 @@ class SqliteJobStore final : public JobStore {
 
   SqliteStoreOptions options_;
   const Clock* clock_;
-  int lock_fd_ = -1;
+  int lock_fd_ = -1;  // the database file, flock'ed while the store is open
+  bool writes_started_ = false;
   OpenReport report_;
   std::unique_ptr<Writer> writer_;
   std::vector<std::unique_ptr<Connection>> readers_;

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "server/store/job_store_contract_test.h"
 
@@ -101,10 +103,112 @@ TEST_F(SqliteJobStoreTest, MigratesAVersion1Database) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->open_report().schema_version_found, 1);
-  EXPECT_EQ(store->open_report().schema_version, 2);
+  EXPECT_EQ(store->open_report().schema_version, SqliteJobStore::kSchemaVersion);
   EXPECT_EQ(store->open_report().jobs_by_state.at(JobState::kRunning), 1);
   EXPECT_EQ(store->Get(1).value().name, "legacy");
   EXPECT_TRUE(store->SetNodeAdmin({"n1", NodeAdmin::kCordoned, "", "", {}}).ok());
+}
+
+// Issue 15: the schema that added the placement and bad-node columns, from a database the
+// previous version (v2) wrote: its jobs keep everything and have no placement on record.
+TEST_F(SqliteJobStoreTest, MigratesAVersion2Database) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    // The v2 schema as released (frozen copy).
+    const char* v2 = R"sql(
+      CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL,
+        name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0, idempotency_key TEXT,
+        created_us INTEGER NOT NULL, updated_us INTEGER NOT NULL);
+      CREATE UNIQUE INDEX jobs_idempotency ON jobs(tenant, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      CREATE TABLE job_events (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),
+        time_us INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
+      CREATE INDEX job_events_job ON job_events(job_id, id);
+      CREATE TABLE node_admin (node TEXT PRIMARY KEY, admin TEXT NOT NULL, reason TEXT NOT NULL,
+        set_by TEXT NOT NULL, updated_us INTEGER NOT NULL);
+      CREATE INDEX jobs_state ON jobs(state, id);
+      CREATE INDEX jobs_tenant_state ON jobs(tenant, state, id);
+      INSERT INTO jobs VALUES (1, 'old', 'legacy', '{}', 'running', 1, NULL, 5, 6);
+      INSERT INTO job_events VALUES (1, 1, 6, 'placed', 'placed on gpu001 [alloc gpu001:0xff]');
+      INSERT INTO node_admin VALUES ('gpu002', 'draining', 'bad fan', 'ops', 7);
+      PRAGMA user_version=2;)sql";
+    ASSERT_EQ(sqlite3_exec(db, v2, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->open_report().schema_version_found, 2);
+  EXPECT_EQ(store->open_report().schema_version, 3);
+  const JobRecord job = store->Get(1).value();
+  EXPECT_EQ(job.name, "legacy");
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_TRUE(job.placement.empty());
+  EXPECT_TRUE(job.bad_nodes.empty());
+  EXPECT_EQ(store->ListNodeAdmin().value().size(), 1u);
+  EXPECT_TRUE(store->ListNodeHealth().value().empty());
+  StateChange bind{{JobState::kRunning}, JobState::kRunning, "placed", "moved"};
+  bind.placement = std::vector<PlacedNode>{{"gpu003", 0xff}};
+  ASSERT_TRUE(store->Transition(1, bind).ok());
+  EXPECT_EQ(store->Get(1).value().placement[0].node, "gpu003");
+}
+
+// Issue 15: the lock was on a side file "<path>.lock", so a second daemon reaching the same
+// database by another name (a symlink) opened it too.
+TEST_F(SqliteJobStoreTest, SecondOpenThroughAnotherNameIsRefused) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::string link = path_ + "-link";
+  fs::create_symlink(path_, link);
+  SqliteStoreOptions o;
+  o.path = link;
+  auto second = SqliteJobStore::Open(o);
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition) << second.status().ToString();
+  EXPECT_TRUE(store->Submit(NewJob{"t", "train", "{}", ""}).ok());
+}
+
+// Issue 15: a 0-byte database file was taken for a new database.
+TEST_F(SqliteJobStoreTest, EmptyDatabaseFileIsRefused) {
+  { std::ofstream touch(path_); }
+  ASSERT_EQ(fs::file_size(path_), 0u);
+  SqliteStoreOptions o;
+  o.path = path_;
+  auto store = SqliteJobStore::Open(o);
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("0 bytes"), std::string::npos);
+  EXPECT_EQ(fs::file_size(path_), 0u) << "changed nothing";
+}
+
+// Issue 15: after a crash, deleting the -wal lost the jobs it held while the log said "clean".
+TEST_F(SqliteJobStoreTest, AWriteAheadLogDeletedAfterACrashIsReported) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    SqliteStoreOptions o;
+    o.path = path_;
+    auto store = SqliteJobStore::Open(o);
+    if (!store.ok()) ::_exit(2);
+    for (int i = 0; i < 5; ++i) {
+      if (!(*store)->Submit(NewJob{"t", "train", "{}", ""}).ok()) ::_exit(3);
+    }
+    ::_exit(0);  // no destructor: as kill -9 leaves it
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(fs::exists(path_ + "-wal"));
+  fs::remove(path_ + "-wal");
+  fs::remove(path_ + "-shm");
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->open_report().wal_missing_after_crash);
+  EXPECT_NE(store->open_report().ToString().find("NOT CLEAN"), std::string::npos)
+      << store->open_report().ToString();
+  EXPECT_EQ(store->open_report().ToString().find(", clean"), std::string::npos);
+  // A crash that kept its log is a plain recovery; a clean close is clean.
+  store.reset();
+  EXPECT_FALSE(Open()->open_report().recovered_after_crash);
 }
 
 TEST_F(SqliteJobStoreTest, RefusesANewerSchema) {

@@ -305,7 +305,9 @@ class Engine {
         j.rec.lost_gpu_s += LostSinceCheckpoint(j, t);
         StopRunning(j, t);
       }
-      End(j, t, r.plugin == "health" ? JobOutcome::kFailed : JobOutcome::kRejected,
+      End(j, t,
+          r.kind == sched::RejectionKind::kRetriesExhausted ? JobOutcome::kFailed
+                                                            : JobOutcome::kRejected,
           fmt::format("{}: {}", r.plugin, r.reason));
     }
     for (const auto& p : d.preemptions) {

@@ -42,17 +42,15 @@ class ShortestFirstPlugin final : public Plugin, public QueueSortPlugin {
   bool OrderFixedWithinCycle() const override { return true; }
 };
 
-class LasPlugin final : public Plugin, public QueueSortPlugin {
+class LasPlugin final : public Plugin, public QueueSortPlugin, public ServiceBandPlugin {
  public:
   static Result<std::unique_ptr<Plugin>> Create(const PluginArgs& args);
   std::string_view Name() const override { return "las"; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
   // Service from earlier runs changes only when a run ends, between cycles.
   bool OrderFixedWithinCycle() const override { return true; }
-  // The band of a job's service from earlier runs (what the queue sorts by).
-  int Band(const JobInfo& job) const { return BandOf(job.attained_gpu_seconds); }
   // The band of `gpu_seconds` of attained service: the number of thresholds it reaches.
-  int BandOf(double gpu_seconds) const;
+  int BandOf(double gpu_seconds) const override;
 
  private:
   std::vector<double> thresholds_gpu_seconds_;

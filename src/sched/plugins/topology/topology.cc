@@ -101,7 +101,7 @@ class Search {
   int TakeNode(topo::NodeId id, int want, int q) {
     if (Used(id.value())) return 0;
     int cap = st_.FreeGpus(id) / g_;
-    if (job_.spec.spread) cap = std::min(cap, 1);
+    if (job_.spec.spread || job_.spec.one_task_per_node) cap = std::min(cap, 1);
     cap = std::min(cap, want);
     cap -= cap % q;
     if (cap <= 0) return 0;

@@ -37,6 +37,12 @@ for _ in $(seq 100); do
 done
 
 fails=0
+# Sets `got` to the exit status of PID ("exitN"), or "running" if it has not exited in 60 s.
+exit_of() {
+  for _ in $(seq 600); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$1" 2>/dev/null; then kill "$1"; wait "$1" 2>/dev/null; got=running; return; fi
+  wait "$1"; got="exit$?"
+}
 # outcome NAME EXPECTED GOT [DETAIL]
 outcome() {
   local verdict=ok
@@ -64,10 +70,10 @@ outcome "duplicate JSON key" 400 "$code"
 
 # 2. 1 GB chunked uploads: without a token, and with one (over the 1 MiB limit).
 read -r code sent < <(head -c 1G /dev/zero | curl -s -o /dev/null -w '%{http_code} %{size_upload}\n' \
-  -m 20 -H 'Transfer-Encoding: chunked' "${J[@]}" --data-binary @- "$api/api/v1/jobs")
+  -m 20 -X POST -H 'Transfer-Encoding: chunked' "${J[@]}" -T - "$api/api/v1/jobs")
 outcome "1 GB chunked upload, no token" 401 "$code" "client sent $sent bytes before the answer"
 read -r code sent < <(head -c 1G /dev/zero | curl -s -o /dev/null -w '%{http_code} %{size_upload}\n' \
-  -m 20 "${A[@]}" -H 'Transfer-Encoding: chunked' "${J[@]}" --data-binary @- "$api/api/v1/jobs")
+  -m 20 "${A[@]}" -X POST -H 'Transfer-Encoding: chunked' "${J[@]}" -T - "$api/api/v1/jobs")
 outcome "1 GB chunked upload, tenant token" 413 "$code" "client sent $sent bytes before the answer"
 rss=$(awk '/VmRSS/ {print $2 " " $3}' /proc/$pid/status)
 echo "     daemon resident memory after the uploads: $rss"
@@ -96,10 +102,7 @@ outcome "slowloris x70: health checks answered" 5/5 "$ok/5"
 # 5. A second daemon on the same port.
 "$BATON" serve --listen 127.0.0.1:$port --db "$dir/second.db" --auth "$dir/auth.yaml" \
   --preset superpod-h100 --executor dry-run >"$dir/second.log" 2>&1 &
-second=$!
-sleep 3
-if kill -0 $second 2>/dev/null; then kill $second; wait $second 2>/dev/null; got=running; else
-  wait $second; got="exit$?"; fi
+exit_of $!
 outcome "second daemon on the same port" exit1 "$got" "$(tail -1 "$dir/second.log")"
 
 # 6. /metrics without a token, and with a tenant's.
@@ -110,8 +113,7 @@ outcome "/metrics with a tenant token" 403 \
 # 7. An auth file with a duplicate key (role: tenant, role: admin) and an oversized one.
 printf 'principals:\n  - {name: m, role: tenant, tenant: t, role: admin, token: %s}\n' "$admin" >"$dir/dup.yaml"
 "$BATON" serve --listen 127.0.0.1:0 --db "$dir/dup.db" --auth "$dir/dup.yaml" >"$dir/dup.log" 2>&1 &
-dpid=$!; sleep 2
-if kill -0 $dpid 2>/dev/null; then kill $dpid; wait $dpid 2>/dev/null; got=running; else wait $dpid; got="exit$?"; fi
+exit_of $!
 outcome "auth file with a duplicate key" exit1 "$got" "$(tail -1 "$dir/dup.log")"
 head -c 3M /dev/zero | tr '\0' '#' >"$dir/big.yaml"
 "$BATON" serve --listen 127.0.0.1:0 --db "$dir/big.db" --auth "$dir/big.yaml" >"$dir/big.log" 2>&1

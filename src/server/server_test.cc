@@ -715,5 +715,19 @@ TEST_F(ServerTest, EveryErrorHasTheOneShape) {
   }
 }
 
+// Found while replaying issue 15's attacks: httplib reads a request line into memory with no
+// limit (180 MB in 10 s before the head deadline cut it). A head past 64 KiB is cut off at once.
+TEST_F(ServerTest, OversizedRequestHeadIsCutOff) {
+  RawConnection c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("GET /"));
+  const std::string piece(1 << 20, 'a');
+  std::size_t sent = 0;
+  for (int i = 0; i < 256 && c.Send(piece); ++i) sent += piece.size();
+  // The server stops reading after its limit, so the client cannot push the whole 256 MiB.
+  EXPECT_LT(sent, std::size_t{256} << 20);
+  EXPECT_EQ(Get("/healthz", nullptr).first, 200);
+}
+
 }  // namespace
 }  // namespace baton::server

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/bounded_input.h"
@@ -161,6 +162,18 @@ thread_local const char* t_route = nullptr;
 thread_local Clock::time_point t_start;
 thread_local Principal t_principal;
 
+// A refusal decided before the body was read, for a body small enough to drain (a Content-Length
+// of at most 8x the limit on a POST or DELETE): the body is read and dropped, then this is the
+// answer, so that a client that reads only after sending still sees it. Larger or chunked
+// bodies are refused at once and their connection closed instead.
+struct Refusal {
+  int status;
+  std::string code;
+  std::string message;
+  std::string field;
+};
+thread_local std::optional<Refusal> t_refusal;
+
 enum class Access { kPublic, kAuthenticated, kAdmin };
 
 // The metric label for a request method: a closed set, so that junk method names (which anyone
@@ -260,6 +273,11 @@ struct Api::Routes {
     // (httplib itself bounds only a Content-Length body, not a chunked one).
     auto with_body = [this, handler](const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& reader) {
+      if (t_refusal) {
+        reader([](const char*, std::size_t) { return true; });  // drained, bounded above
+        const Refusal r = *std::exchange(t_refusal, std::nullopt);
+        return SendError(res, r.status, r.code, r.message, r.field);
+      }
       std::string body;
       if (!ReadBody(req, reader, res, body)) return;
       handler(req, body, res, t_principal);
@@ -316,8 +334,20 @@ struct Api::Routes {
     t_route = "unmatched";
     t_start = Clock::now();
     t_principal = Principal{};
+    t_refusal.reset();
+    std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
+    const bool drainable = (req.method == "POST" || req.method == "DELETE") && !IsChunked(req) &&
+                           length && *length >= 0 &&
+                           static_cast<std::uint64_t>(*length) / 8 <= max_body;
     auto refuse = [&](int status, std::string_view code, const std::string& message,
                       std::string_view field = {}) {
+      if (HasBody(req) && drainable) {
+        // httplib reads (at most 8x the limit) and drops the body, then the route's handler or
+        // the error handler answers with this.
+        t_refusal = Refusal{status, std::string(code), message, std::string(field)};
+        if (hooks.request_started) hooks.request_started(req.remote_addr, req.remote_port);
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
       if (HasBody(req)) CloseAfterResponse(req, res);
       SendError(res, status, code, message, field);
       return httplib::Server::HandlerResponse::Handled;
@@ -358,7 +388,6 @@ struct Api::Routes {
     if (HasBody(req) && route->method == "GET") {
       return refuse(400, "INVALID_ARGUMENT", "a GET request takes no body", "body");
     }
-    std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
     if (req.has_header("Content-Length") && (!length || *length < 0)) {
       return refuse(400, "INVALID_ARGUMENT", "Content-Length is not a byte count",
                     "Content-Length");
@@ -867,6 +896,10 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
   });
   // Fills in a JSON body for errors httplib produces itself (no route, body too large, ...).
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (t_refusal) {  // decided before routing; httplib drained the body (no route took it)
+      const Refusal r = *std::exchange(t_refusal, std::nullopt);
+      return SendError(res, r.status, r.code, r.message, r.field);
+    }
     if (!res.body.empty()) return;
     std::string message;
     switch (res.status) {
@@ -907,6 +940,7 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
     LOG_DEBUG("{} {} {} {:.3f}ms", Printable(req.method, 16), Printable(req.path), res.status,
               seconds * 1e3);
     t_route = nullptr;
+    t_refusal.reset();
     if (routes->hooks.request_finished) {
       routes->hooks.request_finished(req.remote_addr, req.remote_port);
     }

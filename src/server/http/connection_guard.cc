@@ -1,6 +1,7 @@
 #include "server/http/connection_guard.h"
 
 #include <dirent.h>
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received (glibc's lacks it)
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -44,6 +45,14 @@ std::optional<std::pair<std::string, int>> AcceptedPeer(int fd, int port) {
     return std::nullopt;
   }
   return std::pair{std::string(host), std::atoi(serv)};
+}
+
+// The bytes the kernel has received on TCP socket `fd` so far; -1 when it cannot tell.
+std::int64_t BytesReceived(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return -1;
+  return static_cast<std::int64_t>(info.tcpi_bytes_received);
 }
 
 // Every connection accepted on `port` that this process holds.
@@ -114,6 +123,7 @@ void ConnectionGuard::Mark(const std::string& addr, int port, bool in_request, b
   }
   t.in_request = in_request;
   t.since = SteadyClock::now();
+  t.head_base = -1;
   if (!in_request) t.close_requested = false;
 }
 
@@ -157,11 +167,21 @@ void ConnectionGuard::Scan() {
     std::vector<std::pair<SteadyClock::time_point, const Connection*>> waiting;
     for (const Connection& c : live) {
       auto it = peers_.find(c.peer);
-      Tracked t = it != peers_.end() ? it->second : Tracked{false, false, now};
+      // A connection seen for the first time has received nothing but its first head.
+      Tracked t = it != peers_.end() ? it->second : Tracked{false, false, now, 0};
+      std::int64_t head_bytes = 0;
+      if (!t.in_request) {
+        const std::int64_t received = BytesReceived(c.fd);
+        if (t.head_base < 0) t.head_base = received;
+        if (received >= 0 && t.head_base >= 0) head_bytes = received - t.head_base;
+      }
       seen[c.peer] = t;
       const auto age = now - t.since;
       if (!t.in_request && age > options_.head_timeout) {
         cut.push_back({&c, "head_timeout"});
+      } else if (!t.in_request &&
+                 static_cast<std::uint64_t>(head_bytes) > options_.max_head_bytes) {
+        cut.push_back({&c, "head_too_large"});
       } else if (t.in_request && age > options_.request_timeout) {
         cut.push_back({&c, "request_timeout"});
       } else if (!t.in_request) {

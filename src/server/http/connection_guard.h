@@ -6,6 +6,9 @@
 //  * have not completed a request head within `head_timeout` of connecting or of their previous
 //    response (slow or idle clients), or
 //  * have spent more than `request_timeout` in one request after its head (a body trickled in);
+//  * have received more than `max_head_bytes` while waiting for a request head (httplib reads a
+//    request line into memory with no limit: a 1 GB line would be held whole), measured from
+//    the kernel's count of bytes received on the socket (TCP_INFO) at each scan;
 //  * and, while more than `max_connections` are open, the ones waiting longest for a request
 //    head, until the count is back under the cap.
 // The API tells it when a request head was accepted and when a response was written
@@ -19,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -33,7 +37,11 @@ struct ConnectionGuardOptions {
   std::chrono::milliseconds head_timeout{10'000};
   std::chrono::milliseconds request_timeout{60'000};
   std::size_t max_connections = 64;
-  std::chrono::milliseconds scan_interval{200};
+  // httplib's own limits are 8 KiB for the request line and for each header line; 64 KiB is a
+  // generous whole head.
+  std::uint64_t max_head_bytes = 64 << 10;
+  // How often connections are checked: bounds how much of an oversized head is read meanwhile.
+  std::chrono::milliseconds scan_interval{50};
 };
 
 class ConnectionGuard {
@@ -51,8 +59,8 @@ class ConnectionGuard {
   // Stops the watch thread; idempotent.
   void Stop();
 
-  // Connections shut down so far, by reason ("head_timeout", "request_timeout", "over_cap",
-  // "refused"); for tests and logs.
+  // Connections shut down so far, by reason ("head_timeout", "head_too_large",
+  // "request_timeout", "over_cap", "refused"); for tests and logs.
   std::map<std::string, std::int64_t> cut_counts() const;
 
  private:
@@ -62,6 +70,8 @@ class ConnectionGuard {
     bool in_request = false;        // head accepted, response not yet written
     bool close_requested = false;   // refused: stop reading after the response
     SteadyClock::time_point since;  // connected, or the state's start
+    // Bytes received on the socket when a scan first saw it waiting for a head; -1: not yet.
+    std::int64_t head_base = -1;
   };
   void Mark(const std::string& addr, int port, bool in_request, bool close);
   void Watch();

@@ -169,6 +169,17 @@ for req in "GET /nope" "PATCH /api/v1/jobs" "POST /api/v1/jobs"; do
   outcome "error shape: $req" 1 "$shape" "$body"
 done
 
+# 13. A 200 MB request line without a newline (httplib buffers a request line whole).
+before=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+start=$(date +%s%N)
+( exec 3<>/dev/tcp/127.0.0.1/$port || exit
+  printf 'GET /' >&3
+  head -c 200M /dev/zero | tr '\0' a | timeout 15 cat >&3 ) 2>/dev/null
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+grown=$(( ($(awk '/VmRSS/ {print $2}' /proc/$pid/status) - before) / 1024 ))
+outcome "200 MB request line: daemon grew < 64 MB" yes "$([[ $grown -lt 64 ]] && echo yes || echo no)" \
+  "grew $grown MB; connection cut after $ms ms"
+
 echo
 state=$(alive)
 rss=$(awk '/VmRSS/ {print $2 " " $3}' /proc/$pid/status 2>/dev/null)

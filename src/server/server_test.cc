@@ -729,5 +729,17 @@ TEST_F(ServerTest, OversizedRequestHeadIsCutOff) {
   EXPECT_EQ(Get("/healthz", nullptr).first, 200);
 }
 
+// Found while replaying issue 15's attacks: curl's chunked uploads send "Expect: 100-continue",
+// which httplib answered "100 Continue" before any check, inviting the body. A refused request
+// gets its final answer instead.
+TEST_F(ServerTest, ExpectContinueIsNotGrantedToARefusedRequest) {
+  RawConnection c(server_->port());
+  ASSERT_TRUE(
+      c.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  std::string reply = c.Receive();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 401", 0), 0u) << reply;
+}
+
 }  // namespace
 }  // namespace baton::server

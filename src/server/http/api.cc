@@ -894,6 +894,19 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
   server.set_pre_routing_handler([routes](const httplib::Request& req, httplib::Response& res) {
     return routes->PreRoute(req, res);
   });
+  // "Expect: 100-continue" is answered before routing: a refused request gets its final answer
+  // instead of "100 Continue", so that the client never sends the body.
+  server.set_expect_100_continue_handler(
+      [routes](const httplib::Request& req, httplib::Response& res) {
+        if (routes->PreRoute(req, res) == httplib::Server::HandlerResponse::Handled) {
+          return res.status;
+        }
+        if (!t_refusal) return 100;
+        const Refusal r = *std::exchange(t_refusal, std::nullopt);
+        routes->CloseAfterResponse(req, res);
+        SendError(res, r.status, r.code, r.message, r.field);
+        return r.status;
+      });
   // Fills in a JSON body for errors httplib produces itself (no route, body too large, ...).
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (t_refusal) {  // decided before routing; httplib drained the body (no route took it)

@@ -62,8 +62,8 @@ echo "\$ curl -s -H 'Authorization: Bearer …' $api/api/v1/jobs/1/events"
 curl -sf "${auth[@]}" "$api/api/v1/jobs/1/events" | sed 's/},{/},\n{/g'
 echo
 echo
-echo "\$ curl -s $api/metrics | grep ^baton_ (no buckets)"
-curl -sf "$api/metrics" | grep -E '^baton_(jobs|gpus|nodes|scheduler_(queue|placements|preemptions|requeues|cycle_duration_seconds_(sum|count)))' || true
+echo "\$ curl -s -H 'Authorization: Bearer …' $api/metrics | grep ^baton_ (no buckets)"
+curl -sf "${auth[@]}" "$api/metrics" | grep -E '^baton_(jobs|gpus|nodes|scheduler_(queue|placements|preemptions|requeues|cycle_duration_seconds_(sum|count)))' || true
 echo
 echo "The daemon's log: $work/serve.log (removed on exit). Try the API yourself while it runs:"
 echo "  GET $api/api/v1/jobs/{id}  /api/v1/jobs/{id}/events  /api/v1/nodes  /api/v1/topology"

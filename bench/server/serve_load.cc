@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
   all.Print("submissions", elapsed.count());
 
   if (controller) {
-    auto res = httplib::Client(host, port).Get("/metrics");
+    // /metrics is admin-only (docs/auth.md): the bench's token is an admin's.
+    auto res = httplib::Client(host, port).Get("/metrics", {{"Authorization", bearer}});
     if (!res || res->status != 200) {
       std::fprintf(stderr, "GET /metrics failed\n");
       return 1;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 #include "perf/estimator.h"
 
@@ -317,8 +318,11 @@ Result<PlanRequest> ParsePlanRequest(std::string_view body, PlanQuestion questio
     if (field != nullptr) *field = std::move(f);
     return InvalidArgumentError(std::move(message));
   };
-  json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return fail("", "body: not valid JSON");
+  // Bounded before parsing (depth, size, duplicate keys): the model object is serialised
+  // recursively below, so deep nesting must never reach it.
+  Result<json> parsed = ParseJsonBounded(body);
+  if (!parsed.ok()) return fail("", "body: " + std::string(parsed.status().message()));
+  json root = std::move(parsed).value();
   if (!root.is_object()) return fail("", "body: must be a JSON object");
 
   Reader r;
@@ -400,8 +404,10 @@ Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::stri
     if (field != nullptr) *field = std::move(f);
     return st;
   };
-  json root = json::parse(object, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return fail("plan", "must be an object");
+  Result<json> parsed = ParseJsonBounded(object);
+  if (!parsed.ok()) return fail("plan", parsed.status().message());
+  json root = std::move(parsed).value();
+  if (!root.is_object()) return fail("plan", "must be an object");
   json training = json::object(), plan = json::object();
   for (const auto& [key, v] : root.items()) {
     if (key == "model") continue;

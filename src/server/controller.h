@@ -24,6 +24,7 @@
 
 #include "core/status.h"
 #include "perf/system.h"
+#include "server/http/job_spec.h"
 #include "server/metrics.h"
 #include "server/store/job_store.h"
 
@@ -91,8 +92,15 @@ class Controller {
   // Snapshots for the API; empty / nullopt without a scheduler.
   virtual std::optional<PlacementView> JobPlacement(JobId /*job*/) const { return std::nullopt; }
   virtual std::vector<NodeView> Nodes() const { return {}; }
-  // A human-readable summary of the cluster; empty without a scheduler.
+  // A human-readable summary of the cluster as of the latest snapshot (its GPU counts agree with
+  // Nodes()); empty without a scheduler.
   virtual std::string Topology() const { return {}; }
+  // Admission: OK when `spec` could ever run on this cluster (http/admission.h); otherwise
+  // kInvalidArgument with the API field at fault in `*field`. Called from HTTP threads before the
+  // job is stored; must not block. Without a scheduler there is no cluster to check: OK.
+  virtual Status Admit(const JobSpec& /*spec*/, std::string* /*field*/) const {
+    return Status::Ok();
+  }
   // The cluster as the planner sees it (GPU type, network tiers; gpus = all of them), for the
   // plan endpoints; an error when there is no cluster or the planner cannot describe it.
   virtual Result<perf::SystemSpec> PlanningSystem() const {

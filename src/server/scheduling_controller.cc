@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "core/strings.h"
+#include "server/http/admission.h"
 #include "server/http/job_spec.h"
 #include "topology/summary.h"
 
@@ -197,6 +198,8 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   auto c = std::unique_ptr<SchedulingController>(new SchedulingController(
       std::move(planner), std::move(scheduler), std::move(options), std::move(executor), clock));
   c->topology_summary_ = std::move(summary);
+  c->summarized_counts_ = c->cluster().counts();
+  c->admission_cluster_ = std::make_unique<const topo::Cluster>(c->cluster().Clone());
   c->planning_system_ = std::move(planning);
   return c;
 }
@@ -937,8 +940,15 @@ void SchedulingController::PublishSnapshot() {
       unhealthy += n.gpus - nodes[i].gpus_allocated;
     }
   }
+  // The summary states GPU counts: rewritten when they change, so that it agrees with `nodes`.
+  std::string summary;
+  if (!(c.counts() == summarized_counts_)) summary = topo::Summarize(c);
   {
     std::lock_guard lock(snapshot_mu_);
+    if (!summary.empty()) {
+      topology_summary_ = std::move(summary);
+      summarized_counts_ = c.counts();
+    }
     for (auto& [id, rules] : active_rules_) nodes[id.value()].active_rules = rules;
     placements_ = std::move(placements);
     nodes_ = std::move(nodes);
@@ -952,6 +962,10 @@ void SchedulingController::PublishSnapshot() {
   for (std::string_view h : {"healthy", "suspect", "draining", "down"}) {
     metrics_->nodes.WithLabels({h}).Set(by_health[std::string(h)]);
   }
+}
+
+Status SchedulingController::Admit(const JobSpec& spec, std::string* field) const {
+  return AdmitJob(spec, *admission_cluster_, field);
 }
 
 std::optional<PlacementView> SchedulingController::JobPlacement(JobId job) const {

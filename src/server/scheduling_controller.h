@@ -85,7 +85,11 @@ class SchedulingController final : public Controller {
   }
   std::optional<PlacementView> JobPlacement(JobId job) const override;
   std::vector<NodeView> Nodes() const override;
-  std::string Topology() const override { return topology_summary_; }
+  std::string Topology() const override {
+    std::lock_guard lock(snapshot_mu_);
+    return topology_summary_;
+  }
+  Status Admit(const JobSpec& spec, std::string* field) const override;
   Result<perf::SystemSpec> PlanningSystem() const override { return planning_system_; }
 
   // Cycles run so far (for tests).
@@ -154,7 +158,8 @@ class SchedulingController final : public Controller {
   SchedulingControllerOptions options_;
   std::unique_ptr<Executor> executor_;
   const Clock& clock_;
-  std::string topology_summary_;
+  // The cluster's structure for admission (http/admission.h): a private copy nothing mutates.
+  std::unique_ptr<const topo::Cluster> admission_cluster_;
   Result<perf::SystemSpec> planning_system_ = UnavailableError("not built");  // immutable
   std::unordered_map<std::string, topo::NodeId> node_by_name_;  // immutable after Create
   JobStore* store_ = nullptr;
@@ -194,6 +199,8 @@ class SchedulingController final : public Controller {
   mutable std::mutex snapshot_mu_;
   std::map<JobId, PlacementView> placements_;
   std::vector<NodeView> nodes_;
+  std::string topology_summary_;  // rewritten when the GPU counts change
+  topo::GpuCounts summarized_counts_;
   std::map<topo::NodeId, std::vector<std::string>> active_rules_;
   std::int64_t cycles_ = 0;
 };

@@ -161,7 +161,8 @@ TEST(ControllerTest, SubmittedJobIsPlacedThenFinishes) {
   // The job's state is stored before the controller's next cycle republishes the GPU gauges.
   std::string metrics;
   EXPECT_TRUE(WaitFor([&] {
-    metrics = httplib::Client("127.0.0.1", d.port()).Get("/metrics")->body;
+    metrics =
+        httplib::Client("127.0.0.1", d.port()).Get("/metrics", {{"Authorization", kToken}})->body;
     return metrics.find("baton_gpus{state=\"free\"} 1024") != std::string::npos;
   })) << metrics;
   EXPECT_NE(metrics.find("baton_scheduler_cycle_duration_seconds_count"), std::string::npos);
@@ -288,14 +289,58 @@ TEST(ControllerTest, JobWithAPlanIsPlacedWithThePlannersSlowdown) {
 }
 
 // A queued job that can never fit is rejected, with the reason, as failed.
-TEST(ControllerTest, ImpossibleJobIsRejected) {
+// Regression (issue 15): a 4,096-GPU job on this 1,024-GPU cluster was accepted (201) and
+// failed later. What can never run is refused at submit with 400 naming the field, and nothing
+// is stored.
+TEST(ControllerTest, ImpossibleJobsAreRefusedAtSubmit) {
   fs::path dir = TempDir("reject");
   SystemClock clock;
   InProcess d(dir, DryRun(100, clock));
   Api api(d.port());
-  std::int64_t id = api.Submit(R"({"name": "huge", "gpus": 4096})");
-  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "failed"; })) << api.State(id);
-  EXPECT_EQ(api.EventKinds(id), (std::vector<std::string>{"queued", "rejected"}));
+  struct Case {
+    const char* spec;
+    const char* field;
+  };
+  for (const Case& c : {
+           Case{R"({"name": "huge", "gpus": 4096})", "gpus"},
+           Case{R"({"name": "t", "gpus": 8, "gpu_type": "B200"})", "gpu_type"},
+           Case{R"({"name": "t", "gpus": 8, "gpu_type": "no-such-gpu"})", "gpu_type"},
+           Case{R"({"name": "t", "gpus": 16, "gpus_per_node": 16})", "gpus_per_node"},
+           Case{R"({"name": "t", "gpus": 24, "gpus_per_node": 16})", "gpus_per_node"},
+           Case{R"({"name": "t", "gpus": 16, "topology": {"required": "node"}})",
+                "topology.required"},
+           Case{R"({"name": "t", "gpus": 512, "topology": {"required": "leaf"}})",
+                "topology.required"},
+           Case{R"({"name": "t", "gpus": 8, "topology": {"required": "group"}})",
+                "topology.required"},
+       }) {
+    json r = api.Send("POST", "/api/v1/jobs", c.spec);
+    EXPECT_EQ(r["http_status"], 400) << c.spec << " " << r.dump();
+    EXPECT_EQ(r["error"].value("field", ""), c.field) << c.spec << " " << r.dump();
+  }
+  EXPECT_EQ(api.Get("/api/v1/jobs")["jobs"].size(), 0u);
+  // What only has to wait is admitted: the whole cluster, one leaf, one node.
+  api.Submit(R"({"name": "all", "gpus": 1024, "estimated_runtime_s": 1})");
+  api.Submit(R"({"name": "leaf", "gpus": 256, "topology": {"required": "leaf"}})");
+  api.Submit(R"({"name": "node", "gpus": 8, "gpus_per_node": 8, "gpu_type": "H100-SXM"})");
+}
+
+// Regression (issue 15): /api/v1/topology counted 512 GPUs allocated while its summary, written
+// once at start, said 0.
+TEST(ControllerTest, TopologyCountsAgreeWithItsSummary) {
+  fs::path dir = TempDir("topology");
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  std::int64_t id = api.Submit(R"({"name": "half", "gpus": 512, "estimated_runtime_s": 3600})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "running"; }));
+  json t;
+  ASSERT_TRUE(WaitFor([&] {
+    t = api.Get("/api/v1/topology");
+    return t.value("gpus_allocated", -1) == 512;
+  })) << t.dump();
+  const std::string summary = t["summary"];
+  EXPECT_NE(summary.find("(allocated 512, free 512"), std::string::npos) << summary;
 }
 
 TEST(ControllerTest, DcgmXid79TakesTheNodeOutOfScheduling) {
@@ -333,7 +378,8 @@ TEST(ControllerTest, DcgmXid79TakesTheNodeOutOfScheduling) {
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(api.State(small), "queued");
   EXPECT_EQ(api.Get("/api/v1/nodes/" + bad)["gpus_allocated"], 0);
-  std::string metrics = httplib::Client("127.0.0.1", d.port()).Get("/metrics")->body;
+  std::string metrics =
+      httplib::Client("127.0.0.1", d.port()).Get("/metrics", {{"Authorization", kToken}})->body;
   EXPECT_NE(metrics.find("baton_nodes{health=\"down\"} 1"), std::string::npos);
 }
 

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include "core/log.h"
 #include "server/http/api.h"
 #include "server/http/auth.h"
+#include "server/http/connection_guard.h"
 #include "server/metrics.h"
 #include "server/store/postgres_job_store.h"
 #include "server/store/sqlite_job_store.h"
@@ -28,6 +30,7 @@ struct Server::Impl {
   std::unique_ptr<Authenticator> auth;
   Registry metrics;
   std::unique_ptr<Api> api;
+  std::unique_ptr<ConnectionGuard> guard;
   std::unique_ptr<httplib::Server> http;
   int port = 0;
   std::atomic<bool> serving{false};
@@ -40,6 +43,18 @@ namespace {
 std::pair<time_t, time_t> SplitSeconds(Seconds s) {
   double whole = std::floor(s.value());
   return {static_cast<time_t>(whole), static_cast<time_t>((s.value() - whole) * 1e6)};
+}
+
+std::chrono::milliseconds Millis(Seconds s) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(s.value() * 1e3)));
+}
+
+// httplib's default sets SO_REUSEPORT, with which a second daemon binds the same port and the
+// kernel splits connections between the two. SO_REUSEADDR alone still allows a restart while old
+// connections sit in TIME_WAIT, and refuses a port another socket listens on.
+void ListenSocketOptions(int sock) {
+  int yes = 1;
+  ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
 }
 
 }  // namespace
@@ -75,6 +90,34 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   ASSIGN_OR_RETURN(Authenticator auth, Authenticator::LoadFile(options.auth_config_path));
   impl->auth = std::make_unique<Authenticator>(std::move(auth));
 
+  if (!options.tls_cert_path.empty()) {
+    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
+                                                      options.tls_key_path.c_str());
+    if (!https->is_valid()) {
+      return InvalidArgumentError("cannot load TLS certificate " + options.tls_cert_path +
+                                  " or key " + options.tls_key_path);
+    }
+    impl->http = std::move(https);
+  } else {
+    impl->http = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& http = *impl->http;
+  http.set_socket_options(ListenSocketOptions);
+  // Bound before the store is opened: a second daemon on a port in use stops here, having
+  // touched nothing.
+  if (options.port == 0) {
+    impl->port = http.bind_to_any_port(options.host);
+  } else {
+    impl->port = http.bind_to_port(options.host, options.port) ? options.port : -1;
+  }
+  if (impl->port <= 0) {
+    const int err = errno;
+    return UnavailableError(
+        "cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
+        (err == EADDRINUSE ? std::string("the port is in use (is another baton serve running?)")
+                           : std::string(strerror(err))));
+  }
+
   std::string store_name = options.db_path;
   if (options.store.empty()) {
     SqliteStoreOptions store_options;
@@ -93,18 +136,6 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   }
   LOG_INFO("job store {}: {}", store_name, impl->store->open_report().ToString());
 
-  if (!options.tls_cert_path.empty()) {
-    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
-                                                      options.tls_key_path.c_str());
-    if (!https->is_valid()) {
-      return InvalidArgumentError("cannot load TLS certificate " + options.tls_cert_path +
-                                  " or key " + options.tls_key_path);
-    }
-    impl->http = std::move(https);
-  } else {
-    impl->http = std::make_unique<httplib::Server>();
-  }
-  httplib::Server& http = *impl->http;
   int workers = options.worker_threads;
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   auto [rs, rus] = SplitSeconds(options.read_timeout);
@@ -112,23 +143,24 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   auto [ws, wus] = SplitSeconds(options.write_timeout);
   http.set_write_timeout(ws, wus);
   http.set_keep_alive_max_count(100000);
-  http.set_keep_alive_timeout(30);
+  // Below head_timeout, so that httplib ends idle keep-alive connections itself.
+  http.set_keep_alive_timeout(5);
   http.set_tcp_nodelay(true);
+
+  ConnectionGuardOptions guard;
+  guard.head_timeout = Millis(options.head_timeout);
+  guard.request_timeout = Millis(options.request_timeout);
+  guard.max_connections = options.max_connections > 0
+                              ? options.max_connections
+                              : static_cast<std::size_t>(options.worker_threads);
+  impl->guard = std::make_unique<ConnectionGuard>(guard);
 
   Controller& c = controller != nullptr ? *controller : impl->null_controller;
   impl->controller = &c;
   impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics);
-  impl->api->Register(http, options.max_body_bytes);
+  impl->api->Register(http, options.max_body_bytes, impl->guard->Hooks());
+  impl->guard->Start(impl->port);
 
-  if (options.port == 0) {
-    impl->port = http.bind_to_any_port(options.host);
-  } else {
-    impl->port = http.bind_to_port(options.host, options.port) ? options.port : -1;
-  }
-  if (impl->port <= 0) {
-    return UnavailableError("cannot listen on " + options.host + ":" +
-                            std::to_string(options.port) + ": " + strerror(errno));
-  }
   // Last, once nothing else can fail: the controller reloads the store and starts its thread.
   RETURN_IF_ERROR(c.Start(*impl->store, impl->metrics));
   impl->controller_started = true;

@@ -25,9 +25,16 @@ struct ServerOptions {
   // HTTPS when both are set (cpp-httplib is built with OpenSSL); PEM files.
   std::string tls_cert_path;
   std::string tls_key_path;
-  std::size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
-  Seconds read_timeout{10};              // per read of a request (slowloris protection)
+  std::size_t max_body_bytes = 1 << 20;  // larger request bodies get 413, chunked or not
+  Seconds read_timeout{10};              // per read of a request
   Seconds write_timeout{10};
+  // Slow clients (http/connection_guard.h): a connection must complete a request head within
+  // head_timeout of connecting or of its previous response, and a request within
+  // request_timeout of its head; past max_connections open connections, those waiting longest
+  // for a head are closed. 0 for max_connections: worker_threads.
+  Seconds head_timeout{10};
+  Seconds request_timeout{60};
+  std::size_t max_connections = 0;
   int worker_threads = 64;  // concurrent connections served (keep-alive holds one each)
   bool group_commit = true;
   // Called once the socket is bound, with the actual port, before requests are served.
@@ -36,7 +43,8 @@ struct ServerOptions {
 
 class Server {
  public:
-  // Opens the store (logging what it found), loads the auth config and binds the socket.
+  // Loads the auth config, binds the socket (a port in use is refused: kUnavailable naming it,
+  // before the store is touched), then opens the store (logging what it found).
   // `controller` (not owned, may be null for NullController) must outlive the Server; it is
   // started (Controller::Start) last, and stopped by the destructor before the store closes.
   static Result<std::unique_ptr<Server>> Create(const ServerOptions& options,

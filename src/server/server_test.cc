@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -41,9 +44,23 @@ class RecordingController final : public Controller {
     std::lock_guard lock(mu);
     nodes.push_back(node.node);
   }
+  std::vector<NodeView> Nodes() const override {
+    std::vector<NodeView> out;
+    for (const std::string& n : known_nodes) out.push_back(NodeView{n, "healthy", {}, 8, 0, {}});
+    return out;
+  }
+  std::optional<PlacementView> JobPlacement(JobId) const override {
+    if (phase.empty()) return std::nullopt;
+    PlacementView v;
+    v.phase = phase;
+    return v;
+  }
   std::mutex mu;
   std::vector<JobId> submitted, cancelled;
   std::vector<std::string> nodes;
+  // Set by a test before it sends requests.
+  std::vector<std::string> known_nodes;
+  std::string phase;
 };
 
 class ServerTest : public ::testing::Test {
@@ -387,10 +404,10 @@ TEST_F(ServerTest, HealthMetricsOpenApiAndUnknownRoutes) {
   const std::string post_count =
       "baton_http_request_duration_seconds_count{method=\"POST\",route=\"/api/v1/jobs\","
       "code=\"201\"} 1";
-  auto metrics = client_->Get("/metrics");
+  auto metrics = client_->Get("/metrics", Auth(kAdmin));
   for (int i = 0; i < 200 && metrics && metrics->body.find(post_count) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    metrics = client_->Get("/metrics");
+    metrics = client_->Get("/metrics", Auth(kAdmin));
   }
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
@@ -444,6 +461,284 @@ TEST_F(ServerTest, ConcurrentClientsAllGetDurableDistinctJobs) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(kThreads * kEach));
   EXPECT_EQ(JobsInStore(), kThreads * kEach);
+}
+
+// A raw connection for attacks that httplib::Client cannot make (chunked uploads, junk methods,
+// slow headers). Closes on destruction.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval timeout{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  }
+  ~RawConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  // False once the peer closed or 5 s passed without progress.
+  bool Send(std::string_view data) {
+    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  }
+  // What arrives until the peer closes, a whole response is in, or 5 s pass.
+  std::string Receive() {
+    std::string reply;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd_, buf, sizeof buf, 0)) > 0) {
+      reply.append(buf, static_cast<std::size_t>(n));
+      std::size_t end = reply.find("\r\n\r\n");
+      std::size_t length = reply.find("Content-Length: ");
+      if (end != std::string::npos && length != std::string::npos &&
+          reply.size() >= end + 4 + std::stoul(reply.substr(length + 16))) {
+        break;
+      }
+    }
+    return reply;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
+
+std::string Chunk(std::string_view data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return std::string(size) + std::string(data) + "\r\n";
+}
+
+// Regression (issue 15): a chunked upload without a token was read in full (1 GB) before the
+// 401. The token is checked before any byte of the body is read.
+TEST_F(ServerTest, ChunkedUploadWithoutATokenIsRefusedBeforeItsBodyIsRead) {
+  RawConnection c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(
+      c.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n" +
+             Chunk(std::string(1000, ' '))));
+  // The rest of the "1 GB" never comes: the answer must not wait for it.
+  std::string reply = c.Receive();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 401", 0), 0u) << reply;
+  EXPECT_NE(reply.find("\"code\":\"UNAUTHENTICATED\""), std::string::npos) << reply;
+  EXPECT_EQ(JobsInStore(), 0);
+}
+
+// Regression (issue 15): the body limit applied only with a Content-Length; a chunked body is cut
+// off at the limit with 413, and the rest is not read.
+TEST_F(ServerTest, ChunkedBodyOverTheLimitGets413) {
+  RawConnection c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(
+      c.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(kAlice) +
+             "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+             Chunk(R"({"name": "a", "gpus": 8, "command": [")")));
+  const std::string piece = Chunk(std::string(64 << 10, 'x'));
+  std::size_t sent = 0;
+  // 4 MiB, four times the limit; the server stops reading after 1 MiB, so sends may fail.
+  for (int i = 0; i < 64 && c.Send(piece); ++i) sent += piece.size();
+  c.Send(Chunk(R"("]})") + "0\r\n\r\n");
+  std::string reply = c.Receive();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply.substr(0, 300) << " after " << sent;
+  EXPECT_NE(reply.find("\"field\":\"body\""), std::string::npos) << reply.substr(0, 300);
+  EXPECT_EQ(JobsInStore(), 0);
+}
+
+// Regression (issue 15): each junk method became a new label of the request histogram. Methods
+// outside a closed set count as "other", and the answer is the one error shape.
+TEST_F(ServerTest, JunkMethodsDoNotGrowMetrics) {
+  for (int i = 0; i < 40; ++i) {
+    RawConnection c(server_->port());
+    ASSERT_TRUE(c.connected());
+    c.Send("JUNK" + std::to_string(i) + " /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::string reply = c.Receive();
+    EXPECT_EQ(reply.rfind("HTTP/1.1 4", 0), 0u) << reply;
+  }
+  RawConnection put(server_->port());
+  put.Send("PUT /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  std::string reply = put.Receive();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 405", 0), 0u) << reply;
+  EXPECT_NE(reply.find(R"("error":{"code":"METHOD_NOT_ALLOWED")"), std::string::npos) << reply;
+  auto metrics = client_->Get("/metrics", Auth(kAdmin));
+  ASSERT_TRUE(metrics);
+  ASSERT_EQ(metrics->status, 200);
+  EXPECT_EQ(metrics->body.find("JUNK"), std::string::npos);
+  std::set<std::string> methods;
+  for (std::size_t at = 0; (at = metrics->body.find("method=\"", at)) != std::string::npos;) {
+    at += 8;
+    methods.insert(metrics->body.substr(at, metrics->body.find('"', at) - at));
+  }
+  for (const std::string& m : methods) {
+    EXPECT_TRUE(m == "GET" || m == "HEAD" || m == "POST" || m == "PUT" || m == "DELETE" ||
+                m == "PATCH" || m == "OPTIONS" || m == "other")
+        << m;
+  }
+}
+
+// Regression (issue 15): connections dribbling a byte at a time held every worker, so /healthz
+// timed out. Slow request heads are cut off and connections past the cap do not starve others.
+TEST_F(ServerTest, SlowClientsDoNotStarveHealthChecks) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 12; ++i) {  // more than the 8 worker threads
+    slow.emplace_back([&] {
+      RawConnection c(server_->port());
+      const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+      for (std::size_t k = 0; k < head.size() && !stop; ++k) {
+        if (!c.Send(head.substr(k, 1))) return;
+      }
+      while (!stop && c.Send("a")) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  httplib::Client probe("127.0.0.1", server_->port());
+  probe.set_connection_timeout(3);
+  probe.set_read_timeout(3);
+  auto health = probe.Get("/healthz");
+  stop = true;
+  for (auto& t : slow) t.join();
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+}
+
+// Regression (issue 15): a second daemon on the same port started (SO_REUSEPORT) and the kernel
+// split requests between two schedulers. It is refused with the port named.
+TEST_F(ServerTest, SecondServerOnTheSamePortIsRefused) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = server_->port();
+  o.db_path = (dir_ / "second.db").string();
+  o.auth_config_path = (dir_ / "auth.yaml").string();
+  auto second = Server::Create(o);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find(":" + std::to_string(server_->port())),
+            std::string::npos)
+      << second.status().ToString();
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos)
+      << second.status().ToString();
+  EXPECT_FALSE(fs::exists(dir_ / "second.db"));  // refused before the store was touched
+}
+
+// Regression (issue 15): /metrics showed tenant names to anyone. It needs an admin token
+// (docs/auth.md); /healthz and the OpenAPI document stay public.
+TEST_F(ServerTest, MetricsFollowTheAuthPolicy) {
+  ASSERT_EQ(Post("/api/v1/jobs", kSpec, kAlice).first, 201);
+  EXPECT_EQ(Get("/metrics", nullptr).first, 401);
+  auto [tc, te] = Get("/metrics", kAlice);
+  EXPECT_EQ(tc, 403);
+  EXPECT_EQ(te["error"]["code"], "PERMISSION_DENIED");
+  auto m = client_->Get("/metrics", Auth(kAdmin));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("team-a"), std::string::npos);
+  EXPECT_EQ(Get("/healthz", nullptr).first, 200);
+  EXPECT_EQ(Get("/api/v1/openapi.json", nullptr).first, 200);
+}
+
+// Regression (issue 15): `POST :cancel` without a body (no Content-Length) waited for the read
+// timeout and then answered 400. It answers at once; DELETE cancels too.
+TEST_F(ServerTest, CancelWithoutABodyAnswersAtOnce) {
+  auto [code, job] = Post("/api/v1/jobs", kSpec, kAlice);
+  ASSERT_EQ(code, 201);
+  const std::string id = std::to_string(job["id"].get<std::int64_t>());
+  RawConnection c(server_->port());
+  auto t0 = std::chrono::steady_clock::now();
+  c.Send("POST /api/v1/jobs/" + id +
+         ":cancel HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(kAlice) + "\r\n\r\n");
+  std::string reply = c.Receive();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 202", 0), 0u) << reply;
+  // Not a timing assertion on the server's speed: the old behaviour waited out the 1 s timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
+
+  auto [c2, j2] = Post("/api/v1/jobs", kSpec, kAlice);
+  ASSERT_EQ(c2, 201);
+  auto del = client_->Delete(
+      ("/api/v1/jobs/" + std::to_string(j2["id"].get<std::int64_t>())).c_str(), Auth(kAlice));
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 202) << del->body;
+  EXPECT_EQ(json::parse(del->body)["state"], "cancelled");
+}
+
+// Regression (issue 15): draining an unknown node answered 200, and the reply was dated 1970.
+TEST_F(ServerTest, NodeAdminKnowsTheNodesAndDatesItsReplies) {
+  controller_.known_nodes = {"node-1", "node-2"};
+  auto [uc, ue] = Post("/api/v1/nodes/no-such-node:drain", "", kAdmin);
+  EXPECT_EQ(uc, 404) << ue.dump();
+  EXPECT_EQ(ue["error"]["code"], "NOT_FOUND");
+  auto [dc, drained] = Post("/api/v1/nodes/node-1:drain", R"({"reason": "fan"})", kAdmin);
+  ASSERT_EQ(dc, 200) << drained.dump();
+  const std::string when = drained["updated_at"];
+  EXPECT_GE(std::stoi(when.substr(0, 4)), 2024) << when;
+  EXPECT_EQ(Get("/api/v1/nodes/node-1", kAdmin).second["updated_at"], when);
+  auto [dup, de] = Post("/api/v1/nodes/node-1:drain", R"({"reason": "a", "reason": "b"})", kAdmin);
+  EXPECT_EQ(dup, 400);
+  EXPECT_NE(de["error"]["message"].get<std::string>().find("duplicate key"), std::string::npos);
+}
+
+// Regression (issue 15): a job reply carried the store's `state` and the scheduler's
+// `scheduler_phase`, which could disagree. One state per job.
+TEST_F(ServerTest, AJobHasOneState) {
+  auto [code, job] = Post("/api/v1/jobs", kSpec, kAlice);
+  ASSERT_EQ(code, 201);
+  controller_.phase = "running";
+  auto [gc, got] = Get("/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>()), kAlice);
+  ASSERT_EQ(gc, 200);
+  EXPECT_EQ(got["state"], "queued");
+  for (const auto& [key, value] : got.items()) {
+    EXPECT_EQ(key.find("phase"), std::string::npos) << got.dump();
+  }
+}
+
+// Regression (issue 15): one error shape everywhere, including errors httplib makes itself.
+TEST_F(ServerTest, EveryErrorHasTheOneShape) {
+  std::vector<std::string> replies;
+  for (const char* request :
+       {"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "DELETE /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alice-token-0123456789\r\n"
+        "Content-Length: 3\r\n\r\n{{{"}) {
+    RawConnection c(server_->port());
+    c.Send(request);
+    std::string reply = c.Receive();
+    std::size_t body = reply.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos) << request;
+    json err = json::parse(reply.substr(body + 4), nullptr, false);
+    ASSERT_TRUE(err.is_object()) << reply;
+    ASSERT_EQ(err.size(), 1u) << reply;
+    ASSERT_TRUE(err["error"].is_object()) << reply;
+    EXPECT_TRUE(err["error"]["code"].is_string()) << reply;
+    EXPECT_TRUE(err["error"]["message"].is_string()) << reply;
+  }
+}
+
+// Found while replaying issue 15's attacks: httplib reads a request line into memory with no
+// limit (180 MB in 10 s before the head deadline cut it). A head past 64 KiB is cut off at once.
+TEST_F(ServerTest, OversizedRequestHeadIsCutOff) {
+  RawConnection c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("GET /"));
+  const std::string piece(1 << 20, 'a');
+  std::size_t sent = 0;
+  for (int i = 0; i < 256 && c.Send(piece); ++i) sent += piece.size();
+  // The server stops reading after its limit, so the client cannot push the whole 256 MiB.
+  EXPECT_LT(sent, std::size_t{256} << 20);
+  EXPECT_EQ(Get("/healthz", nullptr).first, 200);
+}
+
+// Found while replaying issue 15's attacks: curl's chunked uploads send "Expect: 100-continue",
+// which httplib answered "100 Continue" before any check, inviting the body. A refused request
+// gets its final answer instead.
+TEST_F(ServerTest, ExpectContinueIsNotGrantedToARefusedRequest) {
+  RawConnection c(server_->port());
+  ASSERT_TRUE(
+      c.Send("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  std::string reply = c.Receive();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 401", 0), 0u) << reply;
 }
 
 }  // namespace

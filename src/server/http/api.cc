@@ -7,8 +7,10 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
+#include <utility>
+#include <vector>
 
+#include "core/bounded_input.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "perf/estimator.h"
@@ -125,10 +127,11 @@ json JobJson(const JobRecord& j, const Controller& controller) {
               {"updated_at", Rfc3339(j.updated_at)},
               {"spec", spec.is_discarded() ? json(nullptr) : spec}};
   if (!j.idempotency_key.empty()) out["idempotency_key"] = j.idempotency_key;
-  // The scheduler's view, for jobs it holds: its phase and, once placed, where.
+  // The scheduler's view, for jobs it holds: why it waits or, once placed, where. Its phase is
+  // not shown: `state` is the one state of a job (the store's, which the scheduler's phase
+  // changes follow), so that a reply never carries two that disagree.
   if (!IsTerminal(j.state)) {
     if (std::optional<PlacementView> p = controller.JobPlacement(j.id)) {
-      out["scheduler_phase"] = p->phase;
       if (!p->waiting.empty()) out["waiting_reason"] = p->waiting;
       if (!p->nodes.empty()) out["placement"] = PlacementJson(*p);
     }
@@ -152,53 +155,252 @@ bool ValidIdempotencyKey(std::string_view key) {
   return true;
 }
 
-// The route label of the request being handled on this thread (for the latency histogram), and
-// when it started; set by the pre-routing hook and the route wrappers.
+// The route label of the request being handled on this thread (for the latency histogram), when
+// it started and who sent it; set by the pre-routing hook, which runs on the same worker thread
+// as the route's handler, before any of the body is read.
 thread_local const char* t_route = nullptr;
 thread_local Clock::time_point t_start;
+thread_local Principal t_principal;
+
+// A refusal decided before the body was read, for a body small enough to drain (a Content-Length
+// of at most 8x the limit on a POST or DELETE): the body is read and dropped, then this is the
+// answer, so that a client that reads only after sending still sees it. Larger or chunked
+// bodies are refused at once and their connection closed instead.
+struct Refusal {
+  int status;
+  std::string code;
+  std::string message;
+  std::string field;
+};
+thread_local std::optional<Refusal> t_refusal;
 
 enum class Access { kPublic, kAuthenticated, kAdmin };
+
+// The metric label for a request method: a closed set, so that junk method names (which anyone
+// can send) cannot create label values.
+std::string_view MethodLabel(std::string_view method) {
+  for (std::string_view m : {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    if (method == m) return m;
+  }
+  return "other";
+}
+
+// The limits for the small admin bodies ({"reason": "..."}, telemetry samples): flat objects.
+JsonLimits ShallowJson() {
+  JsonLimits limits;
+  limits.max_depth = 4;
+  return limits;
+}
+
+bool IsNameChar(char c, bool first) {
+  const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  return alnum || (!first && (c == '.' || c == '_' || c == '-'));
+}
+
+// Whether `path` has the route's shape: literal characters match themselves, "{id}" is 1-19
+// digits, "{node}" a node name ([A-Za-z0-9][A-Za-z0-9._-]{0,63}) and "{action}" (last) one of
+// cordon, drain, uncordon. The same language as the patterns given to httplib, so that the
+// pre-routing hook and httplib's dispatch agree on every path.
+bool MatchesShape(std::string_view shape, std::string_view path) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (!shape.empty()) {
+    std::size_t n = 0;
+    if (shape.starts_with("{id}")) {
+      while (n < path.size() && n < 20 && digit(path[n])) ++n;
+      if (n == 0 || n > 19) return false;
+      shape.remove_prefix(4);
+    } else if (shape.starts_with("{node}")) {
+      while (n < path.size() && n < 65 && IsNameChar(path[n], n == 0)) ++n;
+      if (n == 0 || n > 64) return false;
+      shape.remove_prefix(6);
+    } else if (shape == "{action}") {
+      return path == "cordon" || path == "drain" || path == "uncordon";
+    } else {
+      if (path.empty() || path[0] != shape[0]) return false;
+      n = 1;
+      shape.remove_prefix(1);
+    }
+    path.remove_prefix(n);
+  }
+  return path.empty();
+}
+
+bool IsChunked(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") &&
+         req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+}
+
+// True when the request announces a body (a non-zero Content-Length, or chunked).
+bool HasBody(const httplib::Request& req) {
+  if (IsChunked(req)) return true;
+  if (!req.has_header("Content-Length")) return false;
+  std::optional<std::int64_t> n = ParseInt64(req.get_header_value("Content-Length"));
+  return !n || *n != 0;
+}
 
 }  // namespace
 
 // The handlers, with access to the Api's members.
 struct Api::Routes {
-  using Handler =
-      std::function<void(const httplib::Request&, httplib::Response&, const Principal&)>;
+  // `body` is the request body, read within the limit (empty when the request has none).
+  using Handler = std::function<void(const httplib::Request&, std::string_view body,
+                                     httplib::Response&, const Principal&)>;
+
+  struct Route {
+    std::string method;  // GET, POST or DELETE (HEAD is served as GET)
+    const char* label;   // the route's shape, as MatchesShape reads it; the label in metrics
+    Access access;
+  };
 
   Api& api;
   httplib::Server& server;
+  std::size_t max_body;
+  ConnectionHooks hooks;
+  std::vector<Route> table;
 
   void Add(const char* method, const std::string& pattern, const char* route, Access access,
            Handler handler) {
-    auto wrapped = [this, route, access, handler = std::move(handler)](const httplib::Request& req,
-                                                                       httplib::Response& res) {
-      t_route = route;
-      Principal principal;
-      if (access != Access::kPublic) {
-        Result<Principal> p = api.auth_.Authenticate(req.get_header_value("Authorization"));
-        if (!p.ok()) {
-          res.set_header("WWW-Authenticate", "Bearer");
-          SendError(res, 401, "UNAUTHENTICATED", p.status().message(), "Authorization");
-          return;
-        }
-        principal = *p;
-        if (access == Access::kAdmin && principal.role != Role::kAdmin) {
-          SendError(res, 403, "PERMISSION_DENIED",
-                    "this endpoint needs the admin role; " + principal.name + " is a tenant");
-          return;
-        }
-      }
-      handler(req, res, principal);
-    };
+    table.push_back({method, route, access});
     std::string m = method;
     if (m == "GET") {
-      server.Get(pattern, wrapped);
-    } else if (m == "POST") {
-      server.Post(pattern, wrapped);
-    } else {
-      server.Delete(pattern, wrapped);
+      server.Get(pattern, [handler](const httplib::Request& req, httplib::Response& res) {
+        handler(req, {}, res, t_principal);
+      });
+      return;
     }
+    // POST and DELETE take the body through a content reader, so that it is read only here,
+    // after the pre-routing hook has authenticated the request, and only up to the limit
+    // (httplib itself bounds only a Content-Length body, not a chunked one).
+    auto with_body = [this, handler](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+      if (t_refusal) {
+        reader([](const char*, std::size_t) { return true; });  // drained, bounded above
+        const Refusal r = *std::exchange(t_refusal, std::nullopt);
+        return SendError(res, r.status, r.code, r.message, r.field);
+      }
+      std::string body;
+      if (!ReadBody(req, reader, res, body)) return;
+      handler(req, body, res, t_principal);
+    };
+    if (m == "POST") {
+      server.Post(pattern, with_body);
+    } else {
+      server.Delete(pattern, with_body);
+    }
+  }
+
+  // Stops reading the request's connection once the response is written (a refused body is left
+  // unread: reading it would be the attack).
+  void CloseAfterResponse(const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Connection", "close");
+    if (hooks.close_after_response) hooks.close_after_response(req.remote_addr, req.remote_port);
+  }
+
+  // Reads the body, chunked or not, into `body`, refusing it with 413 once it passes the limit.
+  // A request that announces no body (a cancel with neither Content-Length nor chunks) has none:
+  // nothing is waited for.
+  bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                httplib::Response& res, std::string& body) {
+    if (!HasBody(req)) return true;
+    bool over = false;
+    bool ok = reader([&](const char* data, std::size_t n) {
+      if (n > max_body - body.size()) {
+        over = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (over) {
+      t_route = "rejected";
+      CloseAfterResponse(req, res);
+      SendError(res, 413, "PAYLOAD_TOO_LARGE",
+                "request body is larger than the limit of " + std::to_string(max_body) + " bytes",
+                "body");
+      return false;
+    }
+    if (!ok) {
+      CloseAfterResponse(req, res);
+      SendError(res, 400, "INVALID_ARGUMENT", "the request body could not be read", "body");
+      return false;
+    }
+    return true;
+  }
+
+  // Runs before httplib reads any of the body: finds the route (404 or 405 otherwise),
+  // authenticates and authorises (401, 403), and checks an announced Content-Length (413). A
+  // refused request's body is never read, and its connection is closed after the answer.
+  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res) {
+    t_route = "unmatched";
+    t_start = Clock::now();
+    t_principal = Principal{};
+    t_refusal.reset();
+    std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
+    const bool drainable = (req.method == "POST" || req.method == "DELETE") && !IsChunked(req) &&
+                           length && *length >= 0 &&
+                           static_cast<std::uint64_t>(*length) / 8 <= max_body;
+    auto refuse = [&](int status, std::string_view code, const std::string& message,
+                      std::string_view field = {}) {
+      if (HasBody(req) && drainable) {
+        // httplib reads (at most 8x the limit) and drops the body, then the route's handler or
+        // the error handler answers with this.
+        t_refusal = Refusal{status, std::string(code), message, std::string(field)};
+        if (hooks.request_started) hooks.request_started(req.remote_addr, req.remote_port);
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      if (HasBody(req)) CloseAfterResponse(req, res);
+      SendError(res, status, code, message, field);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    const std::string method = req.method == "HEAD" ? "GET" : req.method;
+    const Route* route = nullptr;
+    std::string allowed;
+    for (const Route& r : table) {
+      if (!MatchesShape(r.label, req.path)) continue;
+      if (r.method == method) {
+        route = &r;
+        break;
+      }
+      if (allowed.find(r.method) == std::string::npos) {
+        allowed += (allowed.empty() ? "" : ", ") + r.method;
+      }
+    }
+    if (route == nullptr) {
+      if (allowed.empty()) return refuse(404, "NOT_FOUND", "no such endpoint");
+      res.set_header("Allow", allowed);
+      return refuse(405, "METHOD_NOT_ALLOWED",
+                    "method " + Printable(req.method, 16) +
+                        " is not allowed here (allowed: " + allowed + ")");
+    }
+    t_route = route->label;
+    if (route->access != Access::kPublic) {
+      Result<Principal> p = api.auth_.Authenticate(req.get_header_value("Authorization"));
+      if (!p.ok()) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        return refuse(401, "UNAUTHENTICATED", std::string(p.status().message()), "Authorization");
+      }
+      if (route->access == Access::kAdmin && p->role != Role::kAdmin) {
+        return refuse(403, "PERMISSION_DENIED",
+                      "this endpoint needs the admin role; " + p->name + " is a tenant");
+      }
+      t_principal = std::move(p).value();
+    }
+    if (HasBody(req) && route->method == "GET") {
+      return refuse(400, "INVALID_ARGUMENT", "a GET request takes no body", "body");
+    }
+    if (req.has_header("Content-Length") && (!length || *length < 0)) {
+      return refuse(400, "INVALID_ARGUMENT", "Content-Length is not a byte count",
+                    "Content-Length");
+    }
+    if (length && static_cast<std::uint64_t>(*length) > max_body) {
+      t_route = "rejected";
+      return refuse(413, "PAYLOAD_TOO_LARGE",
+                    "request body of " + std::to_string(*length) +
+                        " bytes is larger than the limit of " + std::to_string(max_body),
+                    "body");
+    }
+    if (hooks.request_started) hooks.request_started(req.remote_addr, req.remote_port);
+    return httplib::Server::HandlerResponse::Unhandled;
   }
 
   // Loads a job the principal may see; a tenant gets "not found" for other tenants' jobs, so
@@ -225,14 +427,15 @@ struct Api::Routes {
   // The planner on the daemon's own cluster: estimate one plan, or search the space. Pure
   // computation on this worker thread (a search is bounded by perf::kMaxRequestSearchSpace and
   // takes milliseconds for the catalogue's models); nothing is stored.
-  void Plan(const httplib::Request& req, httplib::Response& res, perf::PlanQuestion question) {
+  void Plan(const httplib::Request& req, std::string_view body, httplib::Response& res,
+            perf::PlanQuestion question) {
     Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
     if (!format.ok() || *format != BodyFormat::kJson) {
       return SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE",
                        "plan requests are JSON (Content-Type: application/json)", "Content-Type");
     }
     std::string field;
-    Result<perf::PlanRequest> request = perf::ParsePlanRequest(req.body, question, &field);
+    Result<perf::PlanRequest> request = perf::ParsePlanRequest(body, question, &field);
     if (!request.ok()) {
       return SendError(res, 400, "INVALID_ARGUMENT", request.status().message(), field);
     }
@@ -291,14 +494,15 @@ struct Api::Routes {
     return InvalidArgumentError(fmt::format("field '{}': {}", *field, Trim(message)));
   }
 
-  void Submit(const httplib::Request& req, httplib::Response& res, const Principal& who) {
+  void Submit(const httplib::Request& req, std::string_view body, httplib::Response& res,
+              const Principal& who) {
     Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
     if (!format.ok()) {
       SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE", format.status().message(), "Content-Type");
       return;
     }
     std::string field;
-    Result<JobSpec> spec = ParseJobSpec(req.body, *format, &field);
+    Result<JobSpec> spec = ParseJobSpec(body, *format, &field);
     if (!spec.ok()) {
       api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
       SendError(res, 400, "INVALID_ARGUMENT", spec.status().message(), field);
@@ -311,6 +515,12 @@ struct Api::Routes {
       return;
     }
     if (!spec->tenant) spec->tenant = who.tenant;
+    // Admission: what can never run on this cluster is refused now, not failed later.
+    if (Status admitted = api.controller_.Admit(*spec, &field); !admitted.ok()) {
+      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
+      SendError(res, 400, "INVALID_ARGUMENT", admitted.message(), field);
+      return;
+    }
     if (spec->plan) {
       Status planned = CheckPlan(*spec, &field);
       if (!planned.ok()) {
@@ -432,7 +642,8 @@ struct Api::Routes {
     SendJson(res, 200, json{{"job", job->id}, {"events", std::move(list)}});
   }
 
-  void SetNode(const httplib::Request& req, httplib::Response& res, const Principal& who) {
+  void SetNode(const httplib::Request& req, std::string_view body, httplib::Response& res,
+               const Principal& who) {
     NodeAdminState state;
     state.node = req.matches[1].str();
     std::string verb = req.matches[2].str();
@@ -440,12 +651,24 @@ struct Api::Routes {
                   : verb == "drain" ? NodeAdmin::kDraining
                                     : NodeAdmin::kActive;
     state.by = who.name;
-    if (!req.body.empty()) {
-      json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-      if (body.is_discarded() || !body.is_object()) {
-        return SendError(res, 400, "INVALID_ARGUMENT", "body must be a JSON object", "");
+    // A node the scheduler does not have is not found (without a scheduler there is no list to
+    // check against, and any name is recorded for when one starts).
+    std::vector<NodeView> known = api.controller_.Nodes();
+    if (!known.empty() && std::none_of(known.begin(), known.end(),
+                                       [&](const NodeView& n) { return n.name == state.node; })) {
+      return SendError(res, 404, "NOT_FOUND",
+                       "node " + Printable(state.node, 64) + " is not in the cluster", "node");
+    }
+    if (!body.empty()) {
+      Result<json> parsed = ParseJsonBounded(body, ShallowJson());
+      if (!parsed.ok()) {
+        return SendError(res, 400, "INVALID_ARGUMENT",
+                         "body: " + std::string(parsed.status().message()), "body");
       }
-      for (const auto& [key, v] : body.items()) {
+      if (!parsed->is_object()) {
+        return SendError(res, 400, "INVALID_ARGUMENT", "body must be a JSON object", "body");
+      }
+      for (const auto& [key, v] : parsed->items()) {
         if (key != "reason") {
           return SendError(res, 400, "INVALID_ARGUMENT", "unknown field (expected reason)",
                            Printable(key, 64));
@@ -459,6 +682,12 @@ struct Api::Routes {
     }
     Status s = api.store_.SetNodeAdmin(state);
     if (!s.ok()) return SendStatus(res, s);
+    // The reply is the record as stored, with the time the store gave it.
+    Result<std::vector<NodeAdminState>> stored = api.store_.ListNodeAdmin();
+    if (!stored.ok()) return SendStatus(res, stored.status());
+    for (const NodeAdminState& n : *stored) {
+      if (n.node == state.node) state = n;
+    }
     api.controller_.OnNodeAdminChanged(state);
     LOG_INFO("node {} set {} by {}: {}", state.node, NodeAdminName(state.admin), who.name,
              state.reason);
@@ -511,14 +740,18 @@ struct Api::Routes {
     SendJson(res, 202, json{{"node", node}, {"fields", sample.size()}});
   }
 
-  void NodeTelemetry(const httplib::Request& req, httplib::Response& res) {
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object() || body.empty()) {
+  void NodeTelemetry(const httplib::Request& req, std::string_view body, httplib::Response& res) {
+    Result<json> parsed = ParseJsonBounded(body, ShallowJson());
+    if (!parsed.ok()) {
       return SendError(res, 400, "INVALID_ARGUMENT",
-                       "body must be a JSON object of DCGM field name -> number", "");
+                       "body: " + std::string(parsed.status().message()), "body");
+    }
+    if (!parsed->is_object() || parsed->empty()) {
+      return SendError(res, 400, "INVALID_ARGUMENT",
+                       "body must be a JSON object of DCGM field name -> number", "body");
     }
     TelemetrySample sample;
-    for (const auto& [key, v] : body.items()) {
+    for (const auto& [key, v] : parsed->items()) {
       if (!v.is_number()) {
         return SendError(res, 400, "INVALID_ARGUMENT", "must be a number", Printable(key, 64));
       }
@@ -527,9 +760,11 @@ struct Api::Routes {
     ApplyTelemetry(res, req.matches[1].str(), sample);
   }
 
-  void Dcgm(const httplib::Request& req, httplib::Response& res) {
-    Result<DcgmScrape> scrape = ParseDcgmScrape(req.body);
-    if (!scrape.ok()) return SendError(res, 400, "INVALID_ARGUMENT", scrape.status().message(), "");
+  void Dcgm(std::string_view body, httplib::Response& res) {
+    Result<DcgmScrape> scrape = ParseDcgmScrape(body);
+    if (!scrape.ok()) {
+      return SendError(res, 400, "INVALID_ARGUMENT", scrape.status().message(), "body");
+    }
     json accepted = json::array(), unknown = json::array();
     for (const auto& [node, sample] : scrape->nodes) {
       Status s = api.controller_.Telemetry(node, sample);
@@ -551,70 +786,77 @@ struct Api::Routes {
 
   void Install() {
     using R = const httplib::Request&;
+    using B = std::string_view;
     using W = httplib::Response&;
     using P = const Principal&;
     const std::string job = R"(/api/v1/jobs/(\d{1,19}))";
-    Add("GET", "/healthz", "/healthz", Access::kPublic, [this](R, W res, P) {
+    Add("GET", "/healthz", "/healthz", Access::kPublic, [this](R, B, W res, P) {
       JobFilter probe;
       probe.limit = 1;
       Result<JobPage> page = api.store_.List(probe);  // the store answers reads
       if (!page.ok()) return SendStatus(res, page.status());
       SendJson(res, 200, json{{"status", "ok"}});
     });
-    Add("GET", "/metrics", "/metrics", Access::kPublic, [this](R, W res, P) {
+    // Admin only: the metrics carry tenant names (docs/auth.md).
+    Add("GET", "/metrics", "/metrics", Access::kAdmin, [this](R, B, W res, P) {
       res.status = 200;
       res.set_content(api.registry_.Render(), std::string(Registry::kContentType).c_str());
     });
-    Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, W res, P) {
+    Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, B, W res, P) {
       res.status = 200;
       res.set_content(std::string(OpenApiJson()), "application/json");
     });
     Add("POST", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
-        [this](R req, W res, P who) { Submit(req, res, who); });
+        [this](R req, B body, W res, P who) { Submit(req, body, res, who); });
     Add("GET", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
-        [this](R req, W res, P who) { List(req, res, who); });
-    Add("GET", job, "/api/v1/jobs/{id}", Access::kAuthenticated, [this](R req, W res, P who) {
+        [this](R req, B, W res, P who) { List(req, res, who); });
+    Add("GET", job, "/api/v1/jobs/{id}", Access::kAuthenticated, [this](R req, B, W res, P who) {
       if (auto j = VisibleJob(req, res, who)) SendJson(res, 200, JobJson(*j, api.controller_));
     });
     Add("DELETE", job, "/api/v1/jobs/{id}", Access::kAuthenticated,
-        [this](R req, W res, P who) { Cancel(req, res, who); });
+        [this](R req, B, W res, P who) { Cancel(req, res, who); });
     Add("POST", job + ":cancel", "/api/v1/jobs/{id}:cancel", Access::kAuthenticated,
-        [this](R req, W res, P who) { Cancel(req, res, who); });
+        [this](R req, B, W res, P who) { Cancel(req, res, who); });
     Add("GET", job + "/events", "/api/v1/jobs/{id}/events", Access::kAuthenticated,
-        [this](R req, W res, P who) { Events(req, res, who); });
+        [this](R req, B, W res, P who) { Events(req, res, who); });
     const std::string node = R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}))";
     Add("GET", "/api/v1/nodes", "/api/v1/nodes", Access::kAdmin,
-        [this](R, W res, P) { Nodes(res, std::nullopt); });
+        [this](R, B, W res, P) { Nodes(res, std::nullopt); });
     Add("GET", node, "/api/v1/nodes/{node}", Access::kAdmin,
-        [this](R req, W res, P) { Nodes(res, req.matches[1].str()); });
+        [this](R req, B, W res, P) { Nodes(res, req.matches[1].str()); });
     Add("POST", node + "/telemetry", "/api/v1/nodes/{node}/telemetry", Access::kAdmin,
-        [this](R req, W res, P) { NodeTelemetry(req, res); });
+        [this](R req, B body, W res, P) { NodeTelemetry(req, body, res); });
     Add("POST", "/api/v1/telemetry/dcgm", "/api/v1/telemetry/dcgm", Access::kAdmin,
-        [this](R req, W res, P) { Dcgm(req, res); });
-    Add("GET", "/api/v1/topology", "/api/v1/topology", Access::kAuthenticated, [this](R, W res, P) {
-      std::string summary = api.controller_.Topology();
-      if (summary.empty()) {
-        return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no topology)");
-      }
-      std::vector<NodeView> nodes = api.controller_.Nodes();
-      int gpus = 0, allocated = 0;
-      for (const auto& n : nodes) {
-        gpus += n.gpus;
-        allocated += n.gpus_allocated;
-      }
-      SendJson(res, 200,
-               json{{"summary", summary},
-                    {"nodes", nodes.size()},
-                    {"gpus", gpus},
-                    {"gpus_allocated", allocated}});
-    });
+        [this](R, B body, W res, P) { Dcgm(body, res); });
+    Add("GET", "/api/v1/topology", "/api/v1/topology", Access::kAuthenticated,
+        [this](R, B, W res, P) { Topology(res); });
     Add("POST", "/api/v1/plan/estimate", "/api/v1/plan/estimate", Access::kAuthenticated,
-        [this](R req, W res, P) { Plan(req, res, perf::PlanQuestion::kEstimate); });
+        [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kEstimate); });
     Add("POST", "/api/v1/plan/search", "/api/v1/plan/search", Access::kAuthenticated,
-        [this](R req, W res, P) { Plan(req, res, perf::PlanQuestion::kSearch); });
+        [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kSearch); });
     Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
         "/api/v1/nodes/{node}:{action}", Access::kAdmin,
-        [this](R req, W res, P who) { SetNode(req, res, who); });
+        [this](R req, B body, W res, P who) { SetNode(req, body, res, who); });
+  }
+
+  // The cluster's summary and its GPU counts, from one snapshot of the controller, so that the
+  // two agree.
+  void Topology(httplib::Response& res) {
+    std::string summary = api.controller_.Topology();
+    if (summary.empty()) {
+      return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no topology)");
+    }
+    std::vector<NodeView> nodes = api.controller_.Nodes();
+    int gpus = 0, allocated = 0;
+    for (const auto& n : nodes) {
+      gpus += n.gpus;
+      allocated += n.gpus_allocated;
+    }
+    SendJson(res, 200,
+             json{{"summary", summary},
+                  {"nodes", nodes.size()},
+                  {"gpus", gpus},
+                  {"gpus_allocated", allocated}});
   }
 };
 
@@ -643,32 +885,34 @@ Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Reg
   });
 }
 
-void Api::Register(httplib::Server& server, std::size_t max_body_bytes) {
+void Api::Register(httplib::Server& server, std::size_t max_body_bytes, ConnectionHooks hooks) {
   server.set_payload_max_length(max_body_bytes);
-  auto routes = std::make_shared<Routes>(Routes{*this, server});
+  auto routes =
+      std::make_shared<Routes>(Routes{*this, server, max_body_bytes, std::move(hooks), {}});
   routes->Install();
   // httplib keeps the handlers (which capture `routes`) alive.
-  server.set_pre_routing_handler(
-      [routes, max_body = max_body_bytes](const httplib::Request& req, httplib::Response& res) {
-        t_route = "unmatched";
-        t_start = Clock::now();
-        // httplib reads (and discards) a too-large body before it answers 413, which is what a
-        // client that only reads after sending needs. A body far over the limit (a 1 GB upload) is
-        // refused from its Content-Length before a byte of it is read, and the connection dropped.
-        std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
-        if (length && *length / 8 > static_cast<std::int64_t>(max_body)) {
-          t_route = "rejected";
-          res.set_header("Connection", "close");
-          SendError(res, 413, "PAYLOAD_TOO_LARGE",
-                    "request body of " + std::to_string(*length) +
-                        " bytes is larger than the limit of " + std::to_string(max_body),
-                    "body");
-          return httplib::Server::HandlerResponse::Handled;
+  server.set_pre_routing_handler([routes](const httplib::Request& req, httplib::Response& res) {
+    return routes->PreRoute(req, res);
+  });
+  // "Expect: 100-continue" is answered before routing: a refused request gets its final answer
+  // instead of "100 Continue", so that the client never sends the body.
+  server.set_expect_100_continue_handler(
+      [routes](const httplib::Request& req, httplib::Response& res) {
+        if (routes->PreRoute(req, res) == httplib::Server::HandlerResponse::Handled) {
+          return res.status;
         }
-        return httplib::Server::HandlerResponse::Unhandled;
+        if (!t_refusal) return 100;
+        const Refusal r = *std::exchange(t_refusal, std::nullopt);
+        routes->CloseAfterResponse(req, res);
+        SendError(res, r.status, r.code, r.message, r.field);
+        return r.status;
       });
   // Fills in a JSON body for errors httplib produces itself (no route, body too large, ...).
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (t_refusal) {  // decided before routing; httplib drained the body (no route took it)
+      const Refusal r = *std::exchange(t_refusal, std::nullopt);
+      return SendError(res, r.status, r.code, r.message, r.field);
+    }
     if (!res.body.empty()) return;
     std::string message;
     switch (res.status) {
@@ -699,14 +943,20 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes) {
         LOG_ERROR("{} {}: unhandled exception: {}", req.method, req.path, what);
         SendError(res, 500, "INTERNAL", "internal error");
       });
-  server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  server.set_logger([this, routes](const httplib::Request& req, const httplib::Response& res) {
     // Requests rejected before routing (413, malformed request lines) have no start time.
     const char* route = t_route != nullptr ? t_route : "unmatched";
     double seconds =
         t_route != nullptr ? std::chrono::duration<double>(Clock::now() - t_start).count() : 0.0;
-    request_duration_.WithLabels({req.method, route, std::to_string(res.status)}).Observe(seconds);
-    LOG_DEBUG("{} {} {} {:.3f}ms", req.method, req.path, res.status, seconds * 1e3);
+    request_duration_.WithLabels({MethodLabel(req.method), route, std::to_string(res.status)})
+        .Observe(seconds);
+    LOG_DEBUG("{} {} {} {:.3f}ms", Printable(req.method, 16), Printable(req.path), res.status,
+              seconds * 1e3);
     t_route = nullptr;
+    t_refusal.reset();
+    if (routes->hooks.request_finished) {
+      routes->hooks.request_finished(req.remote_addr, req.remote_port);
+    }
   });
 }
 

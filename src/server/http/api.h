@@ -1,14 +1,16 @@
 // Api: the daemon's HTTP surface on cpp-httplib — /api/v1 (jobs, their events, node admin
 // state, health and allocation, telemetry in, the topology), /api/v1/openapi.json, /healthz and
-// Prometheus /metrics. JSON in and out; every error is {"error": {"code": "...", "message": "...",
-// "field": "..."}} ("field" only when one field of the request is at fault). See openapi.cc for the
-// full description of each endpoint.
+// Prometheus /metrics. JSON in and out; every error, including 404/405/413 and malformed requests,
+// is {"error": {"code": "...", "message": "...", "field": "..."}} ("field" only when one field of
+// the request is at fault). Who may call what: docs/auth.md. See openapi.cc for the full
+// description of each endpoint.
 //
 // Handlers run on httplib's worker threads, concurrently; they share only thread-safe objects
 // (the store, the metrics registry, the immutable authenticator, the controller).
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +25,17 @@ class Server;
 
 namespace baton::server {
 
+// What the server's connection guard learns from the API about each connection, by its peer
+// address and port (see connection_guard.h). Each may be empty.
+struct ConnectionHooks {
+  // The request head is complete and the request accepted for routing.
+  std::function<void(const std::string& addr, int port)> request_started;
+  // The response was written; the connection waits for its next request.
+  std::function<void(const std::string& addr, int port)> request_finished;
+  // A request was refused with its body unread: read nothing more from this connection.
+  std::function<void(const std::string& addr, int port)> close_after_response;
+};
+
 // The OpenAPI 3 document served at /api/v1/openapi.json.
 std::string_view OpenApiJson();
 
@@ -32,9 +45,12 @@ class Api {
   // Registers the API's metrics in `metrics`.
   Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics);
 
-  // Installs the routes and the error, exception and logging hooks on `server`, and the request
-  // body limit: a larger body gets 413 (from its Content-Length, before it is read).
-  void Register(httplib::Server& server, std::size_t max_body_bytes);
+  // Installs the routes and the error, exception and logging hooks on `server`. Before any of a
+  // request's body is read, a pre-routing hook finds its route (404, 405), authenticates and
+  // authorises it (401, 403: docs/auth.md) and checks its Content-Length against
+  // `max_body_bytes` (413); a chunked body is cut off with 413 once it passes the limit. A
+  // refused body is never read: its connection is closed after the answer.
+  void Register(httplib::Server& server, std::size_t max_body_bytes, ConnectionHooks hooks = {});
 
  private:
   struct Routes;

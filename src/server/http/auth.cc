@@ -2,10 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 
 namespace baton::server {
@@ -25,6 +24,8 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 namespace {
 
 constexpr std::size_t kMinTokenBytes = 16;
+// An auth file lists principals, one short line each: 1 MiB holds thousands.
+constexpr double kMaxAuthFileBytes = 1 << 20;
 
 bool ValidTenant(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
@@ -41,8 +42,18 @@ bool ValidTenant(std::string_view s) {
 Result<Authenticator> Authenticator::FromYaml(std::string_view yaml, std::string_view source) {
   Authenticator auth;
   std::string where(source);
+  // Bounded (size, depth, aliases) and duplicate keys refused before the tree is read: a second
+  // `role:` must not silently win.
+  YamlLimits limits;
+  limits.max_bytes = static_cast<std::size_t>(kMaxAuthFileBytes);
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlBounded(yaml, source, limits));
   try {
-    YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsMap()) return InvalidArgumentError(where + ": must be a mapping with 'principals'");
+    for (const auto& kv : root) {
+      if (!kv.first.IsScalar() || kv.first.Scalar() != "principals") {
+        return InvalidArgumentError(where + ": unknown top-level key (expected principals)");
+      }
+    }
     YAML::Node list = root["principals"];
     if (!list || !list.IsSequence() || list.size() == 0) {
       return InvalidArgumentError(where + ": 'principals' must be a non-empty list");
@@ -109,11 +120,8 @@ Result<Authenticator> Authenticator::FromYaml(std::string_view yaml, std::string
 }
 
 Result<Authenticator> Authenticator::LoadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("cannot read auth config " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return FromYaml(ss.str(), path);
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, Bytes(kMaxAuthFileBytes), "auth file"));
+  return FromYaml(text, path);
 }
 
 Result<Principal> Authenticator::Authenticate(std::string_view authorization) const {

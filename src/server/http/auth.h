@@ -35,7 +35,10 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 class Authenticator {
  public:
   // Errors (kInvalidArgument) name the file and the entry: a missing or short token, a duplicate
-  // token or name, an unknown role, a tenant principal without a tenant.
+  // token or name, an unknown role, a tenant principal without a tenant, a duplicated key
+  // (`{role: tenant, role: admin}`). The document is bounded before it is parsed
+  // (LoadYamlBounded: 1 MiB, depth, aliases). LoadFile checks the file's size (1 MiB) before
+  // reading it; the format is documented in docs/auth.md.
   static Result<Authenticator> FromYaml(std::string_view yaml, std::string_view source = "auth");
   static Result<Authenticator> LoadFile(const std::string& path);
 

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <string>
+
 namespace baton::server {
 namespace {
 
@@ -64,6 +68,46 @@ TEST(AuthTest, ConfigErrorsNameTheEntry) {
     EXPECT_NE(auth.status().message().find(c.message_part), std::string::npos)
         << auth.status().message();
   }
+}
+
+// Regression (issue 15): yaml-cpp keeps the last of two equal keys, so `{role: admin, role:
+// tenant}` used to load; a duplicated key is refused, whichever value comes last.
+TEST(AuthTest, DuplicateKeysAreRefused) {
+  for (const char* yaml : {R"(principals:
+  - {name: mallory, role: tenant, role: admin, tenant: t, token: mallory-token-0123456789}
+)",
+                           R"(principals:
+  - name: mallory
+    role: tenant
+    tenant: t
+    token: mallory-token-0123456789
+    role: admin
+)"}) {
+    auto auth = Authenticator::FromYaml(yaml, "auth.yaml");
+    ASSERT_FALSE(auth.ok()) << yaml;
+    EXPECT_NE(auth.status().message().find("duplicate key 'role'"), std::string::npos)
+        << auth.status().ToString();
+  }
+}
+
+// Regression (issue 15): the file used to be read whole before any check; an oversized file is
+// refused from its size, and a FIFO or device (no size) is refused without being read.
+TEST(AuthTest, OversizedOrIrregularFilesAreRefusedBeforeReading) {
+  std::string dir = ::testing::TempDir();
+  std::string big = dir + "/baton_auth_big.yaml";
+  {
+    std::ofstream out(big);
+    out << "principals:\n  - {name: ops, role: admin, token: admin-token-0123456789}\n#";
+    out << std::string(2 << 20, 'x') << "\n";
+  }
+  auto loaded = Authenticator::LoadFile(big);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kResourceExhausted) << loaded.status().ToString();
+  EXPECT_NE(loaded.status().message().find(big), std::string::npos);
+  std::remove(big.c_str());
+  auto device = Authenticator::LoadFile("/dev/zero");
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), StatusCode::kInvalidArgument) << device.status().ToString();
 }
 
 }  // namespace

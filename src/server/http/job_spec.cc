@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 #include "topology/cluster.h"
 #include "topology/gpu.h"
@@ -16,6 +17,8 @@ using nlohmann::json;
 
 constexpr int kMaxDepth = 32;
 constexpr int kMaxYamlNodes = 100'000;
+// The parser's own bound; the daemon's body limit (1 MiB by default) is the tighter one.
+constexpr std::size_t kMaxBodyBytes = std::size_t{16} << 20;
 constexpr std::size_t kMaxCommandArgs = 256;
 constexpr std::size_t kMaxArgBytes = 4096;
 
@@ -301,25 +304,24 @@ Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::stri
   if (field != nullptr) field->clear();
   json doc;
   if (format == BodyFormat::kJson) {
-    // Iterative parser: deep nesting cannot overflow the stack. No exceptions: a parse error
-    // yields a "discarded" value.
-    doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) {
-      // Re-parse with exceptions only to get the byte position for the message.
-      std::string reason = "malformed JSON";
-      try {
-        json unused = json::parse(body.begin(), body.end());
-      } catch (const json::exception& e) {
-        reason += ": ";
-        reason += e.what();
-      }
-      return Fail(field, {"", reason});
-    }
+    // Depth, size and duplicate keys are checked before the document is parsed, so that nothing
+    // recursive (dump() building an error, the plan's model) ever sees deep nesting.
+    JsonLimits limits;
+    limits.max_depth = kMaxDepth;
+    limits.max_bytes = kMaxBodyBytes;
+    Result<json> parsed = ParseJsonBounded(body, limits);
+    if (!parsed.ok()) return Fail(field, {"", std::string(parsed.status().message())});
+    doc = std::move(parsed).value();
   } else {
+    YamlLimits limits;
+    limits.max_depth = kMaxDepth;
+    limits.max_bytes = kMaxBodyBytes;
+    limits.max_nodes = kMaxYamlNodes;
+    Result<YAML::Node> root = LoadYamlBounded(body, "body", limits);
+    if (!root.ok()) return Fail(field, {"", std::string(root.status().message())});
     try {
-      YAML::Node root = YAML::Load(std::string(body));
       int budget = kMaxYamlNodes;
-      if (auto e = YamlToJson(root, 0, budget, "", doc)) return Fail(field, *e);
+      if (auto e = YamlToJson(*root, 0, budget, "", doc)) return Fail(field, *e);
     } catch (const YAML::Exception& e) {
       return Fail(field, {"", std::string("malformed YAML: ") + e.what()});
     } catch (const std::exception& e) {

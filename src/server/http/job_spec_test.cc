@@ -197,7 +197,9 @@ TEST(JobSpecTest, HostileYamlIsRejectedNotExpanded) {
   std::string field;
   Result<JobSpec> r = ParseJobSpec(doc, BodyFormat::kYaml, &field);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("too many nodes"), std::string::npos) << r.status().message();
+  // Refused by LoadYamlBounded's walk, before the JSON conversion spends its own budget.
+  EXPECT_NE(r.status().message().find("YAML nodes once aliases are expanded"), std::string::npos)
+      << r.status().message();
 
   std::string deep(5000, '[');
   EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kYaml, &field).ok());
@@ -225,6 +227,52 @@ TEST(JobSpecTest, ContentTypes) {
   EXPECT_EQ(BodyFormatFromContentType("application/yaml").value(), BodyFormat::kYaml);
   EXPECT_EQ(BodyFormatFromContentType("Text/YAML").value(), BodyFormat::kYaml);
   EXPECT_FALSE(BodyFormatFromContentType("text/plain").ok());
+}
+
+// Regression (issue 15): ~120 KB of nested brackets inside `plan` (or a plan request's `model`)
+// crashed the daemon: the JSON was serialised recursively while the error was built. Depth is
+// now bounded before anything recursive sees the document.
+TEST(JobSpecTest, DeepNestingIsRefusedWithoutRecursion) {
+  const std::string deep = std::string(60'000, '[') + std::string(60'000, ']');
+  std::string field;
+  for (const std::string& body : {R"({"name": "a", "gpus": 8, "plan": {"model": )" + deep + "}}",
+                                  R"({"name": "a", "gpus": 8, "plan": {"tp": )" + deep + "}}",
+                                  R"({"name": "a", "gpus": 8, "command": )" + deep + "}"}) {
+    Result<JobSpec> r = ParseJobSpec(body, BodyFormat::kJson, &field);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("nested deeper than 32"), std::string::npos)
+        << r.status().message();
+  }
+  Result<JobSpec> y =
+      ParseJobSpec("name: a\ngpus: 8\nplan: {model: " + deep + "}\n", BodyFormat::kYaml, &field);
+  EXPECT_FALSE(y.ok());
+  for (perf::PlanQuestion q : {perf::PlanQuestion::kEstimate, perf::PlanQuestion::kSearch}) {
+    Result<perf::PlanRequest> p =
+        perf::ParsePlanRequest(R"({"gpus": 8, "model": )" + deep + "}", q, &field);
+    ASSERT_FALSE(p.ok());
+    EXPECT_NE(p.status().message().find("nested deeper than"), std::string::npos)
+        << p.status().message();
+  }
+}
+
+// Regression (issue 15): the last of two equal keys used to win silently.
+TEST(JobSpecTest, DuplicateKeysAreRefused) {
+  std::string field;
+  Result<JobSpec> r =
+      ParseJobSpec(R"({"name": "a", "gpus": 8, "gpus": 4096})", BodyFormat::kJson, &field);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("duplicate key 'gpus'"), std::string::npos)
+      << r.status().message();
+  r = ParseJobSpec("name: a\ngpus: 8\ngpus: 4096\n", BodyFormat::kYaml, &field);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("duplicate key 'gpus'"), std::string::npos)
+      << r.status().message();
+  r = ParseJobSpec(R"({"name": "a", "gpus": 8, "plan": {"model": "llama3-8b", "tp": 1, "tp": 8}})",
+                   BodyFormat::kJson, &field);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("duplicate key 'tp'"), std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ std::string_view OpenApiJson() {
   "info": {
     "title": "baton scheduling daemon",
     "version": "1",
-    "description": "Submit, inspect and cancel GPU training jobs; administer nodes. Authenticate with 'Authorization: Bearer <token>'. Tenants see only their own jobs; admins see all. Every error has the body {\"error\": {\"code\", \"message\", \"field\"}}."
+    "description": "Submit, inspect and cancel GPU training jobs; administer nodes. Authenticate with 'Authorization: Bearer <token>'. Tenants see only their own jobs; admins see all. Every error, including 404/405/413 and malformed requests, has the one body shape of components.schemas.Error: {\"error\": {\"code\", \"message\", \"field\"}}. Who may call what, and the auth file's format: docs/auth.md. A request is routed, authenticated and authorised before any of its body is read; bodies (Content-Length or chunked) are limited to 1 MiB by default (413). Duplicate JSON or YAML keys are refused (400)."
   },
   "servers": [{"url": "/"}],
   "security": [{"bearer": []}],
@@ -18,7 +18,7 @@ std::string_view OpenApiJson() {
     "/api/v1/jobs": {
       "post": {
         "summary": "Submit a job",
-        "description": "Durable when it returns 201. Repeating a request with the same Idempotency-Key (per tenant) returns the original job with 200 and creates nothing; reusing a key for a different spec is 409.",
+        "description": "Durable when it returns 201. Repeating a request with the same Idempotency-Key (per tenant) returns the original job with 200 and creates nothing; reusing a key for a different spec is 409. Admission: a job that can never run on the daemon's cluster is refused with 400 naming the field: more GPUs than the cluster (or than its GPUs of gpu_type) ('gpus'), an unknown GPU type or one the cluster lacks ('gpu_type'), more GPUs per node than its largest node ('gpus_per_node'), a topology level the fabric lacks or whose largest domain holds fewer GPUs than the job ('topology.required').",
         "operationId": "submitJob",
         "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false,
                         "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
@@ -89,7 +89,7 @@ std::string_view OpenApiJson() {
     "/api/v1/jobs/{id}:cancel": {
       "parameters": [{"$ref": "#/components/parameters/JobId"}],
       "post": {
-        "summary": "Cancel a job",
+        "summary": "Cancel a job. Takes no body; answers at once.",
         "operationId": "cancelJob",
         "responses": {
           "202": {"description": "Cancelled (was queued) or cancelling (was running)",
@@ -234,10 +234,11 @@ std::string_view OpenApiJson() {
           "type": "object", "additionalProperties": false,
           "properties": {"reason": {"type": "string", "maxLength": 1024}}}}}},
         "responses": {
-          "200": {"description": "The node's new state", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NodeAdmin"}}}},
+          "200": {"description": "The node's new state as stored, updated_at included (404: a node the scheduler's cluster does not have)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NodeAdmin"}}}},
           "400": {"$ref": "#/components/responses/Error"},
           "401": {"$ref": "#/components/responses/Error"},
-          "403": {"$ref": "#/components/responses/Error"}
+          "403": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"}
         }
       }
     },
@@ -252,8 +253,10 @@ std::string_view OpenApiJson() {
                             "503": {"$ref": "#/components/responses/Error"}}}
     },
     "/metrics": {
-      "get": {"summary": "Prometheus metrics, text format 0.0.4", "operationId": "metrics", "security": [],
-              "responses": {"200": {"description": "Metrics", "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}}}}}
+      "get": {"summary": "Prometheus metrics, text format 0.0.4. Admin only: labels name tenants.", "operationId": "metrics",
+              "responses": {"200": {"description": "Metrics", "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}}},
+                            "401": {"$ref": "#/components/responses/Error"},
+                            "403": {"$ref": "#/components/responses/Error"}}}
     }
   },
   "components": {
@@ -263,7 +266,7 @@ std::string_view OpenApiJson() {
       "NodeName": {"name": "node", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}}
     },
     "responses": {
-      "Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+      "Error": {"description": "An error, in the one shape every endpoint uses (also for 404 no such endpoint, 405 method not allowed, 413 body too large, 400 malformed request)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     },
     "schemas": {
       "PlanRequest": {
@@ -295,7 +298,7 @@ std::string_view OpenApiJson() {
       "Error": {
         "type": "object", "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-          "code": {"type": "string", "example": "INVALID_ARGUMENT"},
+          "code": {"type": "string", "example": "INVALID_ARGUMENT", "enum": ["INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND", "METHOD_NOT_ALLOWED", "ALREADY_EXISTS", "FAILED_PRECONDITION", "IDEMPOTENCY_KEY_REUSED", "PAYLOAD_TOO_LARGE", "URI_TOO_LONG", "UNSUPPORTED_MEDIA_TYPE", "RESOURCE_EXHAUSTED", "REQUEST_TIMEOUT", "INTERNAL", "UNAVAILABLE"]},
           "message": {"type": "string", "example": "field 'gpus': must be an integer between 1 and 1000000, got 0"},
           "field": {"type": "string", "description": "The request field at fault (a dotted path, a header or a query parameter)", "example": "gpus"}}}}
       },
@@ -348,7 +351,6 @@ std::string_view OpenApiJson() {
           "updated_at": {"type": "string", "format": "date-time"},
           "idempotency_key": {"type": "string"},
           "spec": {"$ref": "#/components/schemas/JobSpec"},
-          "scheduler_phase": {"type": "string", "enum": ["submitted", "pending", "running", "terminating"], "description": "The scheduler's view, for jobs it holds"},
           "waiting_reason": {"type": "string", "description": "Pending jobs: why the scheduler has not placed it yet"},
           "placement": {"$ref": "#/components/schemas/Placement"}
         }

@@ -1,0 +1,90 @@
+// ConnectionGuard: the deadlines and the connection cap that cpp-httplib 0.11 (Debian 12) lacks.
+// httplib applies its read timeout to each read, so a client that sends one byte a second holds a
+// worker thread for as long as it likes, and enough of them starve every other client (/healthz
+// included). The guard watches the daemon's accepted connections and shuts down (shutdown(2),
+// never close: httplib owns the descriptor) those that
+//  * have not completed a request head within `head_timeout` of connecting or of their previous
+//    response (slow or idle clients), or
+//  * have spent more than `request_timeout` in one request after its head (a body trickled in);
+//  * have received more than `max_head_bytes` while waiting for a request head (httplib reads a
+//    request line into memory with no limit: a 1 GB line would be held whole), measured from
+//    the kernel's count of bytes received on the socket (TCP_INFO) at each scan;
+//  * and, while more than `max_connections` are open, the ones waiting longest for a request
+//    head, until the count is back under the cap.
+// The API tells it when a request head was accepted and when a response was written
+// (ConnectionHooks, http/api.h), by peer address and port; the guard finds the connections
+// themselves by listing the process's sockets bound to the server's port (Linux /proc/self/fd).
+//
+// Thread-safe: the hooks are called from httplib's workers, the watch runs on its own thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "server/http/api.h"
+
+namespace baton::server {
+
+struct ConnectionGuardOptions {
+  std::chrono::milliseconds head_timeout{10'000};
+  std::chrono::milliseconds request_timeout{60'000};
+  std::size_t max_connections = 64;
+  // httplib's own limits are 8 KiB for the request line and for each header line; 64 KiB is a
+  // generous whole head.
+  std::uint64_t max_head_bytes = 64 << 10;
+  // How often connections are checked: bounds how much of an oversized head is read meanwhile.
+  std::chrono::milliseconds scan_interval{50};
+};
+
+class ConnectionGuard {
+ public:
+  explicit ConnectionGuard(ConnectionGuardOptions options) : options_(options) {}
+  ~ConnectionGuard() { Stop(); }
+  ConnectionGuard(const ConnectionGuard&) = delete;
+  ConnectionGuard& operator=(const ConnectionGuard&) = delete;
+
+  // The hooks to give Api::Register. They stay valid while the guard lives.
+  ConnectionHooks Hooks();
+
+  // Starts watching the connections accepted on `port` (the server's listening port).
+  void Start(int port);
+  // Stops the watch thread; idempotent.
+  void Stop();
+
+  // Connections shut down so far, by reason ("head_timeout", "head_too_large",
+  // "request_timeout", "over_cap", "refused"); for tests and logs.
+  std::map<std::string, std::int64_t> cut_counts() const;
+
+ private:
+  using Peer = std::pair<std::string, int>;  // numeric address, port
+  using SteadyClock = std::chrono::steady_clock;
+  struct Tracked {
+    bool in_request = false;        // head accepted, response not yet written
+    bool close_requested = false;   // refused: stop reading after the response
+    SteadyClock::time_point since;  // connected, or the state's start
+    // Bytes received on the socket when a scan first saw it waiting for a head; -1: not yet.
+    std::int64_t head_base = -1;
+  };
+  void Mark(const std::string& addr, int port, bool in_request, bool close);
+  void Watch();
+  void Scan();
+
+  const ConnectionGuardOptions options_;
+  int port_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::map<Peer, Tracked> peers_;
+  std::map<std::string, std::int64_t> cuts_;
+  std::thread thread_;
+};
+
+}  // namespace baton::server

@@ -636,6 +636,23 @@ TEST(ControllerTest, TenantPriorityRangeIsCheckedForTheApi) {
   EXPECT_TRUE(api_view.CheckTenantPolicy("b", 10).ok());
 }
 
+TEST(ControllerTest, PriorityOutsideTheTenantsRangeGets400AtSubmit) {
+  fs::path dir = TempDir("tenant-priority");
+  auto config = sched::ParseSchedulerConfig("tenancy: {tenants: {default: {priority: {max: 5}}}}");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  SchedulingControllerOptions o;
+  o.config = *config;
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock), o);
+  Api api(d.port());
+  json refused =
+      api.Send("POST", "/api/v1/jobs", R"({"name": "greedy", "gpus": 8, "priority": 10})");
+  EXPECT_EQ(refused["http_status"], 400) << refused.dump();
+  EXPECT_EQ(refused["error"]["field"], "priority") << refused.dump();
+  EXPECT_EQ(api.Get("/api/v1/jobs")["jobs"].size(), 0u) << "a refused job was stored";
+  api.Submit(R"({"name": "fair", "gpus": 8, "priority": 5})");
+}
+
 TEST(StoredPlacementTest, RoundTripsAndChecksNamesAndMasks) {
   auto cluster = topo::BuildPreset("superpod-h100");
   ASSERT_TRUE(cluster.ok());

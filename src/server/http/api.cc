@@ -521,6 +521,14 @@ struct Api::Routes {
       SendError(res, 400, "INVALID_ARGUMENT", admitted.message(), field);
       return;
     }
+    // The tenancy policy's priority range (docs/tenancy.md): a tenant may not lift its own jobs
+    // above what the policy allows it.
+    if (Status allowed = api.controller_.CheckTenantPolicy(*spec->tenant, spec->priority);
+        !allowed.ok()) {
+      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
+      SendError(res, 400, "INVALID_ARGUMENT", allowed.message(), "priority");
+      return;
+    }
     if (spec->plan) {
       Status planned = CheckPlan(*spec, &field);
       if (!planned.ok()) {

@@ -19,7 +19,7 @@ SRC, DST = sys.argv[1], sys.argv[2]
 OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
             "gbs,mbs,gpus,gpu,hbm_gib,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
-            "mfu_attention,flops,mfu_peak,tp_overlap,assumptions").split(",")
+            "mfu_attention,flops,mfu_peak,tp_overlap,grads,assumptions").split(",")
 
 # Shapes the source does not print, from the model's own release (named in the assumption).
 KNOWN_SHAPES = {
@@ -185,20 +185,25 @@ def convert(r, skipped):
         if int(pp) == 1:
             o["vp"] = "1"
     mbs = r["mbs"].strip()
+    local_batch = mbs
+    if grp == "torchtitan" and int(pp) > 1 and mbs:
+        # torchtitan's batch column is the local batch; the pipeline's micro-batch is not printed.
+        a.append(f"local batch {mbs}; pipeline micro-batch size not printed: searched")
+        mbs = ""
     o["mbs"] = mbs
     if not mbs:
         a.append("mbs not printed: searched (fastest that fits)")
     gbs = r["gbs"].strip()
     if not gbs:
-        if mbs:
-            per = int(mbs)
+        if local_batch:
+            per = int(local_batch)
             if grp == "ibm-fsdp":
                 gbs = str(per * int(dp))
                 a.append("gbs not printed: batch-size column per GPU x dp, one micro-batch per step")
             else:
                 gbs = str(per * int(dp))
                 a.append("gbs not printed: mbs x dp (one micro-batch per step)")
-        elif grp == "flash-attn":
+        elif grp == "flash-attn" and not mbs:
             tokens = 0.5e6 if "2.7b" not in rid else 1e6
             if "1.3b" in rid:
                 tokens = 0.5e6
@@ -248,6 +253,8 @@ def convert(r, skipped):
         elif "degree not printed" in zero_txt:
             a.append("FSDP degree not printed: full shard over dp")
     elif grp in ("nemo-2407", "nemo-longseq", "megatron-bridge", "dgxc", "megatron-lm"):
+        o["grads"] = "bf16"
+        a.append("bf16 gradients (Megatron-Core DDP default grad_reduce_in_fp32=False)")
         o["zero"] = "1"
         a.append("Megatron distributed optimizer (ZeRO-1) assumed (NeMo / Megatron-Core default)")
     else:
@@ -292,9 +299,10 @@ def convert(r, skipped):
     elif metric in ("mfu", "hfu"):
         if grp == "torchtitan":
             # 1ea476e9f (the A100 tables) counted every parameter, later commits all but the
-            # token embedding (the source notes say which).
+            # token embedding (the source notes say which). "SXM peak" is the H100 SXM's peak of
+            # the run's dtype: the float8 rows' MFU against tokens/s is half the bf16 rows'.
             flops = "6n-total" if "N_params(total)" in notes else "6n"
-            peak = "bf16"
+            peak = "dtype"
         elif grp == "ibm-fsdp":
             flops = "6n-total"
             peak = "bf16"

@@ -283,12 +283,17 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const bool fp8 = ctx.training.dtype == topo::Dtype::kFp8;
   const double weight_bytes = 2 + (fp8 ? c.fp8_weight_bytes : 0.0);
   mem.weights = Bytes(stage_params * weight_bytes / (plan.zero >= 3 ? shard : 1.0));
-  mem.gradients = Bytes(stage_params * 4 / (plan.zero >= 2 ? shard : 1.0));
+  const double grad_elem = ctx.training.fp32_grads ? 4.0 : 2.0;
+  mem.gradients = Bytes(stage_params * grad_elem / (plan.zero >= 2 ? shard : 1.0));
   mem.optimizer = Bytes(stage_params * 12 / (plan.zero >= 1 ? shard : 1.0));
   // Korthikanti et al. per-layer activations in bytes, generalised to GQA, SwiGLU and MoE.
   double replicated = (8 + (m.dropout ? 2 : 0)) * tokens * h / sp_div;
   double attn_split = 2 * tokens * (h + kvd) + 2 * tokens * kvd + 2 * tokens * h;
   double mlp_dense = (mats == 3 ? 6 : 4) * tokens * ffn / t;
+  // fp8 recipes (Transformer Engine, torchao float8) save the fp8 cast of each GEMM's input for
+  // the backward pass instead of the 16-bit tensor: one byte less per element of the QKV, fc1
+  // (sequence-parallel LayerNorm outputs), projection and fc2 inputs.
+  double fp8_saved = fp8 ? 2 * tokens * h / sp_div + tokens * h / t + tokens * ffn / t : 0.0;
   double mlp_moe = (mats == 3 ? 6 : 4) * tokens * eff_ffn * active_experts / t + 4 * tokens * h;
   double scores = flash ? 0.0 : (m.dropout ? 5.0 : 2.0) * plan.mbs * m.heads * sl * seq / t;
   double layer_act;
@@ -302,7 +307,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     case Recompute::kNone:
     default:
       layer_act = replicated + attn_split / t + scores +
-                  (ls_dense * mlp_dense + ls_moe * mlp_moe) / stage_layers;
+                  (ls_dense * mlp_dense + ls_moe * mlp_moe) / stage_layers - fp8_saved;
   }
   // Uneven stages give the first stage the remainder (Llama 3 405B: 7 of 126 layers on 16).
   double first_layers = plan.uneven_pp ? std::floor(double(m.layers) / plan.pp) : stage_layers;
@@ -450,7 +455,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double dp_time = 0;
   if (d > 1) {
     const topo::Dtype dt = ctx.training.dtype;
-    double grad_bytes = (dt == topo::Dtype::kFp16 ? 2.0 : 4.0) * stage_params;
+    double grad_bytes =
+        (dt == topo::Dtype::kFp16 || !ctx.training.fp32_grads ? 2.0 : 4.0) * stage_params;
     double param_bytes = 2 * stage_params;
     double hide = plan.overlap_dp_comm ? c.dp_overlap_fraction : 0.0;
     if (plan.zero <= 2) {

@@ -73,6 +73,9 @@ struct TrainingSpec {
   // FlashAttention-style fused attention: no s^2 score tensor in memory, causal blocks skipped.
   // Runs before mid-2022 (Megatron SC'21 / MLSys'23, BLOOM) did not have it.
   bool flash_attention = true;
+  // Gradients held (and reduced) in fp32; false: in the 16-bit dtype, as Megatron-Core's DDP
+  // does by default (grad_reduce_in_fp32 = False; NeMo 2 / Megatron-Bridge recipes).
+  bool fp32_grads = true;
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

@@ -225,6 +225,14 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   }
   ASSIGN_OR_RETURN(r.training.dtype, topo::ParseDtype(get("dtype")));
   ASSIGN_OR_RETURN(r.training.flash_attention, YesNo(get("flash_attention"), "flash_attention"));
+  // Optional column grads: fp32 (the default) or bf16 (Megatron-Core's DDP default).
+  std::string_view grads = Trim(get("grads"));
+  if (EqualsIgnoreCase(grads, "bf16")) {
+    r.training.fp32_grads = false;
+  } else if (!grads.empty() && !EqualsIgnoreCase(grads, "fp32")) {
+    return InvalidArgumentError(
+        fmt::format("column grads: '{}' is not fp32 or bf16", Printable(grads)));
+  }
   std::string_view metric = Trim(get("metric"));
   bool found = false;
   for (Metric m : {Metric::kIterationTime, Metric::kHfuTflops, Metric::kMfu, Metric::kStateMemory,

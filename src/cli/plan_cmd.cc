@@ -13,8 +13,10 @@
 
 #include "cli/commands.h"
 #include "core/strings.h"
+#include "perf/calibrate.h"
 #include "perf/estimator.h"
 #include "perf/placement.h"
+#include "perf/profile.h"
 #include "perf/report.h"
 #include "perf/search.h"
 #include "perf/validation.h"
@@ -48,7 +50,9 @@ struct PlanOptions {
   std::string preset;
   std::string topology;
   // plan
-  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, mbs = 1, vp = 1, zero = 1;
+  // The API's defaults (perf::ParallelPlan, which the daemon's JSON reader starts from), so the
+  // CLI and the API agree on a plan that leaves a field out.
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, mbs = 1, vp = 1, zero = ParallelPlan{}.zero;
   std::string recompute = "none";
   std::string order = "tp-cp-ep-dp-pp";
   bool sp = false, no_overlap = false, uneven_pp = false;
@@ -60,6 +64,13 @@ struct PlanOptions {
   std::string html;
   bool no_progress = false;
   std::string runs_file;
+  std::string data_dir;
+  std::string cv;
+  std::string profile;
+  std::string attention_file;
+  std::string out_file;
+  std::string families;
+  bool no_bands = false;
   std::string placement = "compact";
   int master_port = 29500;
   std::string hostfile_out;
@@ -155,7 +166,24 @@ Result<topo::Cluster> LoadTopology(const PlanOptions& o) {
   return topo::BuildPreset(o.preset);
 }
 
+// --profile: the user's system profile replaces the built-in constants for this command.
+Result<perf::SystemProfile> ProfileFor(const PlanOptions& o) {
+  if (o.profile.empty()) return perf::ActiveProfile();
+  return perf::LoadProfile(o.profile);
+}
+
+Result<perf::SystemSpec> MakeSystemNoProfile(const PlanOptions& o, int gpus);
+
 Result<perf::SystemSpec> MakeSystem(const PlanOptions& o, int gpus) {
+  ASSIGN_OR_RETURN(perf::SystemSpec s, MakeSystemNoProfile(o, gpus));
+  if (!o.profile.empty()) {
+    ASSIGN_OR_RETURN(perf::SystemProfile p, perf::LoadProfile(o.profile));
+    perf::ApplyProfile(p, &s);
+  }
+  return s;
+}
+
+Result<perf::SystemSpec> MakeSystemNoProfile(const PlanOptions& o, int gpus) {
   if (!o.preset.empty() || !o.topology.empty()) {
     ASSIGN_OR_RETURN(topo::Cluster cluster, LoadTopology(o));
     return perf::SystemFromCluster(cluster, gpus);
@@ -243,6 +271,8 @@ void AddSystemOptions(CLI::App* c, PlanOptions* o) {
   c->add_option("--oversubscription", o->oversubscription, "Above the leaf")->capture_default_str();
   c->add_option("--preset", o->preset, "Take the system from a topology preset");
   c->add_option("--topology", o->topology, "Take the system from a cluster file");
+  c->add_option("--profile", o->profile,
+                "System profile YAML from `baton plan calibrate` (default: the built-in one)");
 }
 
 void AddPlanOptions(CLI::App* c, PlanOptions* o) {
@@ -272,8 +302,14 @@ Status RunEstimate(const PlanOptions& o) {
   ASSIGN_OR_RETURN(perf::StepEstimate e, perf::Estimate(model, plan, training, system));
   perf::TrainingTotals totals = perf::ComputeTotals(model, training, e, plan.gpus());
   perf::EvalContext ctx(model, training, system);
+  ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
+  perf::UncertaintyBand band = perf::EstimateBand(profile, model, system, plan.gpus());
   if (o.json) {
     nlohmann::json j = perf::EstimateReportJson(model, training, system, plan, e);
+    j["band"] = perf::BandToJson(band);
+    j["band"]["step_s"] = {e.step.value() / (1 + band.relative),
+                           e.step.value() * (1 + band.relative)};
+    j["band"]["mfu"] = {e.mfu / (1 + band.relative), e.mfu * (1 + band.relative)};
     fmt::print("{}\n", j.dump(2));
     return Status::Ok();
   }
@@ -284,6 +320,7 @@ Status RunEstimate(const PlanOptions& o) {
     fmt::print("INFEASIBLE: {}\n", perf::ExplainRejection(ctx, plan, e));
   }
   fmt::print("{}", perf::FormatEstimate(e));
+  fmt::print("{}", perf::FormatBand(band));
   fmt::print("checkpoint    {:.1f} GiB, written in {} at {}, optimal interval {} (MTBF {})\n",
              ToGiB(totals.checkpoint_size), FormatDuration(totals.checkpoint_write),
              FormatBandwidth(training.checkpoint_bandwidth),
@@ -338,6 +375,8 @@ Status RunSearch(const PlanOptions& o) {
   opts.progress = [&bar](std::uint64_t d, std::uint64_t t) { bar.Update(d, t); };
   auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(perf::SearchResult r, perf::Search(model, training, system, space, opts));
+  ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
+  r.band = perf::EstimateBand(profile, model, system, most);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.html.empty()) {
     std::ofstream out(o.html);
@@ -366,42 +405,108 @@ Status RunSearch(const PlanOptions& o) {
     return FailedPreconditionError("no feasible plan (see the rejections above)");
   }
   fmt::print("{}", perf::FormatSearchTable(r));
-  fmt::print("\nbest plan: {}\n{}", perf::PlanToString(r.top[0].plan),
-             perf::FormatEstimate(r.top[0].estimate));
+  fmt::print("\nbest plan: {}\n{}{}", perf::PlanToString(r.top[0].plan),
+             perf::FormatEstimate(r.top[0].estimate), perf::FormatBand(r.band));
   if (!o.html.empty()) fmt::print("wrote {}\n", o.html);
   return Status::Ok();
 }
 
-std::string DefaultRunsFile() {
-  if (const char* dir = std::getenv("BATON_SOURCE_DIR")) {
-    return std::string(dir) + "/data/published/runs.csv";
-  }
-  return "data/published/runs.csv";
+std::string RunsFor(const PlanOptions& o) {
+  if (!o.runs_file.empty()) return o.runs_file;
+  return perf::DevTables(o.data_dir.empty() ? perf::DefaultDataDir() : o.data_dir);
+}
+
+nlohmann::json RowJson(const perf::ValidationRow& r) {
+  return {{"id", r.run.id},
+          {"group", r.run.group},
+          {"metric", std::string(perf::MetricName(r.run.metric))},
+          {"published", r.run.value},
+          {"estimate", r.predicted},
+          {"error", r.error},
+          {"out_of_memory", r.estimate.rejection == perf::Rejection::kOutOfMemory},
+          {"assumptions", r.run.assumptions},
+          {"plan", perf::PlanToJson(r.plan)}};
 }
 
 Status RunValidate(const PlanOptions& o) {
-  std::string path = o.runs_file.empty() ? DefaultRunsFile() : o.runs_file;
-  ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedRuns(path));
-  ASSIGN_OR_RETURN(perf::ValidationReport rep, perf::RunValidation(runs));
+  ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedTables(RunsFor(o)));
+  ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
+  if (!o.cv.empty()) {
+    if (o.cv != "source") {
+      return InvalidArgumentError(fmt::format("cv: '{}' is not 'source'", Printable(o.cv)));
+    }
+    std::vector<perf::AttentionPoint> attention;
+    std::string att = o.attention_file;
+    if (att.empty() && o.runs_file.empty()) {
+      att = (o.data_dir.empty() ? perf::DefaultDataDir() : o.data_dir) + "/attention.csv";
+    }
+    if (!att.empty()) {
+      ASSIGN_OR_RETURN(attention, perf::LoadAttentionTable(att));
+    }
+    perf::CalibrateOptions copts;
+    ASSIGN_OR_RETURN(perf::CvReport cv,
+                     perf::CrossValidate(runs, profile, att.empty() ? nullptr : &attention, copts));
+    if (o.json) {
+      nlohmann::json j;
+      for (const auto& g : cv.groups) {
+        j["groups"].push_back(
+            {{"group", g.group}, {"rows", g.rows}, {"mae", g.mae}, {"max", g.max}});
+      }
+      for (const auto& r : cv.rows) j["rows"].push_back(RowJson(r));
+      j["mae"] = cv.mae;
+      j["max"] = cv.max;
+      fmt::print("{}\n", j.dump(2));
+      return Status::Ok();
+    }
+    fmt::print("{}", perf::FormatCvReport(cv));
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(perf::ValidationReport rep, perf::RunValidationWithProfile(runs, profile));
   if (o.json) {
     nlohmann::json j;
-    for (const auto& r : rep.rows) {
-      j["rows"].push_back({{"id", r.run.id},
-                           {"source", r.run.source},
-                           {"metric", std::string(perf::MetricName(r.run.metric))},
-                           {"published", r.run.value},
-                           {"estimate", r.predicted},
-                           {"error", r.error},
-                           {"plan", perf::PlanToJson(r.plan)}});
+    for (const auto& r : rep.rows) j["rows"].push_back(RowJson(r));
+    for (const auto& g : rep.groups) {
+      j["groups"].push_back({{"group", g.group}, {"rows", g.rows}, {"mae", g.mae}, {"max", g.max}});
     }
     j["perf_mae"] = rep.perf_mae;
+    j["perf_p90"] = rep.perf_p90;
     j["perf_max"] = rep.perf_max;
     j["memory_mae"] = rep.memory_mae;
     j["memory_max"] = rep.memory_max;
+    j["out_of_memory_rows"] = rep.oom_rows;
     fmt::print("{}\n", j.dump(2));
     return Status::Ok();
   }
   fmt::print("{}", perf::FormatValidationReport(rep));
+  return Status::Ok();
+}
+
+Status RunCalibrate(const PlanOptions& o) {
+  if (o.out_file.empty()) return InvalidArgumentError("out: --out FILE.yaml is required");
+  ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedTables(RunsFor(o)));
+  ASSIGN_OR_RETURN(perf::SystemProfile start, ProfileFor(o));
+  std::vector<perf::AttentionPoint> attention;
+  if (!o.attention_file.empty()) {
+    ASSIGN_OR_RETURN(attention, perf::LoadAttentionTable(o.attention_file));
+  }
+  perf::CalibrateOptions copts;
+  copts.bands = !o.no_bands;
+  copts.name = o.out_file;
+  for (std::string_view f : Split(o.families, ',')) {
+    if (!Trim(f).empty()) copts.families.emplace_back(Trim(f));
+  }
+  perf::CvReport cv;
+  ASSIGN_OR_RETURN(
+      perf::SystemProfile fitted,
+      perf::CalibrateProfile(runs, start, attention.empty() ? nullptr : &attention, copts, &cv));
+  ASSIGN_OR_RETURN(perf::ValidationReport rep, perf::RunValidationWithProfile(runs, fitted));
+  std::ofstream out(o.out_file);
+  out << perf::ProfileToYaml(fitted);
+  if (!out) return InvalidArgumentError(fmt::format("out: cannot write '{}'", o.out_file));
+  fmt::print("fitted {} runs; in-sample: mean |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%\n",
+             rep.perf_rows, 100 * rep.perf_mae, 100 * rep.perf_p90, 100 * rep.perf_max);
+  if (copts.bands) fmt::print("{}", perf::FormatCvReport(cv));
+  fmt::print("wrote {}\n", o.out_file);
   return Status::Ok();
 }
 
@@ -529,9 +634,37 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
 
   auto val_opts = std::make_shared<PlanOptions>();
   CLI::App* val = plan->add_subcommand("validate", "Compare the estimator with published runs");
-  val->add_option("--runs", val_opts->runs_file, "Table of runs (default data/published/runs.csv)");
+  val->add_option("--runs", val_opts->runs_file,
+                  "Tables of runs, comma-separated (default: the dev tables runs.csv and "
+                  "runs-2024.csv in the data folder)");
+  val->add_option("--data", val_opts->data_dir,
+                  "The data folder (default: $BATON_DATA_DIR, else the source tree's "
+                  "data/published, found from any directory)");
+  val->add_option("--cv", val_opts->cv,
+                  "'source': leave-one-source-out cross-validation of `plan calibrate`");
+  val->add_option("--attention", val_opts->attention_file,
+                  "Attention kernel table for --cv (default: attention.csv in the data folder)");
+  val->add_option("--profile", val_opts->profile, "System profile YAML (default: built-in)");
   val->add_flag("--json", val_opts->json, "JSON output");
   Bind(val, exit_code, val_opts, RunValidate);
+
+  auto cal_opts = std::make_shared<PlanOptions>();
+  CLI::App* cal = plan->add_subcommand(
+      "calibrate", "Fit the estimator's constants to measured runs; write a system profile");
+  cal->add_option("--runs", cal_opts->runs_file,
+                  "Tables of measured runs, comma-separated (runs.csv's columns; default: the "
+                  "dev tables)");
+  cal->add_option("--data", cal_opts->data_dir, "The data folder for the default tables");
+  cal->add_option("--attention", cal_opts->attention_file,
+                  "Attention kernel table to fit the attention curve on (data/published/"
+                  "attention.csv)");
+  cal->add_option("--profile", cal_opts->profile, "Profile to start from (default: built-in)");
+  cal->add_option("--families", cal_opts->families,
+                  "Only fit these GPU families (comma list: ampere,hopper,blackwell)");
+  cal->add_flag("--no-bands", cal_opts->no_bands,
+                "Skip the cross-validation that sets the uncertainty bands (faster)");
+  cal->add_option("--out", cal_opts->out_file, "Profile YAML to write")->required();
+  Bind(cal, exit_code, cal_opts, RunCalibrate);
 
   auto launch_opts = std::make_shared<PlanOptions>();
   CLI::App* launch = plan->add_subcommand(

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "core/strings.h"
+#include "perf/profile.h"
 #include "sched/framework/config.h"
 #include "server/executors/dry_run_executor.h"
 #include "server/executors/local_executor.h"
@@ -255,6 +256,13 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--demo-rate", o->demo_rate, "--demo submissions per second")
       ->capture_default_str();
   cmd->add_option("--log-format", o->log_format, "text or json")->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--profile",
+      [](const std::string& path) {
+        Status st = perf::InstallProfileFile(path);
+        if (!st.ok()) throw CLI::ValidationError("--profile", st.ToString());
+      },
+      "System profile YAML (baton plan calibrate) for the planner's estimates");
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);
     if (!st.ok()) {

@@ -70,6 +70,15 @@ int GroupSpan::top_tier() const {
 EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const SystemSpec& s)
     : model(m), training(t), system(s) {
   peak_flops = s.gpu.Peak(t.dtype).value();
+  double peak16 = s.gpu.Peak(topo::Dtype::kBf16).value();
+  if (!(peak16 > 0)) peak16 = peak_flops;
+  if (t.dtype == topo::Dtype::kFp8) {
+    gemm_peak = peak16 * s.calib.fp8_gemm_speedup;
+    attn_peak = peak16;
+  } else {
+    gemm_peak = peak_flops;
+    attn_peak = peak_flops;
+  }
   hbm_bytes_per_s = s.gpu.hbm_bandwidth.value() * s.calib.hbm_efficiency;
   tier_count = std::max(1, s.tier_count);
   for (int i = 0; i < kMaxTiers; ++i) {
@@ -224,6 +233,9 @@ Rejection CheckPlan(const EvalContext& ctx, const ParallelPlan& p, int gpus) {
   }
   if (p.sequence_parallel && p.tp == 1) return Rejection::kSequenceParallel;
   if (p.zero < 0 || p.zero > 3) return Rejection::kZero;
+  if (p.fsdp_group < 0 || (p.fsdp_group > 0 && (p.zero < 3 || (p.dp * p.cp) % p.fsdp_group != 0))) {
+    return Rejection::kZero;
+  }
   return Rejection::kNone;
 }
 
@@ -266,13 +278,22 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   mem.capacity = ctx.system.gpu.hbm;
   mem.usable = Bytes(std::max(
       0.0, (mem.capacity.value() - GiB(c.hbm_reserved_gib).value()) * (1 - c.hbm_fragmentation)));
-  mem.weights = Bytes(stage_params * 2 / (plan.zero >= 3 ? d : 1.0));
-  mem.gradients = Bytes(stage_params * 4 / (plan.zero >= 2 ? d : 1.0));
-  mem.optimizer = Bytes(stage_params * 12 / (plan.zero >= 1 ? d : 1.0));
+  // ZeRO-3 shards over its group (HSDP: fsdp_group ranks), ZeRO-1/2 over every dp x cp rank.
+  const double shard = plan.zero >= 3 && plan.fsdp_group > 0 ? double(plan.fsdp_group) : d;
+  const bool fp8 = ctx.training.dtype == topo::Dtype::kFp8;
+  const double weight_bytes = 2 + (fp8 ? c.fp8_weight_bytes : 0.0);
+  mem.weights = Bytes(stage_params * weight_bytes / (plan.zero >= 3 ? shard : 1.0));
+  const double grad_elem = ctx.training.fp32_grads ? 4.0 : 2.0;
+  mem.gradients = Bytes(stage_params * grad_elem / (plan.zero >= 2 ? shard : 1.0));
+  mem.optimizer = Bytes(stage_params * 12 / (plan.zero >= 1 ? shard : 1.0));
   // Korthikanti et al. per-layer activations in bytes, generalised to GQA, SwiGLU and MoE.
   double replicated = (8 + (m.dropout ? 2 : 0)) * tokens * h / sp_div;
   double attn_split = 2 * tokens * (h + kvd) + 2 * tokens * kvd + 2 * tokens * h;
   double mlp_dense = (mats == 3 ? 6 : 4) * tokens * ffn / t;
+  // fp8 recipes (Transformer Engine, torchao float8) save the fp8 cast of each GEMM's input for
+  // the backward pass instead of the 16-bit tensor: one byte less per element of the QKV, fc1
+  // (sequence-parallel LayerNorm outputs), projection and fc2 inputs.
+  double fp8_saved = fp8 ? 2 * tokens * h / sp_div + tokens * h / t + tokens * ffn / t : 0.0;
   double mlp_moe = (mats == 3 ? 6 : 4) * tokens * eff_ffn * active_experts / t + 4 * tokens * h;
   double scores = flash ? 0.0 : (m.dropout ? 5.0 : 2.0) * plan.mbs * m.heads * sl * seq / t;
   double layer_act;
@@ -286,7 +307,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     case Recompute::kNone:
     default:
       layer_act = replicated + attn_split / t + scores +
-                  (ls_dense * mlp_dense + ls_moe * mlp_moe) / stage_layers;
+                  (ls_dense * mlp_dense + ls_moe * mlp_moe) / stage_layers - fp8_saved;
   }
   // Uneven stages give the first stage the remainder (Llama 3 405B: 7 of 126 layers on 16).
   double first_layers = plan.uneven_pp ? std::floor(double(m.layers) / plan.pp) : stage_layers;
@@ -295,7 +316,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   mem.activations = Bytes(layer_act * first_layers * in_flight * interleave);
   double buffers = 2 * tokens * h / sp_div * in_flight;  // embedding output
   if (plan.pp == 1) buffers += 6 * tokens * vocab / t;   // fp16 logits + fp32 softmax
-  if (plan.zero >= 3) buffers += 2 * 2 * std::max(dense_layer, moe_layer) / t;
+  // ZeRO-3: the unit in use and the prefetched one, gathered in bf16, and one unit's unsharded
+  // fp32 gradients before its reduce-scatter.
+  if (plan.zero >= 3) buffers += (2 * 2 + 4) * std::max(dense_layer, moe_layer) / t;
   mem.buffers = Bytes(buffers);
   if (mem.total() > mem.usable) {
     out->rejection = Rejection::kOutOfMemory;
@@ -306,7 +329,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double peak = ctx.peak_flops;
   const double hbm = ctx.hbm_bytes_per_s;
   auto gemm_rate = [&](double dim) {
-    return peak * c.gemm_peak_fraction * dim / (dim + c.gemm_half_dim) * tokens /
+    return ctx.gemm_peak * c.gemm_peak_fraction * dim / (dim + c.gemm_half_dim) * tokens /
            (tokens + c.gemm_half_tokens);
   };
   const double rate = gemm_rate(h / t);
@@ -323,18 +346,25 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // backward pass accumulates dQ the same way, and costs twice the forward like every term here.
   double t_attn_step_diag = 0, t_attn_step_off = 0;
   if (flash) {
+    // The kernel-chart fit (Calibration::flash_*): a causal block of L tokens runs like a full
+    // one of L / 2; an off-diagonal CP step is a full block of sl / 2 keys.
+    const double hd = m.head_dim();
+    const double hd_eff = hd / (hd + c.flash_half_head_dim);
     auto flash_rate = [&](double len) {
-      return peak * c.flash_attention_fraction * len / (len + c.flash_half_length);
+      return ctx.attn_peak * c.flash_attention_fraction * len / (len + c.flash_half_length) *
+             hd_eff;
     };
     double step_work = 0.5 * attn_model_flops / plan.cp;
-    t_attn_step_diag = step_work / flash_rate(sl);
+    t_attn_step_diag = step_work / flash_rate(sl / 2);
     if (plan.cp > 1) {
       t_attn_step_off = step_work / flash_rate(sl / 2) + 10 * tokens * h / t / hbm;
     }
     t_attn_core = t_attn_step_diag + (plan.cp - 1) * t_attn_step_off;
   } else {
     double softmax_elems = (m.dropout ? 4.5 : 2.0) * plan.mbs * (m.heads / t) * sl * seq;
-    t_attn_core = attn_model_flops / gemm_rate(m.head_dim()) + 2 * softmax_elems / hbm;
+    t_attn_core = attn_model_flops / (ctx.attn_peak * c.gemm_peak_fraction * tokens /
+                                      (tokens + c.gemm_half_tokens)) +
+                  2 * softmax_elems / hbm;
     t_attn_step_diag = t_attn_step_off = t_attn_core / plan.cp;
   }
   double attn_gemm = 2 * tokens * (h * (h + 2 * kvd) + h * h) / t;
@@ -367,9 +397,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const GroupSpan& ep_g = spans->groups[static_cast<int>(Group::kEp)];
   const GroupSpan& dp_g = spans->groups[static_cast<int>(Group::kDp)];
   const GroupSpan& pp_g = spans->groups[static_cast<int>(Group::kPp)];
-  double tp_layer = plan.tp > 1
-                        ? (1 - c.tp_overlap_fraction) * 2 * AllReduceTime(ctx, tp_g, 2 * tokens * h)
-                        : 0.0;
+  const double tp_hidden = plan.tp_comm_overlap ? c.tp_overlap_fraction : 0.0;
+  double tp_layer =
+      plan.tp > 1 ? (1 - tp_hidden) * 2 * AllReduceTime(ctx, tp_g, 2 * tokens * h) : 0.0;
   // The ring passes K and V of the local chunk cp - 1 times per layer; each transfer hides only
   // behind the attention step running at the same time (the previous chunk's), never behind
   // the GEMMs, which need the attention output. The backward pass sends K, V and their
@@ -425,7 +455,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double dp_time = 0;
   if (d > 1) {
     const topo::Dtype dt = ctx.training.dtype;
-    double grad_bytes = (dt == topo::Dtype::kFp16 ? 2.0 : 4.0) * stage_params;
+    double grad_bytes =
+        (dt == topo::Dtype::kFp16 || !ctx.training.fp32_grads ? 2.0 : 4.0) * stage_params;
     double param_bytes = 2 * stage_params;
     double hide = plan.overlap_dp_comm ? c.dp_overlap_fraction : 0.0;
     if (plan.zero <= 2) {
@@ -437,14 +468,43 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
         dp_time += std::max(0.0, gather - hide * t_fwd);
       }
     } else {
-      double per_mb = 2 * HalfCollectiveTime(ctx, dp_g, param_bytes) +
-                      HalfCollectiveTime(ctx, dp_g, grad_bytes);
-      dp_time += mb * std::max(0.0, per_mb - hide * t_mb);
+      // ZeRO-3 / FSDP as it runs (PyTorch FSDP / FSDP2, Megatron FSDP): every layer is a unit.
+      // Each micro-batch all-gathers a unit's parameters before its forward, frees them after
+      // (reshard after forward) and gathers them again for its backward, then reduce-scatters the
+      // unit's gradients. Prefetching hides one unit's collectives behind the compute of the
+      // unit next to it, never more: the first gather of each pass is exposed, and a unit whose
+      // collectives take longer than a neighbour's compute exposes the difference. HSDP shards
+      // over fsdp_group ranks and all-reduces the gradient shards across the replicas once per
+      // step, behind the last backward pass like ZeRO-1/2.
+      const double units = stage_layers;
+      const double unit_params = stage_params / units;
+      const double shard_size = plan.fsdp_group > 0 ? double(plan.fsdp_group) : d;
+      GroupSpan shard_g, replica_g;
+      double left = shard_size;
+      for (int i = 0; i < kMaxTiers; ++i) {
+        double take = std::min(dp_g.factor[i], std::max(1.0, left));
+        shard_g.factor[i] = take;
+        replica_g.factor[i] = dp_g.factor[i] / take;
+        left /= take;
+      }
+      double ag = HalfCollectiveTime(ctx, shard_g, 2 * unit_params);
+      double rs = HalfCollectiveTime(ctx, shard_g, grad_bytes / units);
+      double fhide = plan.overlap_dp_comm ? c.fsdp_overlap_fraction : 0.0;
+      double unit_fwd = t_fwd / units, unit_bwd = t_bwd / units;
+      double exposed_fwd = ag + (units - 1) * std::max(0.0, ag - fhide * unit_fwd);
+      double exposed_bwd = rs + units * std::max(0.0, ag + rs - fhide * unit_bwd);
+      dp_time += mb * (exposed_fwd + exposed_bwd);
+      if (replica_g.size() > 1.0 + 1e-9) {
+        double reduce = AllReduceTime(ctx, replica_g, grad_bytes / shard_size);
+        dp_time += std::max(0.0, reduce - hide * t_bwd);
+      }
     }
   }
   out->dp_comm = Seconds(dp_time);
   double opt_params = stage_params / (plan.zero >= 1 ? d : 1.0);
-  out->optimizer = Seconds(opt_params * 32 / hbm);
+  double opt_shard = plan.zero >= 3 && plan.fsdp_group > 0 ? double(plan.fsdp_group) : d;
+  if (plan.zero >= 1) opt_params = stage_params / opt_shard;
+  out->optimizer = Seconds(opt_params * 32 / hbm + c.step_overhead_s);
 
   out->step = out->compute + out->recompute + out->tp_comm + out->cp_comm + out->ep_comm +
               out->pp_comm + out->dp_comm + out->bubble + out->optimizer + out->launch;

@@ -102,8 +102,10 @@ struct EvalContext {
   const ModelSpec& model;
   const TrainingSpec& training;
   const SystemSpec& system;
-  double peak_flops;                             // dtype peak, FLOP/s
-  double hbm_bytes_per_s;                        // effective
+  double peak_flops;       // dtype peak, FLOP/s (MFU's denominator)
+  double gemm_peak;        // what GEMMs run against: the 16-bit peak, x fp8_gemm_speedup for fp8
+  double attn_peak;        // attention, in 16-bit even in fp8 recipes
+  double hbm_bytes_per_s;  // effective
   std::array<double, kMaxTiers> tier_bw{};       // effective collective bandwidth, bytes/s
   std::array<double, kMaxTiers> tier_latency{};  // seconds
   std::array<int, kMaxTiers> tier_gpus{};

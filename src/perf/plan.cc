@@ -45,6 +45,8 @@ std::string PlanToString(const ParallelPlan& p) {
                               p.ep, p.mbs, p.vp, RecomputeName(p.recompute));
   if (p.sequence_parallel) s += " sp";
   s += fmt::format(" zero{}", p.zero);
+  if (p.zero >= 3 && p.fsdp_group > 0) s += fmt::format(" hsdp{}", p.fsdp_group);
+  if (!p.tp_comm_overlap && p.tp > 1) s += " no-tp-overlap";
   s += p.overlap_dp_comm ? " overlap" : " no-overlap";
   if (p.uneven_pp) s += " uneven-pp";
   if (!p.batched_pp_p2p) s += " serial-p2p";

@@ -40,6 +40,13 @@ struct ParallelPlan {
   // timed with one reduce-scatter per step, after the last micro-batch, as Llama 3's FSDP ran;
   // DeepSpeed's ZeRO-2 reduces every micro-batch instead, which this understates.
   int zero = 0;
+  // ZeRO-3 only: parameters are sharded over groups of this many dp x cp ranks and replicated
+  // across the groups (HSDP; gradients all-reduced across replicas once per step). 0 = one group
+  // of every dp x cp rank (plain FSDP / ZeRO-3).
+  int fsdp_group = 0;
+  // The stack overlaps TP all-gathers / reduce-scatters with the neighbouring GEMMs (Megatron-
+  // Core's --tp-comm-overlap, PyTorch async TP), hiding Calibration::tp_overlap_fraction of them.
+  bool tp_comm_overlap = true;
   bool overlap_dp_comm = true;  // overlap DP gradient reduction with the backward pass
   // Pipeline sends and receives of one schedule step go out together, both link directions at
   // once (Megatron-LM's batched isend/irecv): two transfer times per micro-batch on the critical
@@ -66,6 +73,9 @@ struct TrainingSpec {
   // FlashAttention-style fused attention: no s^2 score tensor in memory, causal blocks skipped.
   // Runs before mid-2022 (Megatron SC'21 / MLSys'23, BLOOM) did not have it.
   bool flash_attention = true;
+  // Gradients held (and reduced) in fp32; false: in the 16-bit dtype, as Megatron-Core's DDP
+  // does by default (grad_reduce_in_fp32 = False; NeMo 2 / Megatron-Bridge recipes).
+  bool fp32_grads = true;
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

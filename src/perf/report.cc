@@ -116,6 +116,20 @@ nlohmann::json EstimateToJson(const StepEstimate& e) {
   return j;
 }
 
+nlohmann::json BandToJson(const UncertaintyBand& b) {
+  return {{"relative", b.relative}, {"extrapolated", b.extrapolated}, {"why", b.why}};
+}
+
+std::string FormatBand(const UncertaintyBand& b) {
+  if (b.relative <= 0) return "";
+  std::string s = fmt::format(
+      "uncertainty   +-{:.0f}% (cross-validated error of the validated runs nearest to this one)\n",
+      100 * b.relative);
+  if (b.extrapolated)
+    s += fmt::format("EXTRAPOLATION: outside the validated envelope: {}\n", b.why);
+  return s;
+}
+
 nlohmann::json SearchToJson(const SearchResult& r) {
   nlohmann::json j;
   j["space"] = r.space;
@@ -126,9 +140,14 @@ nlohmann::json SearchToJson(const SearchResult& r) {
       rej[std::string(RejectionName(static_cast<Rejection>(i)))] = r.rejected[i];
   }
   j["rejected"] = rej;
+  j["band"] = BandToJson(r.band);
   j["top"] = nlohmann::json::array();
   for (const RankedPlan& p : r.top) {
-    j["top"].push_back({{"plan", PlanToJson(p.plan)}, {"estimate", EstimateToJson(p.estimate)}});
+    nlohmann::json e = EstimateToJson(p.estimate);
+    double rel = r.band.relative;
+    e["step_s_band"] = {p.estimate.step.value() / (1 + rel), p.estimate.step.value() * (1 + rel)};
+    e["mfu_band"] = {p.estimate.mfu / (1 + rel), p.estimate.mfu * (1 + rel)};
+    j["top"].push_back({{"plan", PlanToJson(p.plan)}, {"estimate", e}});
   }
   return j;
 }
@@ -178,8 +197,18 @@ std::string FormatEstimate(const StepEstimate& e) {
 }
 
 std::string FormatSearchTable(const SearchResult& r) {
-  std::string out = fmt::format("{:>3}  {:<66} {:>10} {:>10} {:>6} {:>7} {:>9}  {}\n", "#", "plan",
-                                "step", "tokens/s", "MFU", "causal", "mem GiB", "largest overhead");
+  std::string out;
+  if (r.band.extrapolated) {
+    out += fmt::format("EXTRAPOLATION: every plan below is outside the validated envelope ({})\n",
+                       r.band.why);
+  }
+  if (r.band.relative > 0) {
+    out +=
+        fmt::format("uncertainty band: +-{:.0f}% on step time and MFU{}\n", 100 * r.band.relative,
+                    r.band.extrapolated ? " (widened: extrapolation)" : "");
+  }
+  out += fmt::format("{:>3}  {:<66} {:>10} {:>10} {:>6} {:>7} {:>9}  {}\n", "#", "plan", "step",
+                     "tokens/s", "MFU", "causal", "mem GiB", "largest overhead");
   int i = 0;
   for (const RankedPlan& p : r.top) {
     out +=
@@ -281,6 +310,18 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
         p.estimate.tokens_per_second, 100 * p.estimate.mfu, 100 * p.estimate.mfu_causal,
         100 * p.estimate.hfu, ToGiB(p.estimate.memory.total()));
   }
+  std::string band;
+  if (r.band.relative > 0) {
+    band = fmt::format(
+        "<p class=band>Uncertainty band: &plusmn;{:.0f}% on step time and MFU (cross-validated "
+        "error of the nearest validated runs).</p>",
+        100 * r.band.relative);
+  }
+  if (r.band.extrapolated) {
+    band +=
+        fmt::format("<p class=band><b>Extrapolation:</b> outside the validated envelope: {}</p>",
+                    Escape(r.band.why));
+  }
   std::string rejected;
   for (int k = 1; k < kRejectionCount; ++k) {
     if (r.rejected[k] == 0) continue;
@@ -296,7 +337,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:nth-child(2){
 .legend i{{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}}</style>
 </head><body>
 <h1>{0}</h1>
-<p>Search space {1} plans: {2} feasible, {3} rejected.</p><ul>{4}</ul>
+<p>Search space {1} plans: {2} feasible, {3} rejected.</p><ul>{4}</ul>{10}
 <h2>Step time breakdown</h2>{5}{6}
 <h2>Memory per GPU (first pipeline stage; dashed line = usable HBM)</h2>{7}{8}
 <h2>Top plans</h2>
@@ -304,7 +345,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:nth-child(2){
 </body></html>
 )",
       Escape(title), r.space, r.feasible, r.rejected_total(), rejected, legend(kParts), time_svg,
-      legend(kMemParts), mem_svg, rows);
+      legend(kMemParts), mem_svg, rows, band);
 }
 
 }  // namespace baton::perf

@@ -12,7 +12,11 @@ namespace baton::perf {
 
 nlohmann::json PlanToJson(const ParallelPlan& plan);
 nlohmann::json EstimateToJson(const StepEstimate& e);
-nlohmann::json SearchToJson(const SearchResult& r);
+nlohmann::json SearchToJson(const SearchResult& r);  // with "band" and per-plan bands
+nlohmann::json BandToJson(const UncertaintyBand& b);
+// "uncertainty   +-7% (...)" and, outside the envelope, an EXTRAPOLATION line; empty when the
+// band is not known.
+std::string FormatBand(const UncertaintyBand& b);
 // The whole answer to "estimate this plan": model, system, batch, plan, estimate, why it does not
 // fit (when it does not), checkpoint size and interval, and the time / GPU-hours / cost to train
 // when the training spec asks for tokens. `baton plan estimate --json` and the daemon's

@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "perf/estimator.h"
+#include "perf/profile.h"
 
 namespace baton::perf {
 
@@ -54,6 +55,9 @@ struct SearchResult {
   std::uint64_t space = 0;                                // plans in the space
   std::uint64_t feasible = 0;                             // plans estimated and fitting in memory
   std::array<std::uint64_t, kRejectionCount> rejected{};  // by reason (index = Rejection)
+  // How far to trust the estimates (profile.h; filled by the caller with EstimateBand, since it
+  // depends on the profile, not on the search). relative 0 = not known.
+  UncertaintyBand band;
   std::uint64_t rejected_total() const;
 };
 

@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <limits>
 
+#include "perf/profile.h"
+
 namespace baton::perf {
 
-// The calibrated constants. Sources:
+// The constants now live in the built-in profile (profiles/builtin.yaml), fitted by
+// `baton plan calibrate` on data/published (README.md gives the command). What each one means
+// and where its starting value and bounds come from:
 //  * gemm_peak_fraction: the best large fp16/bf16 GEMM throughput cuBLAS reaches, as a fraction
 //    of the dense peak (A100: ~250-265 of 312 TF in NVIDIA's and the Megatron papers' GEMM
 //    sweeps; H100 SXM: ~700-750 of 989 TF), then fitted jointly with gemm_half_dim and
@@ -62,31 +66,8 @@ namespace baton::perf {
 //    tuned by teams at scale; with 0.5 the three come out within 1 % of each other and the
 //    NVIDIA recipe ranks second. The 0.5 is that judgement, not a measurement.
 Calibration DefaultCalibration(std::string_view gpu_family) {
-  Calibration c;
-  c.host_layer_pass_s = 0.9e-3;
-  if (gpu_family == "ampere") {
-    c.gemm_peak_fraction = 0.78;
-    c.gemm_half_dim = 0;
-    c.gemm_half_tokens = 128;
-    c.layer_overhead_s = 200e-6;
-    c.collective_overhead_s = 20e-6;
-    c.flash_attention_fraction = 0.5;
-    c.nvlink_efficiency = 0.85;
-    c.network_efficiency = 0.9;
-  } else {
-    // Hopper, fitted above. Blackwell and unknown families take Hopper's values until there are
-    // published runs to check them against.
-    c.gemm_peak_fraction = 0.62;
-    c.gemm_half_dim = 0;
-    c.gemm_half_tokens = 128;
-    c.layer_overhead_s = 200e-6;
-    c.collective_overhead_s = 20e-6;
-    c.flash_attention_fraction = 0.5;
-    c.nvlink_efficiency = 0.8;
-    c.network_efficiency = 0.9;
-    c.tp_overlap_fraction = 0.5;
-  }
-  return c;
+  const FamilyProfile* f = ActiveProfile().Find(gpu_family);
+  return f != nullptr ? f->calib : Calibration{};
 }
 
 Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
@@ -162,6 +143,10 @@ Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
   s.gpus = d.gpus;
   s.gpus_per_node = d.gpus_per_node;
   s.calib = DefaultCalibration(gpu->family);
+  if (d.hbm_gib < 0 || d.hbm_gib > 4096) {
+    return InvalidArgumentError(fmt::format("system.hbm_gib: {} is not in 0..4096", d.hbm_gib));
+  }
+  if (d.hbm_gib > 0) s.gpu.hbm = GiB(d.hbm_gib);
   BytesPerSecond nvlink =
       d.nvlink_gbytes_per_s > 0 ? GBps(d.nvlink_gbytes_per_s) : gpu->nvlink_per_direction;
   BytesPerSecond nic = Gbps(d.nic_gbits_per_gpu);

@@ -26,6 +26,21 @@ struct Calibration {
   // FLOPs for long sequences, times L / (L + flash_half_length) for a query/key block of L tokens.
   double flash_attention_fraction = 0.5;
   double flash_half_length = 350;
+  // ... times head_dim / (head_dim + flash_half_head_dim): small heads run less efficiently. A
+  // causal kernel over L tokens runs like a full one over L / 2 (it skips the upper triangle's
+  // blocks). All three are least-squares fits to FlashAttention-2's forward+backward charts
+  // (data/published/attention.csv; `baton plan calibrate` refits them).
+  double flash_half_head_dim = 0;
+  // GEMM rate with fp8 inputs relative to bf16 at the same shape (the datasheet fp8 peak is 2x;
+  // recipes keep attention, norms and some GEMMs in bf16 and pay for scaling and casts).
+  double fp8_gemm_speedup = 1.0;
+  // Fixed time per optimizer step (data loading, logging, gradient clipping, synchronisation).
+  double step_overhead_s = 0;
+  // ZeRO-3 / FSDP: share of one unit's (layer's) compute that hides the next unit's prefetched
+  // all-gather (and, in the backward pass, the previous unit's reduce-scatter).
+  double fsdp_overlap_fraction = 0.8;
+  // Extra bytes per parameter an fp8 recipe keeps (Transformer Engine's fp8 weight copy).
+  double fp8_weight_bytes = 1.0;
   // Fixed time per transformer layer forward pass (kernel launches, small kernels, framework
   // overhead); the backward pass costs twice this.
   double layer_overhead_s = 0;
@@ -52,6 +67,9 @@ struct Calibration {
   double hbm_reserved_gib = 2.0;
   double hbm_fragmentation = 0.05;
 };
+// The built-in profile's constants for a GPU family (src/perf/profiles/builtin.yaml, compiled in;
+// "ampere", "hopper", "blackwell"; an unknown family takes Hopper's), or those of the profile
+// installed with InstallProfile (profile.h).
 Calibration DefaultCalibration(std::string_view gpu_family);
 
 inline constexpr int kMaxTiers = 6;
@@ -88,6 +106,7 @@ struct ShortSystem {
   double nic_gbits_per_gpu = 400;
   int nodes_per_leaf = 32;
   double oversubscription = 1.0;
+  double hbm_gib = 0;  // overrides the GPU's HBM (GiB) when > 0 (the 96 GB H100 parts)
 };
 Result<SystemSpec> SystemFromShort(const ShortSystem& s);
 

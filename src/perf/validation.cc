@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -24,6 +26,14 @@ std::string_view MetricName(Metric m) {
       return "weights_grads_optimizer_gib";
     case Metric::kActivationMemory:
       return "activations_gib";
+    case Metric::kTokensPerGpu:
+      return "tokens_per_s_per_gpu";
+    case Metric::kTokensTotal:
+      return "tokens_per_s_total";
+    case Metric::kModelTflops:
+      return "tflops_per_gpu";
+    case Metric::kHfu:
+      return "hfu";
   }
   return "?";
 }
@@ -38,7 +48,19 @@ Result<ShortSystem> SystemForRun(std::string_view gpu, std::string_view network,
   s.gpus = gpus;
   s.gpus_per_node = 8;
   std::string net = ToLower(network);
-  if (net.find("8xhdr200") != std::string::npos) {
+  if (net.find("nvl72") != std::string::npos) {
+    // GB200 NVL72: 72 GPUs share one NVLink domain; modelled as 64-GPU nodes (the short
+    // description's largest), with one 400G NIC per GPU beyond.
+    s.gpus_per_node = std::min(64, std::max(8, gpus));
+    s.nic_gbits_per_gpu = 400;
+    s.nodes_per_leaf = 4;
+  } else if (net.find("400g per node") != std::string::npos) {
+    s.nic_gbits_per_gpu = 50;  // IBM Vela-type Ethernet: 400 Gb/s per 8-GPU node
+    s.nodes_per_leaf = 16;
+  } else if (net.find("800g per node") != std::string::npos) {
+    s.nic_gbits_per_gpu = 100;  // 800 Gb/s per 8-GPU node
+    s.nodes_per_leaf = 16;
+  } else if (net.find("8xhdr200") != std::string::npos) {
     s.nic_gbits_per_gpu = 200;  // DGX A100: one HDR InfiniBand NIC per GPU
     s.nodes_per_leaf = 20;      // Selene scalable unit: 20 DGX per leaf group
   } else if (net.find("4x100g per 8-gpu node") != std::string::npos) {
@@ -79,6 +101,12 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   r.id = std::string(get("id"));
   r.source = std::string(get("source"));
   r.confidence = std::string(get("confidence"));
+  r.group = std::string(Trim(get("group")));
+  if (r.group.empty()) {
+    std::string_view src = Trim(get("source"));
+    r.group = ToLower(src.substr(0, std::min(src.find(' '), src.size())));
+  }
+  r.assumptions = std::string(get("assumptions"));
   r.network = std::string(get("network"));
   auto base = FindModel(get("model"));
   if (base.ok()) r.model = *base;
@@ -90,6 +118,21 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   ASSIGN_OR_RETURN(r.model.ffn, IntField(get("ffn"), "ffn"));
   ASSIGN_OR_RETURN(r.model.seq, IntField(get("seq"), "seq"));
   ASSIGN_OR_RETURN(r.model.vocab, IntField(get("vocab"), "vocab"));
+  std::string_view ffn_kind = Trim(get("ffn_kind"));
+  if (EqualsIgnoreCase(ffn_kind, "swiglu")) {
+    r.model.ffn_kind = FfnKind::kSwiGlu;
+  } else if (EqualsIgnoreCase(ffn_kind, "gelu")) {
+    r.model.ffn_kind = FfnKind::kGelu;
+  } else if (!ffn_kind.empty()) {
+    return InvalidArgumentError(
+        fmt::format("column ffn_kind: '{}' is not gelu or swiglu", Printable(ffn_kind)));
+  }
+  if (!ffn_kind.empty()) {
+    // The 2024 tables describe modern stacks: untied embeddings for Llama, no dropout.
+    r.model.dropout = false;
+    r.model.tied_embeddings = r.model.ffn_kind != FfnKind::kSwiGlu;
+    r.model.learned_positions = false;
+  }
   RETURN_IF_ERROR(ValidateModel(r.model));
   ASSIGN_OR_RETURN(r.training.global_batch, IntField(get("gbs"), "gbs"));
   ASSIGN_OR_RETURN(r.plan.mbs, IntField(get("mbs"), "mbs", true));
@@ -97,6 +140,14 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   if (!r.mbs_published) r.plan.mbs = 1;
   ASSIGN_OR_RETURN(int gpus, IntField(get("gpus"), "gpus"));
   ASSIGN_OR_RETURN(r.system, SystemForRun(get("gpu"), get("network"), gpus));
+  if (!Trim(get("hbm_gib")).empty()) {
+    auto hbm = ParseDouble(Trim(get("hbm_gib")));
+    if (!hbm || !(*hbm > 0) || *hbm > 4096) {
+      return InvalidArgumentError(
+          fmt::format("column hbm_gib: '{}' is not in (0, 4096]", Printable(get("hbm_gib"))));
+    }
+    r.system.hbm_gib = *hbm;
+  }
   ASSIGN_OR_RETURN(r.plan.tp, IntField(get("tp"), "tp"));
   ASSIGN_OR_RETURN(r.plan.pp, IntField(get("pp"), "pp"));
   ASSIGN_OR_RETURN(r.plan.dp, IntField(get("dp"), "dp"));
@@ -104,9 +155,29 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   ASSIGN_OR_RETURN(r.plan.vp, IntField(get("vp"), "vp", true));
   r.vp_published = r.plan.vp > 0;
   if (!r.vp_published) r.plan.vp = 1;
-  ASSIGN_OR_RETURN(r.plan.recompute, ParseRecompute(get("recompute")));
+  r.recompute_published = !Trim(get("recompute")).empty();
+  if (r.recompute_published) {
+    ASSIGN_OR_RETURN(r.plan.recompute, ParseRecompute(Trim(get("recompute"))));
+  }
   ASSIGN_OR_RETURN(r.plan.sequence_parallel, YesNo(get("seq_parallel"), "seq_parallel"));
   ASSIGN_OR_RETURN(r.plan.zero, IntField(get("zero"), "zero"));
+  if (r.plan.zero > 3) {
+    return InvalidArgumentError(fmt::format("column zero: {} is not in 0..3", r.plan.zero));
+  }
+  ASSIGN_OR_RETURN(r.plan.fsdp_group, IntField(get("fsdp_group"), "fsdp_group", true));
+  if (r.plan.fsdp_group > 0 &&
+      (r.plan.zero != 3 || (r.plan.dp * r.plan.cp) % r.plan.fsdp_group != 0)) {
+    return InvalidArgumentError(fmt::format(
+        "column fsdp_group: {} needs zero 3 and must divide dp x cp", r.plan.fsdp_group));
+  }
+  std::string_view tp_overlap = Trim(get("tp_overlap"));
+  if (!tp_overlap.empty()) {
+    ASSIGN_OR_RETURN(r.plan.tp_comm_overlap, YesNo(tp_overlap, "tp_overlap"));
+  } else {
+    // Tables before 2024 describe Megatron-LM without TP overlap; the calibration of their GPU
+    // family (Ampere) hides none anyway.
+    r.plan.tp_comm_overlap = true;
+  }
   // Megatron-LM of that era reduced gradients after the backward pass, without overlap; the
   // optional column dp_overlap says when a run's stack did overlap (FSDP's reduce-scatter).
   r.plan.overlap_dp_comm = false;
@@ -132,12 +203,41 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     return InvalidArgumentError(
         fmt::format("column mfu_attention: '{}' is not full or causal", Printable(attention)));
   }
+  std::string_view flops = Trim(get("flops"));
+  if (flops.empty() || EqualsIgnoreCase(flops, "full")) {
+    r.flops = r.causal_attention_flops ? FlopConvention::kCausal : FlopConvention::kFull;
+  } else if (EqualsIgnoreCase(flops, "causal")) {
+    r.flops = FlopConvention::kCausal;
+  } else if (EqualsIgnoreCase(flops, "6n")) {
+    r.flops = FlopConvention::kSixN;
+  } else if (EqualsIgnoreCase(flops, "6n-total")) {
+    r.flops = FlopConvention::kSixNTotal;
+  } else {
+    return InvalidArgumentError(
+        fmt::format("column flops: '{}' is not full, causal, 6n or 6n-total", Printable(flops)));
+  }
+  std::string_view peak = Trim(get("mfu_peak"));
+  if (EqualsIgnoreCase(peak, "bf16")) {
+    r.mfu_peak_bf16 = true;
+  } else if (!peak.empty() && !EqualsIgnoreCase(peak, "dtype")) {
+    return InvalidArgumentError(
+        fmt::format("column mfu_peak: '{}' is not bf16 or dtype", Printable(peak)));
+  }
   ASSIGN_OR_RETURN(r.training.dtype, topo::ParseDtype(get("dtype")));
   ASSIGN_OR_RETURN(r.training.flash_attention, YesNo(get("flash_attention"), "flash_attention"));
+  // Optional column grads: fp32 (the default) or bf16 (Megatron-Core's DDP default).
+  std::string_view grads = Trim(get("grads"));
+  if (EqualsIgnoreCase(grads, "bf16")) {
+    r.training.fp32_grads = false;
+  } else if (!grads.empty() && !EqualsIgnoreCase(grads, "fp32")) {
+    return InvalidArgumentError(
+        fmt::format("column grads: '{}' is not fp32 or bf16", Printable(grads)));
+  }
   std::string_view metric = Trim(get("metric"));
   bool found = false;
   for (Metric m : {Metric::kIterationTime, Metric::kHfuTflops, Metric::kMfu, Metric::kStateMemory,
-                   Metric::kActivationMemory}) {
+                   Metric::kActivationMemory, Metric::kTokensPerGpu, Metric::kTokensTotal,
+                   Metric::kModelTflops, Metric::kHfu}) {
     if (metric == MetricName(m)) {
       r.metric = m;
       found = true;
@@ -195,20 +295,54 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& path) {
 
 namespace {
 
+// Model FLOPs of one step under the source's convention.
+double ModelFlops(const PublishedRun& run, const StepEstimate& e) {
+  const ModelSpec& m = run.model;
+  double gbs = run.training.global_batch, s = m.seq, h = m.hidden, l = m.layers;
+  double tokens = gbs * s;
+  switch (run.flops) {
+    case FlopConvention::kFull:
+      return e.model_flops_per_step.value();
+    case FlopConvention::kCausal:
+      return e.model_flops_per_step.value() - 3 * gbs * 2 * s * s * h * l;
+    case FlopConvention::kSixN:
+      return 6 * (m.TotalParams() - double(m.vocab) * h) * tokens + 12 * l * h * s * tokens;
+    case FlopConvention::kSixNTotal:
+      return 6 * m.TotalParams() * tokens + 12 * l * h * s * tokens;
+  }
+  return 0;
+}
+
 double Predicted(const PublishedRun& run, const ParallelPlan& plan, const StepEstimate& e) {
+  double step = e.step.value(), gpus = plan.gpus();
+  double peak = 0;
+  auto gpu = topo::FindGpu(run.system.gpu);
+  if (gpu.ok()) {
+    peak = (*gpu)->Peak(run.mfu_peak_bf16 ? topo::Dtype::kBf16 : run.training.dtype).value();
+  }
   switch (run.metric) {
     case Metric::kIterationTime:
-      return e.step.value();
+      return step;
     case Metric::kHfuTflops: {
       // Megatron's reporting formula, so both sides count FLOPs the same way.
       double flops =
           plan.recompute == Recompute::kFull
               ? MegatronHardwareFlopsFullRecompute(run.model, run.training.global_batch).value()
               : e.hardware_flops_per_step.value();
-      return flops / (e.step.value() * plan.gpus()) / 1e12;
+      return flops / (step * gpus) / 1e12;
     }
     case Metric::kMfu:
-      return run.causal_attention_flops ? e.mfu_causal : e.mfu;
+      return ModelFlops(run, e) / (step * gpus * peak);
+    case Metric::kHfu: {
+      double rc = e.hardware_flops_per_step.value() - e.model_flops_per_step.value();
+      return (ModelFlops(run, e) + rc) / (step * gpus * peak);
+    }
+    case Metric::kModelTflops:
+      return ModelFlops(run, e) / (step * gpus) / 1e12;
+    case Metric::kTokensPerGpu:
+      return e.tokens_per_second / gpus;
+    case Metric::kTokensTotal:
+      return e.tokens_per_second;
     case Metric::kStateMemory:
       return ToGiB(e.memory.weights_grads_optimizer());
     case Metric::kActivationMemory:
@@ -217,10 +351,10 @@ double Predicted(const PublishedRun& run, const ParallelPlan& plan, const StepEs
   return 0;
 }
 
-}  // namespace
-
-Result<ValidationRow> ValidateRun(const PublishedRun& run, const Calibration* calibration) {
+Result<ValidationRow> ValidateRunImpl(const PublishedRun& run, const Calibration* calibration,
+                                      const SystemProfile* profile) {
   ASSIGN_OR_RETURN(SystemSpec system, SystemFromShort(run.system));
+  if (profile != nullptr) ApplyProfile(*profile, &system);
   if (calibration != nullptr) system.calib = *calibration;
   EvalContext ctx(run.model, run.training, system);
   ValidationRow row;
@@ -230,26 +364,33 @@ Result<ValidationRow> ValidateRun(const PublishedRun& run, const Calibration* ca
   if (!run.mbs_published) mbs_options = {1, 2, 4, 8};
   std::vector<int> vp_options = {run.plan.vp};
   if (!run.vp_published) vp_options = {1, 2, 3, 4, 5, 6, 8};
+  std::vector<Recompute> rc_options = {run.plan.recompute};
+  if (!run.recompute_published) {
+    rc_options = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  }
   bool have = false;
-  for (int mbs : mbs_options) {
-    for (int vp : vp_options) {
-      ParallelPlan plan = run.plan;
-      plan.mbs = mbs;
-      plan.vp = vp;
-      StepEstimate e;
-      Evaluate(ctx, plan, run.system.gpus, nullptr, &e, /*time_if_oom=*/true);
-      // The published plan ran, so a plan the memory model calls out-of-memory is still timed
-      // (and reported); Korthikanti's "none" memory baseline never fitted.
-      bool usable = e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory;
-      if (!usable) continue;
-      bool better =
-          !have ||
-          (!memory && ((e.feasible() && !row.estimate.feasible()) ||
-                       (e.feasible() == row.estimate.feasible() && e.step < row.estimate.step)));
-      if (better) {
-        row.plan = plan;
-        row.estimate = e;
-        have = true;
+  for (Recompute rc : rc_options) {
+    for (int mbs : mbs_options) {
+      for (int vp : vp_options) {
+        ParallelPlan plan = run.plan;
+        plan.mbs = mbs;
+        plan.vp = vp;
+        plan.recompute = rc;
+        StepEstimate e;
+        Evaluate(ctx, plan, run.system.gpus, nullptr, &e, /*time_if_oom=*/true);
+        // The published plan ran, so a plan the memory model calls out-of-memory is still
+        // timed (and reported); Korthikanti's "none" memory baseline never fitted.
+        bool usable = e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory;
+        if (!usable) continue;
+        bool better =
+            !have ||
+            (!memory && ((e.feasible() && !row.estimate.feasible()) ||
+                         (e.feasible() == row.estimate.feasible() && e.step < row.estimate.step)));
+        if (better) {
+          row.plan = plan;
+          row.estimate = e;
+          have = true;
+        }
       }
     }
   }
@@ -265,38 +406,132 @@ Result<ValidationRow> ValidateRun(const PublishedRun& run, const Calibration* ca
   return row;
 }
 
+}  // namespace
+
+Result<ValidationRow> ValidateRun(const PublishedRun& run, const Calibration* calibration) {
+  return ValidateRunImpl(run, calibration, nullptr);
+}
+
+Result<ValidationRow> ValidateRunWithProfile(const PublishedRun& run,
+                                             const SystemProfile& profile) {
+  return ValidateRunImpl(run, nullptr, &profile);
+}
+
+std::string_view GpuFamilyOf(const PublishedRun& run) {
+  auto gpu = topo::FindGpu(run.system.gpu);
+  return gpu.ok() ? std::string_view((*gpu)->family) : std::string_view("?");
+}
+
+Result<std::vector<PublishedRun>> LoadPublishedTables(std::string_view paths) {
+  std::vector<PublishedRun> all;
+  std::map<std::string, std::string> seen;
+  for (std::string_view path : Split(paths, ',')) {
+    path = Trim(path);
+    if (path.empty()) continue;
+    ASSIGN_OR_RETURN(std::vector<PublishedRun> runs, LoadPublishedRuns(std::string(path)));
+    for (PublishedRun& r : runs) {
+      auto [it, inserted] = seen.emplace(r.id, std::string(path));
+      if (!inserted) {
+        return InvalidArgumentError(
+            fmt::format("{}: run id '{}' already in {}", path, Printable(r.id), it->second));
+      }
+      all.push_back(std::move(r));
+    }
+  }
+  if (all.empty()) return InvalidArgumentError("runs: no table named");
+  return all;
+}
+
+std::string DefaultDataDir() {
+  auto usable = [](const std::string& dir) { return std::filesystem::exists(dir + "/runs.csv"); };
+  if (const char* d = std::getenv("BATON_DATA_DIR"); d != nullptr && *d != 0) return d;
+  if (const char* d = std::getenv("BATON_SOURCE_DIR"); d != nullptr && *d != 0) {
+    std::string dir = std::string(d) + "/data/published";
+    if (usable(dir)) return dir;
+  }
+#ifdef BATON_DEFAULT_DATA_DIR
+  if (usable(BATON_DEFAULT_DATA_DIR)) return BATON_DEFAULT_DATA_DIR;
+#endif
+  return "data/published";
+}
+
+std::string DevTables(const std::string& dir) {
+  return dir + "/runs.csv," + dir + "/runs-2024.csv";
+}
+
 bool IsKnownOutlier(std::string_view run_id) {
   return run_id == "mtnlg-2240" || run_id == "mtnlg-2800" || run_id == "mtnlg-3360";
 }
 
-Result<ValidationReport> RunValidation(const std::vector<PublishedRun>& runs,
-                                       const Calibration* calibration) {
-  ValidationReport rep;
-  int perf_n = 0, mem_n = 0;
-  for (const PublishedRun& run : runs) {
-    ASSIGN_OR_RETURN(ValidationRow row, ValidateRun(run, calibration));
+void Summarise(ValidationReport* rep) {
+  rep->perf_mae = rep->perf_max = rep->perf_mae_checked = rep->perf_max_checked = 0;
+  rep->memory_mae = rep->memory_max = rep->perf_p90 = 0;
+  rep->perf_rows = rep->perf_rows_checked = rep->oom_rows = 0;
+  rep->groups.clear();
+  int mem_n = 0;
+  std::vector<double> errs;
+  for (const ValidationRow& row : rep->rows) {
     double err = std::abs(row.error);
-    if (IsMemoryMetric(run.metric)) {
-      rep.memory_mae += err;
-      rep.memory_max = std::max(rep.memory_max, err);
+    if (row.estimate.rejection == Rejection::kOutOfMemory) ++rep->oom_rows;
+    if (IsMemoryMetric(row.run.metric)) {
+      rep->memory_mae += err;
+      rep->memory_max = std::max(rep->memory_max, err);
       ++mem_n;
-    } else {
-      rep.perf_mae += err;
-      rep.perf_max = std::max(rep.perf_max, err);
-      ++perf_n;
-      if (!IsKnownOutlier(run.id)) {
-        rep.perf_mae_checked += err;
-        rep.perf_max_checked = std::max(rep.perf_max_checked, err);
-        ++rep.perf_rows_checked;
-      }
+      continue;
     }
+    rep->perf_mae += err;
+    rep->perf_max = std::max(rep->perf_max, err);
+    ++rep->perf_rows;
+    errs.push_back(err);
+    if (!IsKnownOutlier(row.run.id)) {
+      rep->perf_mae_checked += err;
+      rep->perf_max_checked = std::max(rep->perf_max_checked, err);
+      ++rep->perf_rows_checked;
+    }
+    auto g = std::find_if(rep->groups.begin(), rep->groups.end(),
+                          [&](const GroupError& x) { return x.group == row.run.group; });
+    if (g == rep->groups.end()) {
+      rep->groups.push_back({row.run.group, 0, 0, 0});
+      g = rep->groups.end() - 1;
+    }
+    ++g->rows;
+    g->mae += err;
+    g->max = std::max(g->max, err);
+  }
+  for (GroupError& g : rep->groups) g.mae /= g.rows;
+  if (rep->perf_rows > 0) rep->perf_mae /= rep->perf_rows;
+  if (rep->perf_rows_checked > 0) rep->perf_mae_checked /= rep->perf_rows_checked;
+  if (mem_n > 0) rep->memory_mae /= mem_n;
+  if (!errs.empty()) {
+    std::sort(errs.begin(), errs.end());
+    rep->perf_p90 = errs[std::min(errs.size() - 1, static_cast<std::size_t>(0.9 * errs.size()))];
+  }
+}
+
+namespace {
+
+Result<ValidationReport> RunValidationImpl(const std::vector<PublishedRun>& runs,
+                                           const Calibration* calibration,
+                                           const SystemProfile* profile) {
+  ValidationReport rep;
+  for (const PublishedRun& run : runs) {
+    ASSIGN_OR_RETURN(ValidationRow row, ValidateRunImpl(run, calibration, profile));
     rep.rows.push_back(std::move(row));
   }
-  rep.perf_rows = perf_n;
-  if (perf_n > 0) rep.perf_mae /= perf_n;
-  if (rep.perf_rows_checked > 0) rep.perf_mae_checked /= rep.perf_rows_checked;
-  if (mem_n > 0) rep.memory_mae /= mem_n;
+  Summarise(&rep);
   return rep;
+}
+
+}  // namespace
+
+Result<ValidationReport> RunValidation(const std::vector<PublishedRun>& runs,
+                                       const Calibration* calibration) {
+  return RunValidationImpl(runs, calibration, nullptr);
+}
+
+Result<ValidationReport> RunValidationWithProfile(const std::vector<PublishedRun>& runs,
+                                                  const SystemProfile& profile) {
+  return RunValidationImpl(runs, nullptr, &profile);
 }
 
 Result<VtrainReport> ValidateVtrain(const std::string& path) {
@@ -386,6 +621,13 @@ std::string FormatValidationReport(const ValidationReport& rep) {
                          ToGiB(r.estimate.memory.total()), ToGiB(r.estimate.memory.usable));
     }
   }
+  out += fmt::format("\n{:<18} {:>5} {:>8} {:>8}\n", "source group", "rows", "mean", "max");
+  for (const GroupError& g : rep.groups) {
+    out += fmt::format("{:<18} {:>5} {:>7.1f}% {:>7.1f}%\n", g.group, g.rows, 100 * g.mae,
+                       100 * g.max);
+  }
+  out += fmt::format("runs the memory model calls out of memory: {}\n", rep.oom_rows);
+  out += fmt::format("time / TFLOP/s / MFU: p90 |error| {:.1f}%\n", 100 * rep.perf_p90);
   out += fmt::format(
       "time / TFLOP/s / MFU: mean |error| {:.1f}%, max {:.1f}%  ({} rows)\n"
       "  without the known outliers (MT-NLG): mean |error| {:.1f}%, max {:.1f}%  ({} rows; "

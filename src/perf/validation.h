@@ -9,10 +9,28 @@
 
 #include "core/status.h"
 #include "perf/estimator.h"
+#include "perf/profile.h"
 
 namespace baton::perf {
 
-enum class Metric { kIterationTime, kHfuTflops, kMfu, kStateMemory, kActivationMemory };
+enum class Metric {
+  kIterationTime,
+  kHfuTflops,
+  kMfu,
+  kStateMemory,
+  kActivationMemory,
+  kTokensPerGpu,  // tokens_per_s_per_gpu
+  kTokensTotal,   // tokens_per_s_total
+  kModelTflops,   // tflops_per_gpu: model FLOPs (the row's `flops` convention) per GPU
+  kHfu,           // hfu: as mfu, counting recomputation
+};
+
+// How a source counted model FLOPs (the `flops` column; data/published/README.md):
+//  full      Megatron / PaLM: every GEMM, attention over the full s x s square (this estimator's)
+//  causal    the same with attention over the causal half (Llama 3, Megatron-Bridge >= 25.09)
+//  6n        6 x parameters but the token embedding + 12 L h s per token (torchtitan)
+//  6n-total  6 x every parameter + 12 L h s per token (torchtitan at 1ea476e9f, IBM fms-fsdp)
+enum class FlopConvention { kFull, kCausal, kSixN, kSixNTotal };
 std::string_view MetricName(Metric m);  // the CSV's names: "iteration_time_s", ...
 bool IsMemoryMetric(Metric m);
 
@@ -33,9 +51,16 @@ struct PublishedRun {
   // full s x s square (false: Megatron's and PaLM's convention, this estimator's MFU) or over the
   // causal half (true: column mfu_attention = causal). See data/published/README.md.
   bool causal_attention_flops = false;
+  FlopConvention flops = FlopConvention::kFull;
+  bool mfu_peak_bf16 = false;       // MFU against the bf16 peak even for fp8 runs (torchtitan)
+  bool recompute_published = true;  // false: the validation takes the fastest that fits
+  std::string group;                // the source family, for cross-validation
+  std::string assumptions;          // what was assumed for the fields the source leaves blank
 };
 
-// Parses the table; errors name the file, line and column.
+// Parses the table; errors name the file, line and column. Tables may carry the optional
+// columns group, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak, tp_overlap and assumptions
+// (data/published/README.md); a table without `group` takes the first word of `source`.
 Result<std::vector<PublishedRun>> ParsePublishedRuns(std::string_view csv, std::string_view source);
 Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& path);
 
@@ -52,8 +77,19 @@ struct ValidationRow {
 // data/published/README.md). They are reported, and held to a looser bound by the test.
 bool IsKnownOutlier(std::string_view run_id);
 
+// Per source family.
+struct GroupError {
+  std::string group;
+  int rows = 0;
+  double mae = 0;
+  double max = 0;
+};
+
 struct ValidationReport {
   std::vector<ValidationRow> rows;
+  std::vector<GroupError> groups;  // performance rows, by group, in first-seen order
+  double perf_p90 = 0;
+  int oom_rows = 0;     // rows that ran but the memory model calls out of memory
   double perf_mae = 0;  // iteration time / TFLOP/s / MFU rows
   double perf_max = 0;
   int perf_rows = 0;
@@ -64,15 +100,30 @@ struct ValidationReport {
   double memory_max = 0;
 };
 
+// Loads every table named (comma-separated paths); ids must be unique across them.
+Result<std::vector<PublishedRun>> LoadPublishedTables(std::string_view paths);
+// data/published: $BATON_DATA_DIR, else $BATON_SOURCE_DIR/data/published, else the source
+// tree's folder compiled into the binary, else ./data/published.
+std::string DefaultDataDir();
+// The dev tables: runs.csv and runs-2024.csv in `dir`.
+std::string DevTables(const std::string& dir);
+
 // The short system description for a published run's hardware ("DGX-A100 8xHDR200",
 // "RoCE 400G per GPU", "Omni-Path 4x100G per 8-GPU node").
 Result<ShortSystem> SystemForRun(std::string_view gpu, std::string_view network, int gpus);
 
-// `calibration` replaces the GPU family's DefaultCalibration (for calibration studies).
+// `calibration` replaces the GPU family's DefaultCalibration (for calibration studies);
+// `profile` supplies the constants per family instead.
 Result<ValidationRow> ValidateRun(const PublishedRun& run,
                                   const Calibration* calibration = nullptr);
+Result<ValidationRow> ValidateRunWithProfile(const PublishedRun& run, const SystemProfile& profile);
 Result<ValidationReport> RunValidation(const std::vector<PublishedRun>& runs,
                                        const Calibration* calibration = nullptr);
+Result<ValidationReport> RunValidationWithProfile(const std::vector<PublishedRun>& runs,
+                                                  const SystemProfile& profile);
+// Fills groups, p90 and the known-outlier figures of a report from its rows.
+void Summarise(ValidationReport* rep);
+std::string_view GpuFamilyOf(const PublishedRun& run);  // "ampere", "hopper", ...
 
 // The vTrain single-node measurements (1,440 GPT runs on one 8xA100 node, fp16, full
 // recomputation, 1F1B): mean / median / max relative error of the estimated iteration time.
@@ -92,7 +143,7 @@ struct VtrainReport {
 };
 Result<VtrainReport> ValidateVtrain(const std::string& path);
 
-// The per-row table `baton plan validate` prints.
+// The per-row table `baton plan validate` prints (with the per-group summary).
 std::string FormatValidationReport(const ValidationReport& report);
 
 }  // namespace baton::perf

@@ -47,6 +47,10 @@ std::string SourceDir() {
 // regression still shows.
 constexpr double kOutlierBound = 0.25;
 
+// ValidationTest.AllDevTablesRegressionGuard: the built-in profile's mean |error| on every dev
+// table, printed by `baton plan validate`, plus one point of slack.
+constexpr double kDevTablesMaeGuard = 0.21;
+
 TEST(ValidationTest, PublishedRunsWithinBounds) {
   auto runs = LoadPublishedRuns(SourceDir() + "/data/published/runs.csv");
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
@@ -191,6 +195,74 @@ TEST(ValidationTest, VtrainSingleNode) {
   EXPECT_EQ(rep->rows[0].micro_batches, 2);
   EXPECT_LE(rep->mae, 0.12);
   EXPECT_LE(std::abs(rep->median), 0.05);
+}
+
+}  // namespace
+}  // namespace baton::perf
+
+namespace baton::perf {
+namespace {
+
+// Issue 13: every dev table (runs.csv + runs-2024.csv, each source's FLOP and MFU convention).
+// The bounds are regression guards at the figures the built-in profile reaches today (the
+// issue's targets, 5 % mean / 10 % p90 / 20 % max, are not met; README and the closing note
+// give the numbers per source).
+TEST(ValidationTest, AllDevTablesRegressionGuard) {
+  std::string dir = SourceDir() + "/data/published";
+  auto runs = LoadPublishedTables(DevTables(dir));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  EXPECT_GE(runs->size(), 398u);
+  auto rep = RunValidation(*runs);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  std::printf("dev tables: %d rows, mean |error| %.1f%%, p90 %.1f%%, max %.1f%%, OOM %d\n",
+              rep->perf_rows, 100 * rep->perf_mae, 100 * rep->perf_p90, 100 * rep->perf_max,
+              rep->oom_rows);
+  for (const GroupError& g : rep->groups) {
+    std::printf("  %-16s %4d rows  mean %5.1f%%  max %6.1f%%\n", g.group.c_str(), g.rows,
+                100 * g.mae, 100 * g.max);
+  }
+  EXPECT_LE(rep->perf_mae, kDevTablesMaeGuard);
+  EXPECT_LE(rep->memory_max, 0.10);
+}
+
+TEST(ValidationTest, TablesRejectDuplicateIdsAcrossFiles) {
+  std::string dir = SourceDir() + "/data/published";
+  auto twice = LoadPublishedTables(dir + "/runs.csv," + dir + "/runs.csv");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("already in"), std::string::npos)
+      << twice.status().ToString();
+}
+
+// FSDP as it runs: on a slow network the per-unit gathers stop hiding behind one unit's compute
+// and the step grows; HSDP (shard within a node) gathers over NVLink only and is faster there.
+TEST(ValidationTest, FsdpPerUnitGathersAndHsdp) {
+  ModelSpec m = *FindModel("llama2-70b");
+  TrainingSpec t;
+  t.global_batch = 256;
+  ShortSystem sh;
+  sh.gpu = "A100-80GB";
+  sh.gpus = 128;
+  sh.nic_gbits_per_gpu = 50;
+  auto sys = SystemFromShort(sh);
+  ASSERT_TRUE(sys.ok());
+  ParallelPlan p;
+  p.dp = 128;
+  p.mbs = 2;
+  p.zero = 3;
+  p.recompute = Recompute::kFull;
+  auto slow = Estimate(m, p, t, *sys);
+  sh.nic_gbits_per_gpu = 400;
+  auto fast = Estimate(m, p, t, *SystemFromShort(sh));
+  ASSERT_TRUE(slow.ok() && fast.ok());
+  EXPECT_GT(slow->dp_comm.value(), 2 * fast->dp_comm.value());
+  sh.nic_gbits_per_gpu = 50;
+  ParallelPlan h = p;
+  h.fsdp_group = 8;
+  auto hsdp = Estimate(m, h, t, *SystemFromShort(sh));
+  ASSERT_TRUE(hsdp.ok());
+  EXPECT_LT(hsdp->dp_comm.value(), slow->dp_comm.value());
+  EXPECT_GT(hsdp->memory.weights_grads_optimizer().value(),
+            slow->memory.weights_grads_optimizer().value());
 }
 
 }  // namespace

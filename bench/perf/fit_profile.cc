@@ -1,0 +1,56 @@
+// Fits the built-in profile on the dev tables and cross-validates it, linking only the planner
+// (so it builds in minutes where the CLI needs the whole tree). Does what
+//   baton plan calibrate --attention DIR/attention.csv --out OUT.yaml
+//   baton plan validate --cv source
+// do, with the same library calls, and prints both reports.
+//   fit_profile DATA_DIR OUT.yaml [--no-cv]
+#include <fmt/format.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "perf/calibrate.h"
+
+using namespace baton::perf;
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fmt::print(stderr, "usage: fit_profile DATA_DIR OUT.yaml [--no-cv]\n");
+    return 2;
+  }
+  std::string dir = argv[1];
+  bool cv = !(argc > 3 && std::strcmp(argv[3], "--no-cv") == 0);
+  auto runs = LoadPublishedTables(DevTables(dir));
+  if (!runs.ok()) {
+    fmt::print(stderr, "{}\n", runs.status().ToString());
+    return 1;
+  }
+  auto attention = LoadAttentionTable(dir + "/attention.csv");
+  if (!attention.ok()) {
+    fmt::print(stderr, "{}\n", attention.status().ToString());
+    return 1;
+  }
+  auto before = RunValidationWithProfile(*runs, BuiltinProfile());
+  if (before.ok()) {
+    fmt::print("before: mean |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%, {} rows OOM\n",
+               100 * before->perf_mae, 100 * before->perf_p90, 100 * before->perf_max,
+               before->oom_rows);
+  }
+  CalibrateOptions opts;
+  opts.name = "builtin";
+  opts.bands = cv;
+  CvReport report;
+  auto fitted = CalibrateProfile(*runs, BuiltinProfile(), &*attention, opts, &report);
+  if (!fitted.ok()) {
+    fmt::print(stderr, "{}\n", fitted.status().ToString());
+    return 1;
+  }
+  auto after = RunValidationWithProfile(*runs, *fitted);
+  if (after.ok()) {
+    fmt::print("{}", FormatValidationReport(*after));
+  }
+  if (cv) fmt::print("{}", FormatCvReport(report));
+  std::ofstream(argv[2]) << ProfileToYaml(*fitted);
+  fmt::print("wrote {}\n", argv[2]);
+  return 0;
+}

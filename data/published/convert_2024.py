@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""Builds baton's validation tables from the shared 2024-2026 data set.
+
+  python3 data/published/convert_2024.py ../shared/data/published data/published
+
+reads runs-2024.csv and attention-kernels.csv from the first folder and writes
+runs-2024.csv (runs.csv's columns plus group, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak,
+tp_overlap and assumptions) and attention.csv (FlashAttention-2 forward+backward kernel rates)
+into the second. Every blank the source leaves is either filled by a rule below, which the row's
+`assumptions` cell names, or left blank for the validation to search over (mbs, vp, recompute),
+or the row is skipped and listed on stderr with the reason. No value is tuned to the model.
+"""
+import csv
+import re
+import sys
+
+SRC, DST = sys.argv[1], sys.argv[2]
+
+OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
+            "gbs,mbs,gpus,gpu,hbm_gib,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
+            "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
+            "mfu_attention,flops,mfu_peak,tp_overlap,grads,assumptions").split(",")
+
+# Shapes the source does not print, from the model's own release (named in the assumption).
+KNOWN_SHAPES = {
+    "Llama2-34B": (48, 8192, 64, 8, 22016, 32000, "CodeLlama-34B config (48 x 8192; 64 heads; 8 kv; ffn 22016)"),
+    "GPT3-125M": (12, 768, 12, 12, 3072, 50257, "GPT-3 paper Table 2.1 125M shape"),
+    "GPT3-355M": (24, 1024, 16, 16, 4096, 50257, "GPT-3 paper Table 2.1 350M shape"),
+    "GPT3-760M": (24, 1536, 16, 16, 6144, 50257, "GPT-3 paper Table 2.1 760M shape"),
+    "GPT3-2.7B": (32, 2560, 20, 20, 10240, 50257, "GPT-3 2.7B shape with head dim 128 (source note)"),
+}
+
+
+def group_of(src, rid):
+    if rid.startswith("nemo-longseq"):
+        return "nemo-longseq"
+    if rid.startswith("nemo2407"):
+        return "nemo-2407"
+    for key, name in (("torchtitan", "torchtitan"), ("Megatron-Bridge", "megatron-bridge"),
+                      ("dgxc-benchmarking", "dgxc"), ("pytorch.github.io", "ibm-fsdp"),
+                      ("fms-fsdp", "ibm-fsdp"), ("Megatron-LM", "megatron-lm"),
+                      ("flash-attention", "flash-attn")):
+        if key in src:
+            return name
+    return "other"
+
+
+def clean(s):
+    return s.replace(",", ";").replace("\n", " ").replace('"', "'").strip()
+
+
+def num(s):
+    s = s.strip().replace(",", "").replace(" ", "")
+    if s.endswith("%"):
+        return float(s[:-1]) / 100
+    if s.endswith("k"):
+        return float(s[:-1]) * 1000
+    return float(s)
+
+
+def convert(r, skipped):
+    rid, src, grp = r["id"], r["source"], group_of(r["source"], r["id"])
+    notes = r["notes"]
+    a = []  # assumptions
+    o = {c: "" for c in OUT_COLS}
+    o.update(id=rid, source=clean(src)[:160], group=grp, confidence="secondary")
+    name = r["model"]
+    o["model"] = clean(name)
+    base = re.sub(r"\s*\(.*", "", name).replace("_", "-").replace("LLAMA", "Llama")
+    base = base.replace("Llama2-34b", "Llama2-34B")
+    layers, hidden, heads, kv, ffn, vocab = (r[k].strip() for k in
+                                             ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab"))
+    if not layers:
+        for k, shape in KNOWN_SHAPES.items():
+            if base.startswith(k):
+                layers, hidden, heads, kv, ffn, vocab = (str(x) for x in shape[:6])
+                a.append("shape not printed: " + shape[6])
+                break
+        else:
+            skipped.append((rid, "model shape not printed"))
+            return None
+    if not kv:
+        kv = heads
+        a.append("kv_heads not printed: MHA (kv = heads) as GPT")
+    llama = "llama" in name.lower()
+    nemotron = "nemotron" in name.lower()
+    if not ffn:
+        ffn = str(4 * int(hidden))
+        a.append("ffn not printed: 4 x hidden (GPT)")
+    if not vocab:
+        vocab = "256000" if nemotron else "51200"
+        a.append(f"vocab not printed: {vocab} ({'Nemotron tokenizer' if nemotron else 'GPT-3 51200'})")
+    o.update(layers=layers, hidden=hidden, heads=heads, kv_heads=kv, ffn=ffn, vocab=vocab)
+    # Llama: SwiGLU. Nemotron-4: squared-ReLU (two matrices), GPT: GELU.
+    o["ffn_kind"] = "swiglu" if llama else "gelu"
+    seq = r["seq"].strip()
+    if not seq:
+        if grp == "torchtitan":
+            seq = "8192"
+            a.append("seq not printed: 8192 (torchtitan llama3 config default; source note)")
+        elif grp == "ibm-fsdp":
+            seq = "4096"
+            a.append("seq not printed: 4096 (source text: 4k context)")
+        else:
+            skipped.append((rid, "seq not printed"))
+            return None
+    o["seq"] = seq
+    gpus = int(r["gpus"])
+    o["gpus"] = str(gpus)
+    # GPU
+    g = r["gpu"]
+    if g.startswith("A100"):
+        o["gpu"] = "A100-80GB"
+    elif g.startswith("H200"):
+        o["gpu"] = "H200"
+    elif g.startswith("GB200"):
+        o["gpu"] = "GB200"
+    elif g.startswith("B200"):
+        o["gpu"] = "B200"
+    elif g.startswith("H100"):
+        o["gpu"] = "H100-SXM"
+        if "96" in g or "95GB" in g:
+            o["hbm_gib"] = "94.5"
+            a.append("H100 96 GB HBM2e part: 94.5 GiB usable by the driver; compute as H100 SXM (lower TDP not modelled)")
+    else:
+        skipped.append((rid, f"gpu '{g}' not in the catalogue"))
+        return None
+    # Network
+    net = r["network"]
+    if "8x 400 Gbit" in net or "400 Gb/s per GPU" in net or "400Gb/s" in net:
+        o["network"] = "IB 400G per GPU"
+    elif net.startswith("400Gbps inter-node"):
+        o["network"] = "Ethernet 400G per node"
+    elif net.startswith("800Gbps inter-node"):
+        o["network"] = "Ethernet 800G per node"
+    elif net.startswith("single node"):
+        o["network"] = "IB 400G per GPU"
+    elif o["gpu"] == "A100-80GB":
+        o["network"] = "DGX-A100 8xHDR200"
+        a.append("network not printed: DGX A100 (8 x HDR 200G per node)")
+    elif o["gpu"] == "GB200":
+        o["network"] = "NVL72 IB 400G per GPU"
+        a.append("network not printed: GB200 NVL72 rack (72-GPU NVLink domain) with 400G IB per GPU")
+    else:
+        o["network"] = "IB 400G per GPU"
+        a.append("network not printed: DGX-style 400G InfiniBand per GPU")
+    # Plan
+    tp, pp, cp = (r[k].strip() or "" for k in ("tp", "pp", "cp"))
+    zero_txt = r["zero"]
+    fsdp = "FSDP" in zero_txt and "FSDP=0" not in zero_txt
+    hsdp = zero_txt.strip() == "HSDP" or ("HSDP" in zero_txt and "7b/13b" in zero_txt and
+                                          (" 7B" in " " + base[-3:] or "13B" in base))
+    if not tp and not pp and not r["dp"].strip() and not fsdp:
+        skipped.append((rid, "parallel plan not printed"))
+        return None
+    if not tp:
+        tp = "1"
+        a.append("tp not printed: 1 (FSDP-only JAX/PyTorch recipe)" if fsdp else "tp not printed: 1")
+    if not pp:
+        pp = "1"
+        a.append("pp not printed: 1")
+    if not cp:
+        cp = "1"
+    ep = r["ep"].strip()
+    if ep and ep != "1":
+        skipped.append((rid, "expert parallel rows not modelled here"))
+        return None
+    mp = int(tp) * int(pp) * int(cp)
+    if gpus % mp:
+        skipped.append((rid, f"gpus {gpus} not divisible by tp*pp*cp {mp}"))
+        return None
+    dp = r["dp"].strip()
+    if not dp or int(dp) * mp != gpus:
+        if dp:
+            skipped.append((rid, f"printed tp*pp*dp*cp = {int(dp) * mp} is not the GPU count {gpus}"))
+            return None
+        else:
+            a.append("dp not printed: gpus / (tp*pp*cp)")
+        dp = str(gpus // mp)
+    o.update(tp=tp, pp=pp, dp=dp, cp=cp)
+    vp = r["vp"].strip()
+    o["vp"] = "1" if vp in ("n/a", "1") else vp  # blank: searched
+    if not vp:
+        a.append("vp not printed: searched (fastest)" if int(pp) > 1 else "")
+        if int(pp) == 1:
+            o["vp"] = "1"
+    mbs = r["mbs"].strip()
+    local_batch = mbs
+    if grp == "torchtitan" and int(pp) > 1 and mbs:
+        # torchtitan's batch column is the local batch; the pipeline's micro-batch is not printed.
+        a.append(f"local batch {mbs}; pipeline micro-batch size not printed: searched")
+        mbs = ""
+    o["mbs"] = mbs
+    if not mbs:
+        a.append("mbs not printed: searched (fastest that fits)")
+    gbs = r["gbs"].strip()
+    if not gbs:
+        if local_batch:
+            per = int(local_batch)
+            if grp == "ibm-fsdp":
+                gbs = str(per * int(dp))
+                a.append("gbs not printed: batch-size column per GPU x dp, one micro-batch per step")
+            else:
+                gbs = str(per * int(dp))
+                a.append("gbs not printed: mbs x dp (one micro-batch per step)")
+        elif grp == "flash-attn" and not mbs:
+            tokens = 0.5e6 if "2.7b" not in rid else 1e6
+            if "1.3b" in rid:
+                tokens = 0.5e6
+            gbs = str(int(round(tokens / int(seq))))
+            a.append(f"gbs from the printed {tokens/1e6:g}M-token batch")
+        else:
+            skipped.append((rid, "global batch not printed"))
+            return None
+    o["gbs"] = gbs
+    if grp == "ibm-fsdp" and not r["gbs"].strip():
+        o["mbs"] = mbs
+    # recompute
+    rc = r["recompute"].lower()
+    if not rc:
+        o["recompute"] = ""
+        a.append("recompute not printed: searched (fastest of none/selective/full that fits)")
+    elif rc.startswith("full") or rc.startswith("yes") or rc.endswith("=true"):
+        o["recompute"] = "full"
+    elif rc.startswith("selective layer") or "every n-th" in rc:
+        o["recompute"] = "full"
+        a.append("per-layer checkpointing modelled as full recompute (every layer; n not printed)")
+    elif rc.startswith("selective"):
+        o["recompute"] = "selective"
+        if "op" in rc:
+            a.append("per-op selective AC modelled as Megatron selective recompute")
+    elif rc.startswith("none") or rc.startswith("no") or rc.endswith("=false"):
+        o["recompute"] = "none"
+    else:
+        skipped.append((rid, f"recompute '{rc}' not understood"))
+        return None
+    sp = r["seq_parallel"].strip().lower()
+    if int(tp) > 1:
+        o["seq_parallel"] = "no" if sp.startswith("no") else "yes"
+        if not sp:
+            a.append("sequence parallel not printed: on with tp > 1 (NeMo/torchtitan default)")
+    else:
+        o["seq_parallel"] = "no"
+    if fsdp:
+        o["zero"] = "3"
+        m = re.search(r"FSDP(?: column)?=(\d+)", zero_txt)
+        if m and "column" not in zero_txt:
+            o["fsdp_group"] = m.group(1)
+            a.append(f"FSDP shard group {m.group(1)}; replicas across groups (HSDP)")
+        elif hsdp:
+            o["fsdp_group"] = "8"
+            a.append("HSDP shard group = one 8-GPU node (fms-fsdp default)")
+        elif "degree not printed" in zero_txt:
+            a.append("FSDP degree not printed: full shard over dp")
+    elif grp in ("nemo-2407", "nemo-longseq", "megatron-bridge", "dgxc", "megatron-lm"):
+        o["grads"] = "bf16"
+        a.append("bf16 gradients (Megatron-Core DDP default grad_reduce_in_fp32=False)")
+        o["zero"] = "1"
+        a.append("Megatron distributed optimizer (ZeRO-1) assumed (NeMo / Megatron-Core default)")
+    else:
+        o["zero"] = "0"
+        if grp == "flash-attn":
+            a.append("plain data parallel (DDP) assumed")
+    # dtype
+    dt = r["dtype"].lower()
+    if "fp8" in dt or "float8" in dt:
+        if "no float8" in dt:
+            o["dtype"] = "bf16"
+        else:
+            o["dtype"] = "fp8"
+    elif dt:
+        o["dtype"] = "bf16"
+    else:
+        if grp == "megatron-bridge":
+            o["dtype"] = "fp8"
+            a.append("precision not printed: fp8 (the printed model TFLOP/s is above what bf16 reaches)")
+        else:
+            o["dtype"] = "bf16"
+            a.append("dtype not printed: bf16")
+    o["flash_attention"] = "yes"
+    o["dp_overlap"] = "yes"
+    o["pp_p2p"] = "batched"
+    # TP communication overlap: Megatron-Core --tp-comm-overlap (NVIDIA recipes), async TP in
+    # torchtitan only where the row says so.
+    if int(tp) > 1:
+        if grp == "torchtitan":
+            o["tp_overlap"] = "yes" if ("asynctp" in rid.replace("-", "") and not rid.endswith("-0") and
+                                        not rid.endswith("-2") and not rid.endswith("-4")) or \
+                "AsyncTP" in notes or rid.endswith("asynctp") else "no"
+        else:
+            o["tp_overlap"] = "yes"
+    # metric and FLOP convention
+    metric = r["metric"]
+    val = num(r["value"])
+    peak = "dtype"
+    flops = "full"
+    if metric == "step_s":
+        metric = "iteration_time_s"
+    elif metric in ("mfu", "hfu"):
+        if grp == "torchtitan":
+            # 1ea476e9f (the A100 tables) counted every parameter, later commits all but the
+            # token embedding (the source notes say which). "SXM peak" is the H100 SXM's peak of
+            # the run's dtype: the float8 rows' MFU against tokens/s is half the bf16 rows'.
+            flops = "6n-total" if "N_params(total)" in notes else "6n"
+            peak = "dtype"
+        elif grp == "ibm-fsdp":
+            flops = "6n-total"
+            peak = "bf16"
+        elif grp == "dgxc":
+            peak = "dtype"
+        elif grp == "megatron-lm":
+            peak = "bf16"
+    elif metric == "tflops_per_gpu":
+        if grp == "megatron-bridge":
+            flops = "causal"
+            a.append("model TFLOP/s counted causally (Megatron-Bridge 25.09 and later)")
+        elif grp == "nemo-longseq":
+            a.append("TFLOP/s counted over the full s x s square (NeMo 24.x)")
+    o["metric"] = metric
+    o["value"] = f"{val:g}"
+    o["flops"] = flops
+    o["mfu_peak"] = peak
+    o["assumptions"] = clean("; ".join(x for x in a if x)) or "none"
+    return o
+
+
+def main():
+    skipped = []
+    out = []
+    with open(f"{SRC}/runs-2024.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            if r["id"].startswith("nemo-longseq") and r["id"].endswith("-nocp"):
+                skipped.append((r["id"], "no-CP baseline: its plan (tp/pp/dp) is not printed"))
+                continue
+            o = convert(r, skipped)
+            if o:
+                out.append(o)
+    with open(f"{DST}/runs-2024.csv", "w", newline="") as f:
+        f.write(",".join(OUT_COLS) + "\n")
+        for o in out:
+            f.write(",".join(o[c] for c in OUT_COLS) + "\n")
+    # Attention kernels: the training kernels (FlashAttention-2 forward + backward) only.
+    with open(f"{SRC}/attention-kernels.csv", newline="") as f, \
+            open(f"{DST}/attention.csv", "w") as g:
+        g.write("gpu,head_dim,causal,seq,tflops\n")
+        n = 0
+        for r in csv.DictReader(f):
+            if r["kernel"].startswith("FlashAttention-2") and r["direction"] == "fwd+bwd":
+                gpu = "A100-80GB" if r["gpu"].startswith("A100") else "H100-SXM"
+                causal = "yes" if r["causal"] == "true" else "no"
+                g.write(f"{gpu},{r['head_dim']},{causal},{r['seq']},{r['tflops']}\n")
+                n += 1
+    for rid, why in skipped:
+        print(f"skipped {rid}: {why}", file=sys.stderr)
+    print(f"wrote {len(out)} runs ({len(skipped)} skipped) and {n} attention points", file=sys.stderr)
+
+
+main()

@@ -1,0 +1,296 @@
+#include "perf/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/strings.h"
+#include "topology/gpu.h"
+
+namespace baton::perf {
+
+Result<std::vector<AttentionPoint>> LoadAttentionTable(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
+  std::vector<AttentionPoint> out;
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    if (no == 1 || Trim(line).empty()) continue;  // header
+    if (out.size() >= 100000) return InvalidArgumentError(fmt::format("{}: too many rows", path));
+    std::vector<std::string_view> c = Split(line, ',');
+    if (c.size() != 5) {
+      return InvalidArgumentError(fmt::format("{}:{}: expected 5 columns", path, no));
+    }
+    AttentionPoint p;
+    p.gpu = std::string(Trim(c[0]));
+    auto hd = ParseInt64(c[1]);
+    auto seq = ParseInt64(c[3]);
+    auto tf = ParseDouble(c[4]);
+    if (!hd || *hd <= 0 || *hd > 1024 || !seq || *seq <= 0 || *seq > (1 << 24) || !tf ||
+        !(*tf > 0)) {
+      return InvalidArgumentError(fmt::format("{}:{}: bad head_dim, seq or tflops", path, no));
+    }
+    if (Trim(c[2]) != "yes" && Trim(c[2]) != "no") {
+      return InvalidArgumentError(fmt::format("{}:{}: causal is not yes/no", path, no));
+    }
+    p.head_dim = static_cast<int>(*hd);
+    p.causal = Trim(c[2]) == "yes";
+    p.seq = static_cast<int>(*seq);
+    p.tflops = *tf;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Result<double> FitAttention(const std::vector<AttentionPoint>& points, std::string_view family,
+                            Calibration* calib) {
+  struct P {
+    double len, hd, peak, tflops;
+  };
+  std::vector<P> pts;
+  for (const AttentionPoint& a : points) {
+    auto gpu = topo::FindGpu(a.gpu);
+    if (!gpu.ok() || (*gpu)->family != family) continue;
+    double peak = (*gpu)->Peak(topo::Dtype::kBf16).value() / 1e12;
+    // The estimator's convention (estimator.cc): a causal block of L runs like a full one of L/2.
+    pts.push_back({a.causal ? a.seq / 2.0 : double(a.seq), double(a.head_dim), peak, a.tflops});
+  }
+  if (pts.empty()) {
+    return NotFoundError(fmt::format("attention: no kernel points for {}", family));
+  }
+  double best = 1e300, bf = 0, bl = 0, bh = 0;
+  for (int fi = 20; fi <= 100; ++fi) {
+    double f = fi / 100.0;
+    for (int l0 = 0; l0 <= 2000; l0 += 25) {
+      for (int h0 = 0; h0 <= 128; h0 += 4) {
+        double err = 0;
+        for (const P& p : pts) {
+          double pred = p.peak * f * p.len / (p.len + l0) * p.hd / (p.hd + h0);
+          double e = std::log(pred / p.tflops);
+          err += e * e;
+        }
+        if (err < best) {
+          best = err;
+          bf = f;
+          bl = l0;
+          bh = h0;
+        }
+      }
+    }
+  }
+  calib->flash_attention_fraction = bf;
+  calib->flash_half_length = bl;
+  calib->flash_half_head_dim = bh;
+  return std::sqrt(best / pts.size());
+}
+
+namespace {
+
+bool IsPerf(const PublishedRun& r) { return !IsMemoryMetric(r.metric); }
+
+// Sum over groups of the group's mean squared log error, for the rows of one family.
+double Loss(const std::vector<const PublishedRun*>& rows, const Calibration& c) {
+  std::map<std::string, std::pair<double, int>> per_group;
+  for (const PublishedRun* r : rows) {
+    auto v = ValidateRun(*r, &c);
+    double e = 1.0;  // a row that cannot be evaluated costs as much as a 2.7x miss
+    if (v.ok() && v->predicted > 0 && std::isfinite(v->predicted)) {
+      e = std::log(v->predicted / r->value);
+      e *= e;
+    }
+    auto& g = per_group[r->group];
+    g.first += e;
+    g.second += 1;
+  }
+  double total = 0;
+  for (const auto& [name, g] : per_group) total += g.first / g.second;
+  return total;
+}
+
+Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration c, int sweeps) {
+  double loss = Loss(rows, c);
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
+    bool improved = false;
+    for (const CalibrationField& f : CalibrationFields()) {
+      if (!f.fitted_on_runs) continue;
+      double v = c.*(f.member);
+      double span = f.max - f.min;
+      std::vector<double> candidates = {v * 0.5,  v * 0.8,         v * 0.9,        v * 0.97,
+                                        v * 1.03, v * 1.1,         v * 1.25,       v * 2,
+                                        f.min,    v + 0.01 * span, v - 0.01 * span};
+      double best_v = v, best_loss = loss;
+      for (double cand : candidates) {
+        cand = std::clamp(cand, f.min, f.max);
+        if (std::abs(cand - v) < 1e-12) continue;
+        Calibration trial = c;
+        trial.*(f.member) = cand;
+        double l = Loss(rows, trial);
+        if (l < best_loss - 1e-9) {
+          best_loss = l;
+          best_v = cand;
+        }
+      }
+      if (best_v != v) {
+        c.*(f.member) = best_v;
+        loss = best_loss;
+        improved = true;
+      }
+    }
+    if (!improved) break;
+  }
+  return c;
+}
+
+const char* const kFamilies[] = {"ampere", "hopper", "blackwell"};
+
+}  // namespace
+
+Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const SystemProfile& start,
+                                 const std::vector<AttentionPoint>* attention,
+                                 const CalibrateOptions& options) {
+  SystemProfile p = start;
+  p.name = options.name;
+  for (const char* fam : kFamilies) {
+    if (p.FindMutable(fam) == nullptr) {
+      const FamilyProfile* base = start.Find(fam);
+      FamilyProfile f;
+      if (base != nullptr) f = *base;
+      f.family = fam;
+      f.runs = 0;
+      f.gpus_max = f.seq_max = f.params_max_b = 0;
+      f.bands.clear();
+      p.families.push_back(std::move(f));
+    }
+  }
+  for (FamilyProfile& f : p.families) {
+    if (!options.families.empty() && std::find(options.families.begin(), options.families.end(),
+                                               f.family) == options.families.end()) {
+      continue;
+    }
+    if (attention != nullptr) {
+      auto fit = FitAttention(*attention, f.family, &f.calib);
+      if (!fit.ok() && fit.status().code() != StatusCode::kNotFound) return fit.status();
+    }
+    std::vector<const PublishedRun*> rows;
+    f.runs = 0;
+    f.gpus_max = f.seq_max = f.params_max_b = 0;
+    for (const PublishedRun& r : runs) {
+      if (GpuFamilyOf(r) != f.family) continue;
+      ++f.runs;
+      f.gpus_max = std::max(f.gpus_max, double(r.system.gpus));
+      f.seq_max = std::max(f.seq_max, double(r.model.seq));
+      f.params_max_b = std::max(f.params_max_b, r.model.TotalParams() / 1e9);
+      if (IsPerf(r)) rows.push_back(&r);
+    }
+    if (rows.empty()) continue;
+    f.calib = FitFamily(rows, f.calib, options.max_sweeps);
+  }
+  return p;
+}
+
+Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const SystemProfile& start,
+                               const std::vector<AttentionPoint>* attention,
+                               const CalibrateOptions& options) {
+  std::vector<std::string> groups;
+  for (const PublishedRun& r : runs) {
+    if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) {
+      groups.push_back(r.group);
+    }
+  }
+  CvReport cv;
+  CalibrateOptions fit_opts = options;
+  fit_opts.bands = false;
+  for (const std::string& g : groups) {
+    std::vector<PublishedRun> train;
+    for (const PublishedRun& r : runs) {
+      if (r.group != g) train.push_back(r);
+    }
+    ASSIGN_OR_RETURN(SystemProfile fitted, FitProfile(train, start, attention, fit_opts));
+    CvGroup cg;
+    cg.group = g;
+    for (const PublishedRun& r : runs) {
+      if (r.group != g) continue;
+      ASSIGN_OR_RETURN(ValidationRow row, ValidateRunWithProfile(r, fitted));
+      if (IsPerf(r)) {
+        double e = std::abs(row.error);
+        cg.mae += e;
+        cg.max = std::max(cg.max, e);
+        ++cg.rows;
+        cv.mae += e;
+        cv.max = std::max(cv.max, e);
+        ++cv.total_rows;
+      }
+      cv.rows.push_back(std::move(row));
+    }
+    if (cg.rows > 0) {
+      cg.mae /= cg.rows;
+      cv.groups.push_back(cg);
+    }
+  }
+  if (cv.total_rows > 0) cv.mae /= cv.total_rows;
+  return cv;
+}
+
+std::string FormatCvReport(const CvReport& cv) {
+  std::string out = "leave-one-source-out cross-validation (fit on every other source group):\n";
+  out += fmt::format("{:<18} {:>5} {:>8} {:>8}\n", "held-out group", "rows", "mean", "max");
+  for (const CvGroup& g : cv.groups) {
+    out += fmt::format("{:<18} {:>5} {:>7.1f}% {:>7.1f}%\n", g.group, g.rows, 100 * g.mae,
+                       100 * g.max);
+  }
+  out += fmt::format("overall            {:>5} {:>7.1f}% {:>7.1f}%\n", cv.total_rows, 100 * cv.mae,
+                     100 * cv.max);
+  return out;
+}
+
+Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
+                                       const SystemProfile& start,
+                                       const std::vector<AttentionPoint>* attention,
+                                       const CalibrateOptions& options, CvReport* cv_out) {
+  ASSIGN_OR_RETURN(SystemProfile p, FitProfile(runs, start, attention, options));
+  if (!options.bands) return p;
+  ASSIGN_OR_RETURN(CvReport cv, CrossValidate(runs, start, attention, options));
+  // Bands: cross-validated mean |error| per family and sequence range.
+  const double edges[] = {8192, 32768, 131072, 1048576};
+  for (FamilyProfile& f : p.families) {
+    f.bands.clear();
+    double all = 0;
+    int all_n = 0;
+    std::vector<SeqBand> bands;
+    for (double edge : edges) bands.push_back({edge, 0, 0});
+    for (const ValidationRow& r : cv.rows) {
+      if (GpuFamilyOf(r.run) != f.family || !IsPerf(r.run)) continue;
+      double e = std::abs(r.error);
+      all += e;
+      ++all_n;
+      for (SeqBand& b : bands) {
+        if (r.run.model.seq <= b.seq_max) {
+          b.mae += e;
+          ++b.rows;
+          break;
+        }
+      }
+    }
+    if (all_n == 0) continue;
+    for (SeqBand& b : bands) {
+      // A range with too few rows takes the family's overall error.
+      if (b.rows >= 3) {
+        b.mae /= b.rows;
+      } else {
+        b.mae = all / all_n;
+      }
+      f.bands.push_back(b);
+    }
+  }
+  if (cv_out != nullptr) *cv_out = std::move(cv);
+  return p;
+}
+
+}  // namespace baton::perf

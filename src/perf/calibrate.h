@@ -1,0 +1,76 @@
+// Calibration as a procedure: least-squares fits of the estimator's free constants to measured
+// runs (the published tables, or a user's own), per GPU family, written as a SystemProfile; and
+// leave-one-source-out cross-validation of that procedure. Used by `baton plan calibrate` and
+// `baton plan validate --cv source`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "perf/profile.h"
+#include "perf/validation.h"
+
+namespace baton::perf {
+
+// One FlashAttention kernel throughput (data/published/attention.csv): TFLOP/s as the charts
+// count them (4 s^2 heads head_dim per forward, halved when causal, x3.5 forward+backward).
+struct AttentionPoint {
+  std::string gpu;
+  int head_dim = 0;
+  bool causal = false;
+  int seq = 0;
+  double tflops = 0;
+};
+Result<std::vector<AttentionPoint>> LoadAttentionTable(const std::string& path);
+
+// Fits flash_attention_fraction, flash_half_length and flash_half_head_dim of `calib` to the
+// points of GPUs of `family` (least squares on log throughput, exhaustive over a grid). Returns
+// the RMS relative error, or NotFound when the table has no point for the family.
+Result<double> FitAttention(const std::vector<AttentionPoint>& points, std::string_view family,
+                            Calibration* calib);
+
+struct CalibrateOptions {
+  int max_sweeps = 6;
+  // Families to fit; empty: every family with runs.
+  std::vector<std::string> families;
+  std::string name = "calibrated";
+  // Filled by CalibrateProfile when `bands` is on: cross-validated error per family and
+  // sequence range (costs one fit per source group).
+  bool bands = true;
+};
+
+// Least squares on log(predicted / measured) over the performance rows (memory rows are
+// checked, not fitted), each source group weighted equally, by coordinate descent over the
+// fields CalibrationFields() marks fitted_on_runs, starting from `start`. Families without runs
+// keep `start`'s constants (a family missing from `start` copies Hopper's).
+Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const SystemProfile& start,
+                                 const std::vector<AttentionPoint>* attention,
+                                 const CalibrateOptions& options);
+
+struct CvGroup {
+  std::string group;
+  int rows = 0;
+  double mae = 0;
+  double max = 0;
+};
+struct CvReport {
+  std::vector<CvGroup> groups;
+  std::vector<ValidationRow> rows;  // every row, predicted by the fit that never saw its group
+  double mae = 0;
+  double max = 0;
+  int total_rows = 0;
+};
+// Leave-one-source-out: for each group, fit on the others and predict it.
+Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const SystemProfile& start,
+                               const std::vector<AttentionPoint>* attention,
+                               const CalibrateOptions& options);
+std::string FormatCvReport(const CvReport& cv);
+
+// Fit, then (options.bands) cross-validate to fill each family's bands and the envelope.
+Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
+                                       const SystemProfile& start,
+                                       const std::vector<AttentionPoint>* attention,
+                                       const CalibrateOptions& options, CvReport* cv_out);
+
+}  // namespace baton::perf

@@ -1,0 +1,334 @@
+#include "perf/profile.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "core/check.h"
+#include "core/strings.h"
+
+namespace baton::perf {
+
+// Defined in the generated builtin_profile.cc (src/perf/profiles/builtin.yaml, embedded by CMake).
+extern const char* const kBuiltinProfileYaml;
+
+namespace {
+
+constexpr std::array<CalibrationField, 20> kFields = {{
+    {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true},
+    {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true},
+    {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true},
+    {"fp8_gemm_speedup", &Calibration::fp8_gemm_speedup, 1.0, 2.0, true},
+    {"flash_attention_fraction", &Calibration::flash_attention_fraction, 0.05, 1.0, false},
+    {"flash_half_length", &Calibration::flash_half_length, 0, 8192, false},
+    {"flash_half_head_dim", &Calibration::flash_half_head_dim, 0, 512, false},
+    {"layer_overhead_s", &Calibration::layer_overhead_s, 0, 0.01, true},
+    {"host_layer_pass_s", &Calibration::host_layer_pass_s, 0, 0.01, false},
+    {"collective_overhead_s", &Calibration::collective_overhead_s, 0, 0.01, false},
+    {"step_overhead_s", &Calibration::step_overhead_s, 0, 5.0, true},
+    {"hbm_efficiency", &Calibration::hbm_efficiency, 0.1, 1.0, false},
+    {"nvlink_efficiency", &Calibration::nvlink_efficiency, 0.1, 1.0, true},
+    {"network_efficiency", &Calibration::network_efficiency, 0.1, 1.0, true},
+    {"dp_overlap_fraction", &Calibration::dp_overlap_fraction, 0, 1.0, true},
+    {"tp_overlap_fraction", &Calibration::tp_overlap_fraction, 0, 1.0, true},
+    {"hbm_reserved_gib", &Calibration::hbm_reserved_gib, 0, 64, false},
+    {"hbm_fragmentation", &Calibration::hbm_fragmentation, 0, 0.5, false},
+    {"fsdp_overlap_fraction", &Calibration::fsdp_overlap_fraction, 0, 1.0, true},
+    {"fp8_weight_bytes", &Calibration::fp8_weight_bytes, 0, 4, false},
+}};
+
+constexpr std::size_t kMaxProfileBytes = 1 << 16;
+constexpr int kMaxFamilies = 16;
+constexpr int kMaxBands = 16;
+
+struct Line {
+  int no;
+  int indent;
+  std::string_view key;
+  std::string_view value;
+};
+
+Status LineError(std::string_view source, int no, std::string_view what) {
+  return InvalidArgumentError(fmt::format("{}:{}: {}", source, no, what));
+}
+
+Result<double> Number(std::string_view source, const Line& l, double min, double max) {
+  auto v = ParseDouble(Trim(l.value));
+  if (!v || !std::isfinite(*v) || *v < min || *v > max) {
+    return LineError(source, l.no,
+                     fmt::format("{}: '{}' is not a number in {}..{}", Printable(l.key),
+                                 Printable(l.value), min, max));
+  }
+  return *v;
+}
+
+std::mutex g_mu;
+SystemProfile* g_active = nullptr;  // owned; replaced only by InstallProfile
+
+}  // namespace
+
+std::span<const CalibrationField> CalibrationFields() { return kFields; }
+
+const FamilyProfile* SystemProfile::Find(std::string_view family) const {
+  for (const FamilyProfile& f : families) {
+    if (f.family == family) return &f;
+  }
+  for (const FamilyProfile& f : families) {
+    if (f.family == "hopper") return &f;
+  }
+  return nullptr;
+}
+
+FamilyProfile* SystemProfile::FindMutable(std::string_view family) {
+  for (FamilyProfile& f : families) {
+    if (f.family == family) return &f;
+  }
+  return nullptr;
+}
+
+Result<SystemProfile> ParseProfile(std::string_view text, std::string_view source) {
+  if (text.size() > kMaxProfileBytes) {
+    return InvalidArgumentError(fmt::format("{}: {} bytes, more than a profile's {}", source,
+                                            text.size(), kMaxProfileBytes));
+  }
+  std::vector<Line> lines;
+  int no = 0;
+  for (std::string_view raw : Split(text, '\n')) {
+    ++no;
+    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+    std::size_t hash = raw.find('#');
+    if (hash != std::string_view::npos) raw = raw.substr(0, hash);
+    if (Trim(raw).empty()) continue;
+    std::size_t indent = raw.find_first_not_of(' ');
+    if (raw.find('\t') != std::string_view::npos)
+      return LineError(source, no, "tab in indentation");
+    if (indent % 2 != 0) return LineError(source, no, "indentation is not a multiple of 2");
+    std::string_view body = raw.substr(indent);
+    std::size_t colon = body.find(':');
+    if (colon == std::string_view::npos) return LineError(source, no, "expected 'key: value'");
+    lines.push_back({no, static_cast<int>(indent / 2), Trim(body.substr(0, colon)),
+                     Trim(body.substr(colon + 1))});
+  }
+  SystemProfile p;
+  std::set<std::string> top_seen;
+  bool have_version = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const Line& l = lines[i];
+    if (l.indent != 0) return LineError(source, l.no, "unexpected indentation");
+    if (!top_seen.insert(std::string(l.key)).second) {
+      return LineError(source, l.no, fmt::format("duplicate key '{}'", Printable(l.key)));
+    }
+    if (l.key == "version") {
+      if (l.value != "1") {
+        return LineError(source, l.no, fmt::format("version '{}' is not 1", Printable(l.value)));
+      }
+      have_version = true;
+    } else if (l.key == "name") {
+      if (l.value.size() > 128) return LineError(source, l.no, "name longer than 128 characters");
+      p.name = std::string(l.value);
+    } else if (l.key == "families") {
+      if (!l.value.empty()) return LineError(source, l.no, "families: expected a mapping");
+      while (i + 1 < lines.size() && lines[i + 1].indent >= 1) {
+        const Line& fam = lines[++i];
+        if (fam.indent != 1 || !fam.value.empty()) {
+          return LineError(source, fam.no, "expected '  <family>:'");
+        }
+        if (static_cast<int>(p.families.size()) == kMaxFamilies) {
+          return LineError(source, fam.no, fmt::format("more than {} families", kMaxFamilies));
+        }
+        if (p.FindMutable(fam.key) != nullptr) {
+          return LineError(source, fam.no,
+                           fmt::format("duplicate family '{}'", Printable(fam.key)));
+        }
+        FamilyProfile f;
+        f.family = std::string(fam.key);
+        // Start from the documented defaults, so a field the file leaves out is well defined.
+        std::set<std::string> seen;
+        while (i + 1 < lines.size() && lines[i + 1].indent >= 2) {
+          const Line& k = lines[++i];
+          if (k.indent != 2) return LineError(source, k.no, "unexpected indentation");
+          if (!seen.insert(std::string(k.key)).second) {
+            return LineError(source, k.no, fmt::format("duplicate key '{}'", Printable(k.key)));
+          }
+          if (k.key == "calibration" || k.key == "bands") {
+            if (!k.value.empty()) {
+              return LineError(source, k.no, fmt::format("{}: expected a mapping", k.key));
+            }
+            std::set<std::string> sub_seen;
+            while (i + 1 < lines.size() && lines[i + 1].indent >= 3) {
+              const Line& v = lines[++i];
+              if (v.indent != 3) return LineError(source, v.no, "unexpected indentation");
+              if (!sub_seen.insert(std::string(v.key)).second) {
+                return LineError(source, v.no, fmt::format("duplicate key '{}'", Printable(v.key)));
+              }
+              if (k.key == "bands") {
+                auto seq = ParseDouble(v.key);
+                if (!seq || !(*seq > 0) || *seq > 1e9) {
+                  return LineError(
+                      source, v.no,
+                      fmt::format("band '{}' is not a sequence length", Printable(v.key)));
+                }
+                if (!f.bands.empty() && *seq <= f.bands.back().seq_max) {
+                  return LineError(source, v.no, "bands must ascend in sequence length");
+                }
+                if (static_cast<int>(f.bands.size()) == kMaxBands) {
+                  return LineError(source, v.no, fmt::format("more than {} bands", kMaxBands));
+                }
+                ASSIGN_OR_RETURN(double mae, Number(source, v, 0, 10));
+                f.bands.push_back({*seq, mae, 0});
+                continue;
+              }
+              auto field = std::find_if(kFields.begin(), kFields.end(),
+                                        [&](const CalibrationField& c) { return c.name == v.key; });
+              if (field == kFields.end()) {
+                return LineError(source, v.no,
+                                 fmt::format("calibration: unknown field '{}'", Printable(v.key)));
+              }
+              ASSIGN_OR_RETURN(f.calib.*(field->member), Number(source, v, field->min, field->max));
+            }
+          } else if (k.key == "runs") {
+            ASSIGN_OR_RETURN(double runs, Number(source, k, 0, 1e6));
+            f.runs = static_cast<int>(runs);
+          } else if (k.key == "gpus_max") {
+            ASSIGN_OR_RETURN(f.gpus_max, Number(source, k, 0, 1e8));
+          } else if (k.key == "seq_max") {
+            ASSIGN_OR_RETURN(f.seq_max, Number(source, k, 0, 1e9));
+          } else if (k.key == "params_max_b") {
+            ASSIGN_OR_RETURN(f.params_max_b, Number(source, k, 0, 1e6));
+          } else {
+            return LineError(source, k.no, fmt::format("unknown key '{}'", Printable(k.key)));
+          }
+        }
+        p.families.push_back(std::move(f));
+      }
+    } else {
+      return LineError(source, l.no, fmt::format("unknown key '{}'", Printable(l.key)));
+    }
+  }
+  if (!have_version) return InvalidArgumentError(fmt::format("{}: no 'version: 1'", source));
+  if (p.families.empty()) return InvalidArgumentError(fmt::format("{}: no families", source));
+  return p;
+}
+
+Result<SystemProfile> LoadProfile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("profile: cannot open '{}'", path));
+  std::string text(kMaxProfileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return ParseProfile(text, path);
+}
+
+std::string ProfileToYaml(const SystemProfile& p) {
+  std::string out =
+      "# baton system profile: the estimator's constants per GPU family, fitted by\n"
+      "# `baton plan calibrate` (see README.md, \"Calibrating to your cluster\").\n";
+  out += "version: 1\n";
+  out += fmt::format("name: {}\n", p.name.empty() ? "unnamed" : p.name);
+  out += "families:\n";
+  for (const FamilyProfile& f : p.families) {
+    out += fmt::format("  {}:\n", f.family);
+    out += fmt::format("    runs: {}\n", f.runs);
+    out += fmt::format("    gpus_max: {:g}\n", f.gpus_max);
+    out += fmt::format("    seq_max: {:g}\n", f.seq_max);
+    out += fmt::format("    params_max_b: {:g}\n", f.params_max_b);
+    out += "    calibration:\n";
+    for (const CalibrationField& c : kFields) {
+      out += fmt::format("      {}: {:.6g}\n", c.name, f.calib.*(c.member));
+    }
+    if (!f.bands.empty()) {
+      out += "    bands:  # cross-validated mean |error| for seq up to the key\n";
+      for (const SeqBand& b : f.bands) {
+        out += fmt::format("      {:g}: {:.4f}  # {} rows\n", b.seq_max, b.mae, b.rows);
+      }
+    }
+  }
+  return out;
+}
+
+const SystemProfile& BuiltinProfile() {
+  static const SystemProfile* builtin = [] {
+    auto p = ParseProfile(kBuiltinProfileYaml, "builtin profile");
+    CHECK(p.ok()) << p.status().ToString();  // compiled-in data, covered by ProfileTest
+    return new SystemProfile(std::move(p).value());
+  }();
+  return *builtin;
+}
+
+const SystemProfile& ActiveProfile() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_active != nullptr ? *g_active : BuiltinProfile();
+}
+
+void InstallProfile(SystemProfile p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  // The previous one is leaked on purpose: a caller may still hold a reference to it.
+  g_active = new SystemProfile(std::move(p));
+}
+
+Status InstallProfileFile(const std::string& path) {
+  ASSIGN_OR_RETURN(SystemProfile p, LoadProfile(path));
+  InstallProfile(std::move(p));
+  return Status::Ok();
+}
+
+void ApplyProfile(const SystemProfile& p, SystemSpec* system) {
+  const FamilyProfile* f = p.Find(system->gpu.family);
+  if (f != nullptr) system->calib = f->calib;
+}
+
+UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
+                             int gpus) {
+  UncertaintyBand b;
+  const FamilyProfile* exact = nullptr;
+  for (const FamilyProfile& f : p.families) {
+    if (f.family == s.gpu.family) exact = &f;
+  }
+  const FamilyProfile* f = exact != nullptr ? exact : p.Find(s.gpu.family);
+  if (f == nullptr || f->bands.empty()) {
+    b.relative = 0.25;
+    b.extrapolated = true;
+    b.why = fmt::format("no validated runs for {}", s.gpu.family);
+    return b;
+  }
+  // The band of the sequence range the run falls in; beyond the last band, the last one.
+  b.relative = f->bands.back().mae;
+  for (const SeqBand& sb : f->bands) {
+    if (m.seq <= sb.seq_max) {
+      b.relative = sb.mae;
+      break;
+    }
+  }
+  std::vector<std::string> why;
+  if (exact == nullptr || f->runs == 0) {
+    why.push_back(
+        fmt::format("{} has no validated runs (constants from {})", s.gpu.family, f->family));
+  }
+  if (f->gpus_max > 0 && gpus > 2 * f->gpus_max) {
+    why.push_back(fmt::format("{} GPUs > 2 x the largest validated run ({:g})", gpus, f->gpus_max));
+  }
+  if (f->seq_max > 0 && m.seq > f->seq_max) {
+    why.push_back(fmt::format("seq {} > the longest validated ({:g})", m.seq, f->seq_max));
+  }
+  double params_b = m.TotalParams() / 1e9;
+  if (f->params_max_b > 0 && params_b > 1.5 * f->params_max_b) {
+    why.push_back(fmt::format("{:.0f}B parameters > 1.5 x the largest validated ({:g}B)", params_b,
+                              f->params_max_b));
+  }
+  if (!why.empty()) {
+    b.extrapolated = true;
+    b.why = fmt::format("{}", fmt::join(why, "; "));
+    // Outside the envelope the cross-validated error is a floor, not an estimate: widen it.
+    b.relative = std::max(2 * b.relative, 0.15);
+  }
+  return b;
+}
+
+}  // namespace baton::perf

@@ -1,0 +1,139 @@
+#include "perf/profile.h"
+
+#include <gtest/gtest.h>
+
+#include "perf/calibrate.h"
+#include "perf/estimator.h"
+
+namespace baton::perf {
+namespace {
+
+TEST(ProfileTest, BuiltinParsesAndRoundTrips) {
+  const SystemProfile& p = BuiltinProfile();
+  ASSERT_NE(p.Find("ampere"), nullptr);
+  ASSERT_NE(p.Find("hopper"), nullptr);
+  EXPECT_EQ(p.Find("unknown-family")->family, p.Find("hopper")->family);
+  auto again = ParseProfile(ProfileToYaml(p), "roundtrip");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->families.size(), p.families.size());
+  for (std::size_t i = 0; i < p.families.size(); ++i) {
+    for (const CalibrationField& f : CalibrationFields()) {
+      EXPECT_NEAR(again->families[i].calib.*(f.member), p.families[i].calib.*(f.member),
+                  1e-5 * (1 + std::abs(p.families[i].calib.*(f.member))))
+          << f.name;
+    }
+  }
+}
+
+TEST(ProfileTest, RejectsHostileInput) {
+  const std::string ok =
+      "version: 1\nfamilies:\n  hopper:\n    calibration:\n      "
+      "gemm_peak_fraction: 0.6\n";
+  ASSERT_TRUE(ParseProfile(ok, "p.yaml").ok());
+  struct Case {
+    std::string text;
+    std::string expect;
+  };
+  for (const Case& c : {
+           Case{ok + "      gemm_peak_fraction: 0.7\n", "p.yaml:6: duplicate key"},
+           Case{"version: 1\nfamilies:\n  hopper:\n    calibration:\n      gemm_peak: 0.6\n",
+                "unknown field 'gemm_peak'"},
+           Case{"version: 1\nfamilies:\n  hopper:\n    calibration:\n      "
+                "gemm_peak_fraction: 7\n",
+                "not a number in"},
+           Case{"version: 1\nfamilies:\n  hopper:\n    calibration:\n      "
+                "gemm_peak_fraction: nan\n",
+                "not a number in"},
+           Case{"version: 2\nfamilies:\n  hopper:\n", "version '2' is not 1"},
+           Case{"families:\n  hopper:\n", "no 'version: 1'"},
+           Case{"version: 1\nfamilies:\n  hopper:\n  hopper:\n", "duplicate family"},
+           Case{"version: 1\n   name: x\n", "indentation"},
+           Case{"version: 1\nfamilies:\n  hopper:\n    bands:\n      8192: 0.1\n      4096: 0.1\n",
+                "ascend"},
+           Case{std::string(70000, '#'), "more than a profile's"},
+       }) {
+    auto r = ParseProfile(c.text, "p.yaml");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().ToString();
+  }
+}
+
+TEST(ProfileTest, ProfileChangesTheEstimate) {
+  ModelSpec m = *FindModel("llama3-8b");
+  TrainingSpec t;
+  t.global_batch = 64;
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 8;
+  auto sys = SystemFromShort(sh);
+  ASSERT_TRUE(sys.ok());
+  ParallelPlan p;
+  p.dp = 8;
+  p.zero = 3;
+  p.recompute = Recompute::kFull;
+  auto base = Estimate(m, p, t, *sys);
+  ASSERT_TRUE(base.ok());
+  ASSERT_TRUE(base->feasible()) << ToGiB(base->memory.total());
+  SystemProfile slow = BuiltinProfile();
+  slow.FindMutable("hopper")->calib.gemm_peak_fraction /= 2;
+  SystemSpec s2 = *sys;
+  ApplyProfile(slow, &s2);
+  auto halved = Estimate(m, p, t, s2);
+  ASSERT_TRUE(halved.ok());
+  EXPECT_GT(halved->step.value(), 1.5 * base->step.value());
+}
+
+TEST(ProfileTest, BandWidensOutsideTheEnvelope) {
+  SystemProfile p;
+  FamilyProfile f;
+  f.family = "hopper";
+  f.runs = 10;
+  f.gpus_max = 1024;
+  f.seq_max = 8192;
+  f.params_max_b = 100;
+  f.bands = {{8192, 0.05, 10}, {32768, 0.08, 5}};
+  p.families.push_back(f);
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 8;
+  SystemSpec s = *SystemFromShort(sh);
+  ModelSpec m = *FindModel("llama3-8b");
+  UncertaintyBand in = EstimateBand(p, m, s, 512);
+  EXPECT_FALSE(in.extrapolated) << in.why;
+  EXPECT_DOUBLE_EQ(in.relative, 0.05);
+  UncertaintyBand many = EstimateBand(p, m, s, 16384);
+  EXPECT_TRUE(many.extrapolated);
+  EXPECT_GE(many.relative, 0.10);
+  m.seq = 16384;
+  UncertaintyBand longer = EstimateBand(p, m, s, 512);
+  EXPECT_TRUE(longer.extrapolated);
+  sh.gpu = "B200";
+  UncertaintyBand other = EstimateBand(p, *FindModel("llama3-8b"), *SystemFromShort(sh), 64);
+  EXPECT_TRUE(other.extrapolated);
+  EXPECT_NE(other.why.find("blackwell"), std::string::npos) << other.why;
+}
+
+TEST(ProfileTest, AttentionFitMatchesTheKernelCurve) {
+  // Points generated from a known curve must be recovered (the fit cannot invent a curve).
+  std::vector<AttentionPoint> pts;
+  for (int hd : {64, 128}) {
+    for (bool causal : {false, true}) {
+      for (int seq : {512, 1024, 2048, 4096, 8192, 16384}) {
+        double len = causal ? seq / 2.0 : seq;
+        pts.push_back(
+            {"A100-80GB", hd, causal, seq, 312 * 0.7 * len / (len + 300) * hd / (hd + 16.0)});
+      }
+    }
+  }
+  Calibration c;
+  auto rms = FitAttention(pts, "ampere", &c);
+  ASSERT_TRUE(rms.ok()) << rms.status().ToString();
+  EXPECT_LT(*rms, 1e-6);
+  EXPECT_NEAR(c.flash_attention_fraction, 0.7, 1e-9);
+  EXPECT_NEAR(c.flash_half_length, 300, 1e-9);
+  EXPECT_NEAR(c.flash_half_head_dim, 16, 1e-9);
+  EXPECT_FALSE(FitAttention(pts, "hopper", &c).ok());
+}
+
+}  // namespace
+}  // namespace baton::perf

@@ -6,8 +6,11 @@ if(BATON_WERROR)
 endif()
 
 if(BATON_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-  add_link_options(-fsanitize=address,undefined)
+  # float-cast-overflow is named on its own: GCC's -fsanitize=undefined leaves it out, so a double
+  # out of an int's range (an SWF field of 1e308) was cast silently.
+  add_compile_options(-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined,float-cast-overflow)
+  add_link_options(-fsanitize=address,undefined,float-cast-overflow)
 endif()
 if(BATON_FUZZ)
   # Everything the fuzz targets link is instrumented for coverage and checked by ASan + UBSan.

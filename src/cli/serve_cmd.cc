@@ -55,14 +55,6 @@ struct ServeOptions {
   std::string log_format = "text";
 };
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Submits synthetic jobs (mixed sizes, tenants, priorities, runtimes) until `stop`.
 void RunDemo(int port, std::string token, double rate, const std::atomic<bool>& stop) {
   struct Shape {
@@ -154,12 +146,8 @@ Status Run(const ServeOptions& o) {
                        : topo::LoadClusterFile(o.topology));
   server::SchedulingControllerOptions co;
   if (!o.scheduler_config.empty()) {
-    ASSIGN_OR_RETURN(std::string yaml, ReadFile(o.scheduler_config));
-    Result<sched::SchedulerConfig> config = sched::ParseSchedulerConfig(yaml);
-    if (!config.ok()) {
-      return InvalidArgumentError(o.scheduler_config + ": " + config.status().message());
-    }
-    co.config = *std::move(config);
+    // The loader `baton sim --scheduler-config` uses too: size-checked, bounded YAML.
+    ASSIGN_OR_RETURN(co.config, sched::LoadSchedulerConfigFile(o.scheduler_config));
     // Jobs with a plan still get their planner slowdown in their events, but placements are
     // ranked by it only through the `planner` score.
     if (std::none_of(co.config.plugins.begin(), co.config.plugins.end(),

@@ -1,11 +1,13 @@
 // baton sim: replays a job trace on a modelled cluster under one or more scheduling policies
-// (sched::SchedulerConfig presets, src/sim/engine/policies.h) and writes the comparison as a
-// summary table, JSON, CSV and a self-contained HTML report.
+// (scheduler config files: the named ones of data/scheduler/, src/sim/engine/policies.h, or any
+// file the daemon could run, --scheduler-config) and writes the comparison as a summary table,
+// JSON, CSV and a self-contained HTML report.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -34,8 +36,11 @@ struct SimOptions {
   std::string trace;
   double synthetic_gap_s = 60;
   std::string format;
+  std::string philly_throughputs;
   bool strict = false;
-  std::string policies = "fifo,backfill,las,topo";
+  std::string policies = "fifo,first-fit,backfill,las,topo";
+  bool policies_given = false;
+  std::vector<std::string> scheduler_configs;  // files, run after the named policies
   int cluster_gpus = 0;
   int gpus_per_node = 8;
   std::string gpu = "H100-SXM";
@@ -94,19 +99,24 @@ Status WriteFile(const std::string& path, const std::string& text) {
 }
 
 Status Run(const SimOptions& o) {
-  std::optional<sim::TraceFormat> format;
-  if (!o.format.empty()) {
-    ASSIGN_OR_RETURN(sim::TraceFormat f, sim::ParseTraceFormat(o.format));
-    format = f;
-  }
+  if (!o.format.empty()) RETURN_IF_ERROR(sim::FindTraceFormat(o.format).status());
   ASSIGN_OR_RETURN(sim::EstimateSource estimate, ParseEstimate(o.estimate));
   if (!(o.failure_rate_scale >= 0)) {
     return InvalidArgumentError("--failure-rate-scale: expected a number >= 0");
   }
   std::vector<std::pair<std::string, sched::SchedulerConfig>> policies;
-  for (std::string_view name : Split(o.policies, ',')) {
-    ASSIGN_OR_RETURN(sched::SchedulerConfig c, sim::PolicyPreset(name));
-    policies.push_back({std::string(name), std::move(c)});
+  if (o.policies_given || o.scheduler_configs.empty()) {
+    for (std::string_view name : Split(o.policies, ',')) {
+      name = Trim(name);
+      if (name.empty()) continue;
+      ASSIGN_OR_RETURN(sched::SchedulerConfig c, sim::PolicyPreset(name));
+      policies.push_back({std::string(name), std::move(c)});
+    }
+  }
+  // The daemon's loader and parser: the run is labelled by the file's name without extension.
+  for (const std::string& path : o.scheduler_configs) {
+    ASSIGN_OR_RETURN(sched::SchedulerConfig c, sched::LoadSchedulerConfigFile(path));
+    policies.push_back({std::filesystem::path(path).stem().string(), std::move(c)});
   }
   if (policies.empty()) return InvalidArgumentError("--policies: give at least one policy");
   const bool progress = !o.quiet && isatty(STDERR_FILENO);
@@ -114,6 +124,11 @@ Status Run(const SimOptions& o) {
   // best plan for their size; its searches are shared by every policy's run. Every run and the
   // planner get their own copy of the cluster, built once.
   ASSIGN_OR_RETURN(const topo::Cluster base, MakeCluster(o));
+  std::shared_ptr<const sim::PhillyThroughputs> philly_throughputs;
+  if (!o.philly_throughputs.empty()) {
+    ASSIGN_OR_RETURN(sim::PhillyThroughputs t, sim::PhillyThroughputs::Load(o.philly_throughputs));
+    philly_throughputs = std::make_shared<const sim::PhillyThroughputs>(std::move(t));
+  }
   planning::PlannerEstimator planner(base.Clone());
   std::optional<sim::PlanStats> plan_stats;  // of the first run (every run reads the same jobs)
   std::vector<sim::SimResult> runs;
@@ -137,7 +152,8 @@ Status Run(const SimOptions& o) {
     } else {
       sim::TraceOptions topts;
       topts.strict = o.strict;
-      ASSIGN_OR_RETURN(reader, sim::OpenTrace(o.trace, format, topts));
+      topts.philly_throughputs = philly_throughputs;
+      ASSIGN_OR_RETURN(reader, sim::OpenTrace(o.trace, o.format, topts));
     }
     sim::SimConfig config;
     config.policy = name;
@@ -180,6 +196,11 @@ Status Run(const SimOptions& o) {
     if (r.trace.malformed > 0) {
       fmt::print(stderr, "{}: {} malformed lines skipped\n", o.trace, r.trace.malformed);
     }
+    if (r.trace.estimated_durations > 0 && runs.empty()) {
+      fmt::print(stderr,
+                 "{}: {} jobs' run times extrapolated past the largest measured scale factor\n",
+                 o.trace, r.trace.estimated_durations);
+    }
     runs.push_back(std::move(r));
   }
   const sim::ReportMeta meta{o.trace, cluster_words, o.seed,
@@ -207,18 +228,30 @@ void RegisterSimCommand(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "sim", "Replay a job trace on a modelled cluster and compare scheduling policies");
   cmd->add_option("--trace", o->trace,
-                  "Job trace: ITP CSV, Philly .trace, SWF, openb CSV, JSONL; or synthetic:JOBS for "
-                  "the Acme-calibrated LLM workload (src/sim/workload/synthetic.h)")
+                  "Job trace: ITP CSV, Philly .trace, SWF, openb CSV, JSONL, or a folder of one "
+                  "format's files merged (Philly: one file per virtual cluster); or "
+                  "synthetic:JOBS for the Acme-calibrated LLM workload "
+                  "(src/sim/workload/synthetic.h)")
       ->required();
+  cmd->add_option("--philly-throughputs", o->philly_throughputs,
+                  "Gavel's throughputs.csv for a Philly trace (default: the one beside the trace)");
   cmd->add_option("--synthetic-gap-s", o->synthetic_gap_s,
                   "Mean gap between arrivals of --trace synthetic:JOBS")
       ->capture_default_str();
+  std::string formats;
+  for (const auto& f : sim::TraceFormats())
+    formats += (formats.empty() ? "" : ", ") + std::string(f.name);
   cmd->add_option("--format", o->format,
-                  "Trace format (itp, philly, swf, openb, jsonl; default: "
-                  "guessed from the file)");
+                  "Trace format (" + formats + "; default: guessed from the file)");
   cmd->add_flag("--strict", o->strict, "Stop at the first malformed trace line");
-  cmd->add_option("--policies", o->policies, "Comma-separated: fifo, backfill, las, topo")
-      ->capture_default_str();
+  cmd->add_option("--policies", o->policies,
+                  "Comma-separated named scheduler configs (data/scheduler/NAME.yaml): fifo "
+                  "(strict), first-fit, backfill, las, topo, daemon")
+      ->capture_default_str()
+      ->each([o](const std::string&) { o->policies_given = true; });
+  cmd->add_option("--scheduler-config", o->scheduler_configs,
+                  "A scheduler config YAML, as `baton serve --scheduler-config` reads it (may be "
+                  "repeated; without --policies only these run)");
   cmd->add_option("--cluster-gpus", o->cluster_gpus,
                   "Model a fat-tree with this many GPUs (16 nodes per leaf, 8 leaves per spine)");
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "With --cluster-gpus")

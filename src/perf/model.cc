@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 
 namespace baton::perf {
@@ -223,12 +224,8 @@ Status ReadField(const YAML::Node& node, const char* key, std::string_view field
 }  // namespace
 
 Result<ModelSpec> ParseModel(std::string_view text, std::string_view source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
-  }
+  // Size, depth, aliases and duplicate keys bounded before the walk below.
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlBounded(text, source));
   if (!root.IsMap()) return InvalidArgumentError(fmt::format("{}: expected a mapping", source));
   ModelSpec m;
   bool has_kv = false, has_ffn = false;
@@ -310,14 +307,7 @@ Result<ModelSpec> ResolveModel(std::string_view name_or_path) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
   };
   if (!(ends(".yaml") || ends(".yml") || ends(".json"))) return FindModel(s);
-  std::ifstream in{std::string(s)};
-  if (!in) return NotFoundError(fmt::format("model: cannot open '{}'", Printable(s)));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
-  if (text.size() > (1u << 20)) {
-    return ResourceExhaustedError(fmt::format("model: '{}' is larger than 1 MiB", Printable(s)));
-  }
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(std::string(s), MiB(1), "model file"));
   return ParseModel(text, s);
 }
 

@@ -196,21 +196,21 @@ TEST(SchedulerTest, NonPreemptibleAndEqualPriorityAreNeverVictims) {
   EXPECT_TRUE(d.preemptions.empty());
 }
 
-SchedulerConfig LasBand(std::string preempt_by) {
+SchedulerConfig LasBand(PreemptBy preempt_by) {
   SchedulerConfig c;
-  c.queue_sort = "las";
-  c.preempt_by = std::move(preempt_by);
+  c.queue_sort = QueueSort::kLas;
+  c.preempt_by = preempt_by;
   c.plugins.push_back({"las", 1, {{"thresholds[0]", "1"}}});  // one band boundary: 1 GPU-hour
   return c;
 }
 
 TEST(SchedulerTest, LasBandPreemptionEvictsWholeGangsInWorseBands) {
   // Off by default: LAS only orders the queue.
-  auto plain = Make(LasBand("priority"));
+  auto plain = Make(LasBand(PreemptBy::kPriority));
   Cycle(*plain, 0, {Event::Submit(Job(1, 64))});
   EXPECT_TRUE(Cycle(*plain, 100, {Event::Submit(Job(2, 8))}).preemptions.empty());
 
-  auto s = Make(LasBand("las-band"));
+  auto s = Make(LasBand(PreemptBy::kLasBand));
   GangJob big = Job(1, 64);
   big.grace_period = Seconds(30);
   Cycle(*s, 0, {Event::Submit(big)});
@@ -235,7 +235,7 @@ TEST(SchedulerTest, LasBandPreemptionEvictsWholeGangsInWorseBands) {
   EXPECT_TRUE(d.preemptions.empty());
 
   // Higher-priority and non-preemptible jobs are never band victims.
-  auto t = Make(LasBand("las-band"));
+  auto t = Make(LasBand(PreemptBy::kLasBand));
   GangJob important = Job(1, 32, 5);
   GangJob pinned = Job(2, 32);
   pinned.preemptible = false;
@@ -245,11 +245,11 @@ TEST(SchedulerTest, LasBandPreemptionEvictsWholeGangsInWorseBands) {
 
 TEST(SchedulerTest, LasBandPreemptionNeedsLasQueueSort) {
   SchedulerConfig c;
-  c.preempt_by = "las-band";
+  c.preempt_by = PreemptBy::kLasBand;
   EXPECT_FALSE(Scheduler::Create(SmallTree(), c).ok());
   auto parsed = ParseSchedulerConfig("queue_sort: las\npreempt_by: las-band\n");
   ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(parsed->preempt_by, "las-band");
+  EXPECT_EQ(parsed->preempt_by, PreemptBy::kLasBand);
   EXPECT_FALSE(ParseSchedulerConfig("preempt_by: size\n").ok());
 }
 

@@ -125,7 +125,9 @@ class AllocateAction final : public Action {
  public:
   std::string_view Name() const override { return "allocate"; }
   void Execute(Session& s) override {
-    const bool head_blocks = s.HasAction("backfill");
+    // Strict order (head_of_line_blocking) or backfill: the first job blocked for room stops
+    // allocate; otherwise every job that fits is placed (first-fit).
+    const bool head_blocks = s.config().head_of_line_blocking || s.HasAction("backfill");
     for (JobInfo* pending : s.PendingJobs()) {
       JobInfo& job = *pending;
       const JobId id = job.spec.id;
@@ -312,7 +314,7 @@ class PreemptAction final : public Action {
     // preempt_by: las-band: a waiting job outranks running jobs (of no higher priority) in a
     // strictly worse LAS band; a running job's band counts the service of its current run.
     const ServiceBandPlugin* las = nullptr;
-    if (s.config().preempt_by == "las-band") {
+    if (s.config().preempt_by == PreemptBy::kLasBand) {
       las = s.plugins().bands.ext;
       if (las == nullptr) return;
     }

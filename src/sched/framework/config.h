@@ -1,8 +1,11 @@
 // SchedulerConfig: which plugins run (with their weights and arguments) and the order of the
-// actions, parsed from YAML:
+// actions, parsed from YAML. The daemon (`baton serve --scheduler-config`) and the simulator
+// (`baton sim --scheduler-config`, or a named file of data/scheduler/ with --policies) read the
+// same document through the same parser:
 //
 //   actions: [admit, allocate, backfill, preempt]
 //   queue_sort: priority            # fifo | priority | shortest-first | las | drf
+//   head_of_line_blocking: false    # true: a job blocked for room holds back every later one
 //   plugins:
 //     - name: health
 //     - name: topology
@@ -19,12 +22,14 @@
 // Plugin args arrive flattened as "tenants.a.guaranteed" -> "64".
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
+#include "core/units.h"
 #include "sched/framework/tenancy.h"
 
 namespace baton::sched {
@@ -35,11 +40,35 @@ struct PluginConfig {
   std::string name;
   double weight = 1.0;  // for score plugins
   PluginArgs args;
+  bool operator==(const PluginConfig&) const = default;
 };
+
+// The order in which pending jobs are considered; each value is a queue-sort plugin of the
+// registry (QueueSortName gives its registered name).
+enum class QueueSort : std::uint8_t {
+  kFifo,           // submit order
+  kPriority,       // higher priority first, then submit order
+  kShortestFirst,  // shortest estimated runtime first
+  kLas,            // least attained service (Tiresias' discretised bands)
+  kDrf,            // dominant resource fairness across tenants
+};
+std::string_view QueueSortName(QueueSort q);
+// Errors name the field: "field 'queue_sort': 'x' is not one of fifo, priority, ...".
+Result<QueueSort> ParseQueueSort(std::string_view name);
+
+// Who may evict whom in the preempt action (see SchedulerConfig::preempt_by).
+enum class PreemptBy : std::uint8_t { kPriority, kLasBand };
+std::string_view PreemptByName(PreemptBy p);
+Result<PreemptBy> ParsePreemptBy(std::string_view name);
 
 struct SchedulerConfig {
   std::vector<std::string> actions = {"admit", "allocate", "backfill", "preempt"};
-  std::string queue_sort = "priority";
+  QueueSort queue_sort = QueueSort::kPriority;
+  // Strict queue order: the allocate action stops at the first job that is blocked for lack of
+  // room, so no later job passes it (head-of-line blocking; the `fifo` policy). Off, allocate
+  // places every job that fits, in queue order (first-fit). With the backfill action, allocate
+  // always stops at the blocked head and backfill decides who may pass it.
+  bool head_of_line_blocking = false;
   std::vector<PluginConfig> plugins = {
       {"health", 1, {}},   {"gpu-type", 1, {}}, {"bad-nodes", 1, {}}, {"node-attributes", 1, {}},
       {"topology", 1, {}}, {"binpack", 1, {}},  {"lost-work", 1, {}}};
@@ -53,14 +82,27 @@ struct SchedulerConfig {
   //             priority whose LAS band (queue_sort: las, its thresholds; a running job's
   //             attained service counts its current run) is strictly worse than its own (victim
   //             plugins' EvictionCost prices them). Requires queue_sort: las.
-  std::string preempt_by = "priority";
+  PreemptBy preempt_by = PreemptBy::kPriority;
   // Priority ranges, who may evict whom, quotas and min_run_time (the `tenancy:` section and the
   // top-level `min_run_time:`; see tenancy.h and docs/tenancy.md).
   TenancyPolicy tenancy;
+
+  bool operator==(const SchedulerConfig&) const = default;
 };
 
-// Parses a YAML document; errors name the field ("plugins[2].weight: not a number"). Unknown
-// plugin or action names are caught later, by the Scheduler, against the registry.
-Result<SchedulerConfig> ParseSchedulerConfig(std::string_view yaml);
+// Parses a YAML document; errors name the source and the field ("sched.yaml: field
+// 'plugins[2].weight': ..."). The text goes through LoadYamlBounded first (size, depth, alias
+// expansion and duplicate keys bounded before any walk). Unknown plugin or action names are
+// caught later, by the Scheduler, against the registry.
+Result<SchedulerConfig> ParseSchedulerConfig(std::string_view yaml,
+                                             std::string_view source = "scheduler config");
+
+// The largest scheduler config file read (a config is a few hundred bytes; quota tables for
+// thousands of tenants stay far below this).
+inline constexpr Bytes kMaxSchedulerConfigSize = MiB(1);
+
+// Reads `path` (at most kMaxSchedulerConfigSize, checked before reading) and parses it; errors
+// name the path. The one loader both drivers use.
+Result<SchedulerConfig> LoadSchedulerConfigFile(const std::string& path);
 
 }  // namespace baton::sched

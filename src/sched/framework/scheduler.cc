@@ -58,7 +58,7 @@ bool BadNodesLeaveRoom(const JobInfo& job, const topo::Cluster& c) {
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
                                                      SchedulerOptions options) {
   const PluginRegistry& registry = options.registry ? *options.registry : BuiltinPlugins();
-  if (config.preempt_by == "las-band" && config.queue_sort != "las") {
+  if (config.preempt_by == PreemptBy::kLasBand && config.queue_sort != QueueSort::kLas) {
     return InvalidArgumentError("field 'preempt_by': las-band requires queue_sort: las");
   }
   ASSIGN_OR_RETURN(PluginSet plugins,

@@ -99,9 +99,10 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
   PluginSet set;
   std::set<std::string> seen;
   std::vector<PluginConfig> all = config.plugins;
+  const std::string sort_name(QueueSortName(config.queue_sort));
   bool sort_listed = false;
-  for (const auto& p : all) sort_listed |= p.name == config.queue_sort;
-  if (!sort_listed) all.insert(all.begin(), PluginConfig{config.queue_sort, 1, {}});
+  for (const auto& p : all) sort_listed |= p.name == sort_name;
+  if (!sort_listed) all.insert(all.begin(), PluginConfig{sort_name, 1, {}});
   for (std::size_t i = 0; i < all.size(); ++i) {
     const PluginConfig& pc = all[i];
     auto it = registry.find(pc.name);
@@ -117,7 +118,7 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
     if (!made.ok()) return made.status().WithPrefix("plugin '" + pc.name + "'");
     Plugin* p = made->get();
     set.owned.push_back(std::move(made).value());
-    if (auto* q = dynamic_cast<QueueSortPlugin*>(p); q && pc.name == config.queue_sort) {
+    if (auto* q = dynamic_cast<QueueSortPlugin*>(p); q && pc.name == sort_name) {
       set.queue_sort = {p, q, pc.weight};
       if (auto* b = dynamic_cast<ServiceBandPlugin*>(p)) set.bands = {p, b, pc.weight};
     }
@@ -138,7 +139,7 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
   }
   if (!set.queue_sort.ext) {
     return InvalidArgumentError(
-        fmt::format("field 'queue_sort': '{}' is not a queue-sort plugin", config.queue_sort));
+        fmt::format("field 'queue_sort': '{}' is not a queue-sort plugin", sort_name));
   }
   if (!set.placement.ext) return InvalidArgumentError("no placement plugin (add 'topology')");
   return set;

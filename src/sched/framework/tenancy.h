@@ -48,6 +48,8 @@ struct TenantPolicy {
   // name, e.g. "H100-SXM"; aliases are resolved at parse time). nullopt / absent: unlimited.
   std::optional<std::int64_t> max_gpus;
   std::map<std::string, std::int64_t, std::less<>> max_gpus_by_type;
+
+  bool operator==(const TenantPolicy&) const = default;
 };
 
 struct TenancyPolicy {
@@ -68,6 +70,8 @@ struct TenancyPolicy {
   bool MayPreempt(std::string_view preemptor, std::string_view victim) const;
   // Whether any tenant has a quota (then the scheduler enforces them).
   bool HasQuotas() const;
+
+  bool operator==(const TenancyPolicy&) const = default;
 };
 
 // Parses one top-level scheduler-config field this file owns ("tenancy" or "min_run_time") into

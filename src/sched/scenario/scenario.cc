@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 #include "sched/framework/scheduler.h"
 #include "topology/builders/fabrics.h"
@@ -357,20 +358,18 @@ class Runner {
 }  // namespace
 
 Status RunScenario(std::string_view yaml, std::string_view source) {
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlBounded(yaml, source));
   try {
     Runner r{std::string(source)};
-    return r.Run(YAML::Load(std::string(yaml)));
+    return r.Run(root);
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
   }
 }
 
 Status RunScenarioFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return RunScenario(ss.str(), path);
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, MiB(1), "scenario file"));
+  return RunScenario(text, path);
 }
 
 }  // namespace baton::sched

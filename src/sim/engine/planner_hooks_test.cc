@@ -129,13 +129,14 @@ TEST(PlannerHooksTest, NoFeasiblePlanKeepsTheLevelPenalty) {
       R"({"id":"ft","submit_s":0,"duration_s":100,"gpus":8,"kind":"finetune"})"
       "\n";
   std::istringstream in(jsonl);
-  auto reader = MakeTraceReader(TraceFormat::kJsonl, in, "test.jsonl");
+  auto reader = MakeTraceReader("jsonl", in, "test.jsonl");
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   planning::PlannerEstimator planner(TwoLeaves());
   PlanStats stats;
   SimConfig config;
   config.scheduler = *PolicyPreset("fifo");
   UsePlanner(planner, config, &stats);
-  auto r = RunSimulation(TwoLeaves(), config, *reader);
+  auto r = RunSimulation(TwoLeaves(), config, **reader);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(stats.with_plan, 0);
   EXPECT_EQ(stats.without_plan, 2);

@@ -3,45 +3,57 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "core/strings.h"
+
 namespace baton::sim {
 namespace {
 
-sched::SchedulerConfig Base(std::string queue_sort, bool backfill) {
-  sched::SchedulerConfig c;
-  c.queue_sort = std::move(queue_sort);
-  c.actions = {"admit", "allocate"};
-  if (backfill) c.actions.push_back("backfill");
-  c.actions.push_back("preempt");
-  c.plugins = {{"health", 1, {}},          {"gpu-type", 1, {}}, {"bad-nodes", 1, {}},
-               {"node-attributes", 1, {}}, {"topology", 1, {}}, {"lost-work", 1, {}}};
-  c.max_candidates = 1;
-  c.backfill_reservations = 1;
-  return c;
-}
+struct Preset {
+  std::string_view name;
+  std::string_view yaml;
+};
+
+constexpr Preset kPresets[] = {
+#include "sim/engine/scheduler_presets.inc"
+};
+
+constexpr std::array<std::string_view, 6> kOrder = {"fifo", "first-fit", "backfill",
+                                                    "las",  "topo",      "daemon"};
 
 }  // namespace
 
-std::vector<std::string> PolicyNames() { return {"fifo", "backfill", "las", "topo"}; }
-
-Result<sched::SchedulerConfig> PolicyPreset(std::string_view name) {
-  if (name == "fifo") return Base("fifo", false);
-  if (name == "backfill") return Base("fifo", true);
-  if (name == "las") {
-    // Tiresias' discretised LAS with preemption: a waiting job evicts running jobs in a worse band
-    // (the las plugin's default thresholds, 1, 10 and 100 GPU-hours).
-    sched::SchedulerConfig c = Base("las", false);
-    c.preempt_by = "las-band";
-    return c;
+std::vector<std::string> PolicyNames() {
+  std::vector<std::string> names;
+  for (std::string_view n : kOrder) {
+    if (std::any_of(std::begin(kPresets), std::end(kPresets),
+                    [&](const Preset& p) { return p.name == n; })) {
+      names.emplace_back(n);
+    }
   }
-  if (name == "topo") {
-    sched::SchedulerConfig c = Base("fifo", true);
-    c.plugins.push_back({"binpack", 2, {}});
-    c.plugins.push_back({"planner", 1, {}});
-    c.max_candidates = 8;
-    return c;
+  for (const Preset& p : kPresets) {
+    if (std::find(kOrder.begin(), kOrder.end(), p.name) == kOrder.end()) {
+      names.emplace_back(p.name);
+    }
+  }
+  return names;
+}
+
+Result<std::string_view> PolicyYaml(std::string_view name) {
+  for (const Preset& p : kPresets) {
+    if (p.name == name) return p.yaml;
   }
   return InvalidArgumentError(
-      fmt::format("unknown policy '{}' (known: {})", name, fmt::join(PolicyNames(), ", ")));
+      fmt::format("unknown policy '{}' (known: {}; or give a file with --scheduler-config)",
+                  Printable(name), fmt::join(PolicyNames(), ", ")));
+}
+
+Result<sched::SchedulerConfig> PolicyPreset(std::string_view name) {
+  ASSIGN_OR_RETURN(std::string_view yaml, PolicyYaml(name));
+  return sched::ParseSchedulerConfig(yaml, fmt::format("data/scheduler/{}.yaml", name));
 }
 
 }  // namespace baton::sim

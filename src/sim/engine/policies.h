@@ -1,17 +1,19 @@
-// Named scheduling policies for `baton sim --policies`: each is a sched::SchedulerConfig preset
-// built from the scheduling core's own actions and plugins (the simulator itself holds no policy).
+// Named scheduling policies for `baton sim --policies`: the scheduler configs in
+// data/scheduler/NAME.yaml, compiled into the binary and parsed by sched::ParseSchedulerConfig,
+// the parser `baton serve --scheduler-config` uses. The simulator itself holds no policy.
 //
-//   fifo      queue in submit order; allocate places every job that fits, in order (a blocked
-//             job does not hold back later ones: the core's allocate without backfill)
-//   backfill  FIFO with EASY backfilling: the blocked head job gets a reservation, later jobs run
-//             only if they end before it (by their estimated runtime) or avoid its nodes
-//   las       least attained service (Tiresias' discretised LAS: bands at 1, 10 and 100
-//             GPU-hours of service), allocate without backfill, and `preempt_by: las-band`: a
-//             waiting job may evict (gracefully, whole gangs) running preemptible jobs whose
-//             attained service has put them in a strictly worse band
-//   topo      backfill plus topology-aware scoring: 8 candidate placements per job scored by
-//             binpack (weight 2, keeps leaves whole for large gangs) and the planner (jobs with a
-//             plan); the others take the placement plugin's first candidate
+//   fifo       strict FIFO: submit order, and a job that does not fit holds back every later one
+//              (head-of-line blocking)
+//   first-fit  submit order, but any job that fits starts, passing a blocked one (the core's
+//              allocate without backfill; what `fifo` meant before)
+//   backfill   FIFO with EASY backfilling: the blocked head job gets a reservation, later jobs run
+//              only if they end before it (by their estimated runtime) or avoid its nodes
+//   las        least attained service (Tiresias' discretised LAS: bands at 1, 10 and 100
+//              GPU-hours of service), first-fit, and `preempt_by: las-band`: a waiting job may
+//              evict (gracefully, whole gangs) running preemptible jobs in a strictly worse band
+//   topo       backfill plus topology-aware scoring: 8 candidate placements per job scored by
+//              binpack (weight 2) and the planner (jobs with a plan)
+//   daemon     the daemon's default (priority order, backfill, binpack and planner scores)
 //
 // Every preset keeps the core's filters (health, gpu-type, bad-nodes, node-attributes), the
 // topology placement plugin (the core's only gang placement) and lost-work victim selection.
@@ -26,9 +28,12 @@
 
 namespace baton::sim {
 
-// The preset names, in the order above.
+// The preset names: those above first, in that order, then any other file of data/scheduler/.
 std::vector<std::string> PolicyNames();
-// Errors: an unknown name (the message lists the known ones).
+// The YAML text of a preset, as data/scheduler/NAME.yaml held it at build time. Errors: an
+// unknown name (the message lists the known ones).
+Result<std::string_view> PolicyYaml(std::string_view name);
+// PolicyYaml parsed by sched::ParseSchedulerConfig (errors name data/scheduler/NAME.yaml).
 Result<sched::SchedulerConfig> PolicyPreset(std::string_view name);
 
 }  // namespace baton::sim

@@ -113,6 +113,16 @@ class Engine {
     if (config_.progress) {
       config_.progress({Seconds(last_t_), submitted_, ended_, result_.summary.events});
     }
+    if (jobs_.empty()) {
+      // Nothing to report is not a result: say why (a Philly trace without run times simulated
+      // 0 jobs and exited 0 before).
+      const TraceStats& ts = trace_.stats();
+      return InvalidArgumentError(fmt::format(
+          "the trace yielded no job to simulate: {} lines, {} jobs read, {} malformed, "
+          "{} filtered (not GPU jobs), {} without a run time or GPUs{}",
+          ts.lines, ts.jobs, ts.malformed, ts.filtered, result_.summary.skipped,
+          ts.warnings.empty() ? "" : fmt::format("; first problem: {}", ts.warnings[0])));
+    }
     Finalize(total_gpus);
     return std::move(result_);
   }
@@ -263,10 +273,10 @@ class Engine {
     return std::max(0.0, t - std::max(j.bind_t, j.last_ckpt_t)) * j.rec.gpus;
   }
 
-  void BackToQueue(SimJob& j, double lost) {
+  void BackToQueue(SimJob& j, double lost, bool preempted) {
     j.state = State::kPending;
     j.rec.lost_gpu_s += lost;
-    ++j.rec.restarts;
+    ++(preempted ? j.rec.preemptions : j.rec.failure_restarts);
     pending_gpus_.insert(j.rec.gpus);
   }
 
@@ -287,7 +297,7 @@ class Engine {
       if (j.state != State::kRunning) continue;
       const double lost = LostSinceCheckpoint(j, t);
       StopRunning(j, t);
-      BackToQueue(j, lost);
+      BackToQueue(j, lost, /*preempted=*/false);
     }
     for (const auto& r : d.replacements) {
       const std::uint64_t index = r.job.value() - 1;
@@ -295,7 +305,7 @@ class Engine {
       effective_ -= j.rec.gpus / j.slowdown;
       --running_;  // StartAttempt counts it again
       j.rec.lost_gpu_s += LostSinceCheckpoint(j, t);
-      ++j.rec.restarts;
+      ++j.rec.failure_restarts;
       StartAttempt(j, index, r.placement, t, t + config_.restart_cost.value());
     }
     for (const auto& r : d.rejections) {
@@ -315,7 +325,7 @@ class Engine {
       if (j.state != State::kRunning) continue;
       const double lost = LostSinceCheckpoint(j, t);
       StopRunning(j, p.release_at.since_epoch.value());
-      BackToQueue(j, lost);
+      BackToQueue(j, lost, /*preempted=*/true);
       PushWake(p.release_at.since_epoch.value());
     }
     for (const auto& b : d.binds) {
@@ -385,7 +395,8 @@ class Engine {
     for (const SimJob& j : jobs_) {
       const JobRecord& r = j.rec;
       ++s.jobs;
-      s.restarts += r.restarts;
+      s.preemptions += r.preemptions;
+      s.failure_restarts += r.failure_restarts;
       lost += r.lost_gpu_s;
       switch (r.outcome) {
         case JobOutcome::kCompleted: {

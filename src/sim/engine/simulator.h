@@ -112,8 +112,9 @@ struct JobRecord {
   double submit_s = 0;
   double first_start_s = -1;  // -1: never started
   double end_s = -1;
-  double work_s = 0;  // the trace's duration: run time on an ideal placement
-  int restarts = 0;   // attempts ended by a failure or preemption
+  double work_s = 0;         // the trace's duration: run time on an ideal placement
+  int preemptions = 0;       // attempts ended because the scheduler evicted the job
+  int failure_restarts = 0;  // attempts ended (or restarted in place) by a node failure
   double lost_gpu_s = 0;
   double held_gpu_s = 0;  // GPU-seconds allocated to it, over all attempts
   JobOutcome outcome = JobOutcome::kUnfinished;
@@ -151,7 +152,9 @@ struct SimSummary {
   double makespan_s = 0;  // from the first submit to the last end
   double allocated_util = 0, effective_util = 0, goodput = 0;
   double avg_queue = 0, avg_fragmentation = 0;
-  std::int64_t restarts = 0, node_failures = 0;
+  std::int64_t preemptions = 0;       // evictions by the scheduler (policy), over all jobs
+  std::int64_t failure_restarts = 0;  // attempts a node failure ended or restarted in place
+  std::int64_t node_failures = 0;
   double lost_gpu_hours = 0;
   double tenant_fairness = 1;  // Jain's index over tenants' average slowdown
   std::int64_t events = 0, cycles = 0;
@@ -174,7 +177,8 @@ Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int
 
 // Runs the simulation of `trace` on `cluster` until every job has ended. `failures` overrides
 // the generated failures when set (and config.failures is then ignored). Errors: the scheduler
-// config is invalid, or the trace or failure source fails (strict mode, I/O).
+// config is invalid, the trace or failure source fails (strict mode, I/O), or the trace yields
+// no job that can be simulated (the message counts what was read, malformed and skipped).
 Result<SimResult> RunSimulation(topo::Cluster cluster, const SimConfig& config, TraceReader& trace,
                                 FailureSource failures = {});
 

@@ -26,12 +26,13 @@ topo::Cluster SmallCluster(int nodes) {
 Result<SimResult> Simulate(const std::string& jsonl, const std::string& policy, int nodes,
                            SimConfig config = {}) {
   std::istringstream in(jsonl);
-  auto reader = MakeTraceReader(TraceFormat::kJsonl, in, "test.jsonl");
+  auto reader = MakeTraceReader("jsonl", in, "test.jsonl");
+  if (!reader.ok()) return reader.status();
   auto sc = PolicyPreset(policy);
   if (!sc.ok()) return sc.status();
   config.policy = policy;
   config.scheduler = *sc;
-  return RunSimulation(SmallCluster(nodes), config, *reader);
+  return RunSimulation(SmallCluster(nodes), config, **reader);
 }
 
 TEST(EventQueueTest, OrdersByTimeThenSequence) {
@@ -81,6 +82,43 @@ TEST(SimulatorTest, FifoSerialisesJobsThatDoNotFitTogether) {
   EXPECT_NEAR(r->summary.allocated_util, 1.0, 1e-9);
 }
 
+TEST(SimulatorTest, StrictFifoBlocksBehindTheHeadFirstFitPassesIt) {
+  // 16 GPUs. a (8) runs; b (16) cannot fit until a ends at 100; c (8) fits at once. Strict FIFO
+  // keeps c behind b; first-fit starts c at once, passing b.
+  const std::string trace = R"({"id":"a","submit_s":0,"duration_s":100,"gpus":8})"
+                            "\n"
+                            R"({"id":"b","submit_s":1,"duration_s":50,"gpus":16})"
+                            "\n"
+                            R"({"id":"c","submit_s":2,"duration_s":10,"gpus":8})"
+                            "\n";
+  SimConfig config;
+  config.level_slowdown.fill(1.0);
+  auto strict = Simulate(trace, "fifo", 2, config);
+  ASSERT_TRUE(strict.ok()) << strict.status().ToString();
+  EXPECT_DOUBLE_EQ(strict->jobs[1].first_start_s, 100);
+  EXPECT_DOUBLE_EQ(strict->jobs[2].first_start_s, 150);
+  auto first_fit = Simulate(trace, "first-fit", 2, config);
+  ASSERT_TRUE(first_fit.ok()) << first_fit.status().ToString();
+  EXPECT_DOUBLE_EQ(first_fit->jobs[2].first_start_s, 2);
+  EXPECT_DOUBLE_EQ(first_fit->jobs[1].first_start_s, 100);
+  EXPECT_GT(strict->summary.avg_wait_s, first_fit->summary.avg_wait_s);
+}
+
+TEST(SimulatorTest, ATraceWithNoJobIsAnError) {
+  // Issue 15: Philly traces (no run times) simulated 0 jobs and exited 0.
+  auto none = Simulate(R"({"id":"a","submit_s":0,"gpus":8})"
+                       "\n",
+                       "fifo", 2);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no job to simulate"), std::string::npos);
+  EXPECT_NE(none.status().message().find("1 without a run time"), std::string::npos)
+      << none.status().ToString();
+  auto empty = Simulate("not json\n", "fifo", 2);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("test.jsonl:1"), std::string::npos)
+      << empty.status().ToString();
+}
+
 TEST(SimulatorTest, CrossLeafPlacementRunsSlower) {
   const std::string trace = R"({"id":"a","submit_s":0,"duration_s":100,"gpus":32})"
                             "\n";
@@ -115,6 +153,9 @@ TEST(SimulatorTest, FailuresLoseWorkButEveryJobEnds) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_GT(r->summary.node_failures, 0);
   EXPECT_GT(r->summary.lost_gpu_hours, 0);
+  // Failures restart jobs; backfill with equal priorities never preempts.
+  EXPECT_GT(r->summary.failure_restarts, 0);
+  EXPECT_EQ(r->summary.preemptions, 0);
   EXPECT_EQ(r->summary.unfinished, 0);
   EXPECT_EQ(r->summary.completed + r->summary.failed + r->summary.rejected, 40);
   // Deterministic for a seed.
@@ -122,6 +163,21 @@ TEST(SimulatorTest, FailuresLoseWorkButEveryJobEnds) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->summary.avg_jct_s, r->summary.avg_jct_s);
   EXPECT_EQ(again->summary.lost_gpu_hours, r->summary.lost_gpu_hours);
+}
+
+TEST(SimulatorTest, PreemptionsAreCountedApartFromFailureRestarts) {
+  // LAS with band preemption: a long 16-GPU job passes 1 GPU-hour of service, then a new job in
+  // a better band evicts it. No failures: every restart is a preemption.
+  const std::string trace = R"({"id":"long","submit_s":0,"duration_s":36000,"gpus":16})"
+                            "\n"
+                            R"({"id":"new","submit_s":7200,"duration_s":600,"gpus":16})"
+                            "\n";
+  auto r = Simulate(trace, "las", 2);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->summary.preemptions, 0);
+  EXPECT_EQ(r->summary.failure_restarts, 0);
+  EXPECT_GT(r->jobs[0].preemptions, 0);
+  EXPECT_EQ(r->jobs[0].failure_restarts, 0);
 }
 
 TEST(SimulatorTest, StopsWhenAJobCanNeverBePlacedAgain) {

@@ -179,17 +179,18 @@ std::vector<Series> CdfSeries(const std::vector<SimResult>& runs, F value) {
 
 std::string SummaryTable(const std::vector<SimResult>& runs) {
   std::string out = fmt::format(
-      "{:<10} {:>7} {:>7} {:>6} {:>12} {:>12} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} {:>10}\n",
+      "{:<10} {:>7} {:>7} {:>6} {:>12} {:>12} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} {:>8} "
+      "{:>10}\n",
       "policy", "jobs", "done", "fail", "avg JCT h", "p50 JCT h", "avg wait h", "slowdown", "util",
-      "eff", "goodpt", "restarts", "lost GPUh");
+      "eff", "goodpt", "preempt", "fail-rst", "lost GPUh");
   for (const auto& r : runs) {
     const SimSummary& s = r.summary;
     out += fmt::format(
         "{:<10} {:>7} {:>7} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f} {:>7.3f} {:>7.3f} "
-        "{:>7.3f} {:>8} {:>10.1f}\n",
+        "{:>7.3f} {:>8} {:>8} {:>10.1f}\n",
         s.policy, s.jobs, s.completed, s.failed + s.rejected + s.unfinished, s.avg_jct_s / 3600,
         s.median_jct_s / 3600, s.avg_wait_s / 3600, s.avg_slowdown, s.allocated_util,
-        s.effective_util, s.goodput, s.restarts, s.lost_gpu_hours);
+        s.effective_util, s.goodput, s.preemptions, s.failure_restarts, s.lost_gpu_hours);
   }
   return out;
 }
@@ -209,14 +210,15 @@ std::string ReportJson(const ReportMeta& meta, const std::vector<SimResult>& run
         "\"skipped\": {}, \"avg_jct_s\": {:.3f}, \"median_jct_s\": {:.3f}, \"p95_jct_s\": {:.3f}, "
         "\"avg_wait_s\": {:.3f}, \"avg_slowdown\": {:.4f}, \"makespan_s\": {:.3f}, "
         "\"allocated_util\": {:.4f}, \"effective_util\": {:.4f}, \"goodput\": {:.4f}, "
-        "\"avg_queue\": {:.3f}, \"avg_fragmentation_gpus\": {:.3f}, \"restarts\": {}, "
+        "\"avg_queue\": {:.3f}, \"avg_fragmentation_gpus\": {:.3f}, \"preemptions\": {}, "
+        "\"failure_restarts\": {}, "
         "\"node_failures\": {}, \"lost_gpu_hours\": {:.3f}, \"tenant_fairness\": {:.4f}, "
         "\"events\": {}, \"cycles\": {}}},\n",
         JsonString(s.policy), s.cluster_gpus, s.jobs, s.completed, s.failed, s.rejected,
         s.unfinished, s.skipped, s.avg_jct_s, s.median_jct_s, s.p95_jct_s, s.avg_wait_s,
         s.avg_slowdown, s.makespan_s, s.allocated_util, s.effective_util, s.goodput, s.avg_queue,
-        s.avg_fragmentation, s.restarts, s.node_failures, s.lost_gpu_hours, s.tenant_fairness,
-        s.events, s.cycles);
+        s.avg_fragmentation, s.preemptions, s.failure_restarts, s.node_failures, s.lost_gpu_hours,
+        s.tenant_fairness, s.events, s.cycles);
     out += fmt::format(
         "      \"trace\": {{\"lines\": {}, \"jobs\": {}, \"malformed\": {}, \"filtered\": {}}},\n"
         "      \"tenants\": [",
@@ -253,16 +255,17 @@ std::string ReportJson(const ReportMeta& meta, const std::vector<SimResult>& run
 
 std::string JobsCsv(const std::vector<SimResult>& runs) {
   std::string out =
-      "policy,job,tenant,gpus,submit_s,start_s,end_s,work_s,wait_s,jct_s,slowdown,restarts,"
-      "lost_gpu_s,held_gpu_s,outcome,reason\n";
+      "policy,job,tenant,gpus,submit_s,start_s,end_s,work_s,wait_s,jct_s,slowdown,preemptions,"
+      "failure_restarts,lost_gpu_s,held_gpu_s,outcome,reason\n";
   for (const auto& r : runs) {
     for (const auto& j : r.jobs) {
       out += fmt::format(
-          "{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{},{:.3f},"
+          "{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{},{},{:.3f},"
           "{:.3f},{},{}\n",
           CsvField(r.summary.policy), CsvField(j.id), CsvField(j.tenant), j.gpus, j.submit_s,
-          j.first_start_s, j.end_s, j.work_s, j.wait_s(), j.jct_s(), j.slowdown(), j.restarts,
-          j.lost_gpu_s, j.held_gpu_s, JobOutcomeName(j.outcome), CsvField(j.reason));
+          j.first_start_s, j.end_s, j.work_s, j.wait_s(), j.jct_s(), j.slowdown(), j.preemptions,
+          j.failure_restarts, j.lost_gpu_s, j.held_gpu_s, JobOutcomeName(j.outcome),
+          CsvField(j.reason));
     }
   }
   return out;
@@ -281,19 +284,21 @@ std::string ReportHtml(const ReportMeta& meta, const std::vector<SimResult>& run
       "<table><tr><th>policy</th><th>jobs</th><th>completed</th><th>failed</th><th>rejected</th>"
       "<th>avg JCT (h)</th><th>median JCT (h)</th><th>p95 JCT (h)</th><th>avg wait (h)</th>"
       "<th>avg slowdown</th><th>allocated util</th><th>effective util</th><th>goodput</th>"
-      "<th>avg queue</th><th>avg fragmentation (GPUs)</th><th>restarts</th>"
+      "<th>avg queue</th><th>avg fragmentation (GPUs)</th><th>preemptions</th>"
+      "<th>failure restarts</th>"
       "<th>node failures</th><th>lost GPU-h</th><th>tenant fairness</th></tr>\n";
   for (const auto& r : runs) {
     const SimSummary& s = r.summary;
     out += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td>"
         "<td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td><td>{:.3f}</td><td>{:.3f}</td>"
-        "<td>{:.3f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{:.1f}</td>"
+        "<td>{:.3f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</"
+        "td>"
         "<td>{:.3f}</td></tr>\n",
         HtmlEscape(s.policy), s.jobs, s.completed, s.failed, s.rejected, s.avg_jct_s / 3600,
         s.median_jct_s / 3600, s.p95_jct_s / 3600, s.avg_wait_s / 3600, s.avg_slowdown,
-        s.allocated_util, s.effective_util, s.goodput, s.avg_queue, s.avg_fragmentation, s.restarts,
-        s.node_failures, s.lost_gpu_hours, s.tenant_fairness);
+        s.allocated_util, s.effective_util, s.goodput, s.avg_queue, s.avg_fragmentation,
+        s.preemptions, s.failure_restarts, s.node_failures, s.lost_gpu_hours, s.tenant_fairness);
   }
   out += "</table>\n<div class=\"plots\">\n";
   out += LineChart("Allocated GPU utilisation", "days", "fraction of GPUs",

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/strings.h"
+#include "sim/workload/line_reader.h"
 
 namespace baton::sim {
 
@@ -92,19 +93,22 @@ FailureTraceReader::FailureTraceReader(std::istream& in, std::string name,
 
 Result<std::optional<FailureEvent>> FailureTraceReader::Next() {
   std::string line;
-  while (std::getline(in_, line)) {
+  bool too_long = false;
+  while (ReadBoundedLine(in_, kMaxFailureLineBytes, line, too_long)) {
     ++line_;
-    std::string_view v = Trim(line);
-    if (v.empty() || v.front() == '#') continue;
     auto bad = [&](std::string_view why) {
       return InvalidArgumentError(fmt::format("{}:{}: {}", name_, line_, why));
     };
+    if (too_long) return bad(fmt::format("line longer than {} bytes", kMaxFailureLineBytes));
+    std::string_view v = Trim(line);
+    if (v.empty() || v.front() == '#') continue;
     if (line_ == 1 && v.starts_with("time_s")) continue;
     auto f = Split(v, ',');
     if (f.size() != 4)
       return bad(fmt::format("expected 4 fields (time_s,node,cause,repair_s), found {}", f.size()));
     auto t = ParseDouble(f[0]);
-    if (!t || *t < 0) return bad("field 'time_s': must be a number >= 0");
+    if (!t) return bad("field 'time_s': must be a number >= 0");
+    if (Status h = TimeInHorizon("time_s", *t); !h.ok()) return bad(h.message());
     if (Seconds(*t) < last_) return bad("field 'time_s': failures must be in time order");
     auto node = cluster_.FindNode(Trim(f[1]));
     if (!node.ok()) return bad(fmt::format("field 'node': {}", node.status().message()));
@@ -112,7 +116,11 @@ Result<std::optional<FailureEvent>> FailureTraceReader::Next() {
     if (cause.empty()) return bad("field 'cause': empty");
     auto repair = ParseDouble(f[3]);
     if (!repair || *repair <= 0) return bad("field 'repair_s': must be a number > 0");
+    if (Status h = TimeInHorizon("repair_s", *repair); !h.ok()) return bad(h.message());
     auto it = std::find(causes_.begin(), causes_.end(), cause);
+    if (it == causes_.end() && causes_.size() >= kMaxFailureCauses) {
+      return bad(fmt::format("field 'cause': more than {} distinct causes", kMaxFailureCauses));
+    }
     if (it == causes_.end()) it = causes_.insert(causes_.end(), cause);
     last_ = Seconds(*t);
     return std::optional<FailureEvent>(

@@ -68,6 +68,11 @@ class FailureGenerator {
 // time order. Node names must exist in the cluster. Errors name the file, line and field.
 class FailureTraceReader {
  public:
+  // Bounds on hostile input: a line's length, and the distinct causes kept (a real failure
+  // taxonomy has a dozen or two: Llama 3's lists 16 root causes).
+  static constexpr std::size_t kMaxFailureLineBytes = 4096;
+  static constexpr std::size_t kMaxFailureCauses = 256;
+
   FailureTraceReader(std::istream& in, std::string name, const topo::Cluster& cluster);
   Result<std::optional<FailureEvent>> Next();
   const std::vector<std::string>& causes() const { return causes_; }

@@ -67,5 +67,27 @@ TEST(FailureTraceTest, ReadsAndRejectsWithLineNumbers) {
   EXPECT_EQ(r2.Next().status().message(), "g.csv:1: field 'node': no node 'nosuch'");
 }
 
+TEST(FailureTraceTest, FarFutureTimesAndLongLinesAreRefused) {
+  topo::FatTreeParams p;
+  p.layout.nodes = 4;
+  p.tiers = 2;
+  p.nodes_per_leaf = 2;
+  p.leaves_per_spine = 2;
+  auto cluster = topo::BuildFatTree(p);
+  ASSERT_TRUE(cluster.ok());
+  // A repair due in 1e20 s kept the simulator sampling until memory ran out.
+  for (const char* text : {"1e20,gpu001,x,60\n", "10,gpu001,x,1e20\n"}) {
+    std::istringstream in(text);
+    FailureTraceReader r(in, "f.csv", *cluster);
+    auto e = r.Next();
+    ASSERT_FALSE(e.ok()) << text;
+    EXPECT_NE(e.status().message().find("f.csv:1:"), std::string::npos);
+    EXPECT_NE(e.status().message().find("horizon"), std::string::npos) << e.status().ToString();
+  }
+  std::istringstream long_line(std::string(1 << 20, 'x') + "\n");
+  FailureTraceReader r(long_line, "f.csv", *cluster);
+  EXPECT_NE(r.Next().status().message().find("longer than"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace baton::sim

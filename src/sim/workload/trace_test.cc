@@ -3,10 +3,23 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace baton::sim {
 namespace {
+
+// A few rows of Gavel's philly-gavel/throughputs.csv (V100, steps per second).
+std::shared_ptr<const PhillyThroughputs> Throughputs() {
+  auto t = PhillyThroughputs::Parse(
+      "gpu_type,job_type,scale_factor,steps_per_s\n"
+      "k80,ResNet-18 (batch size 32),4,1.0\n"
+      "v100,ResNet-18 (batch size 32),4,114.73342037584995\n"
+      "v100,A3C,1,7.175767179667988\n",
+      "throughputs.csv");
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return std::make_shared<const PhillyThroughputs>(*t);
+}
 
 struct ReadAll {
   std::vector<TraceJob> jobs;
@@ -14,10 +27,16 @@ struct ReadAll {
   Status status;
 };
 
-ReadAll Read(TraceFormat format, const std::string& text, TraceOptions options = {}) {
+ReadAll Read(std::string_view format, const std::string& text, TraceOptions options = {},
+             std::string name = "t") {
   std::istringstream in(text);
-  auto reader = MakeTraceReader(format, in, "t", options);
+  auto made = MakeTraceReader(format, in, name, options);
   ReadAll out;
+  if (!made.ok()) {
+    out.status = made.status();
+    return out;
+  }
+  auto& reader = *made;
   while (true) {
     auto next = reader->Next();
     if (!next.ok()) {
@@ -32,7 +51,7 @@ ReadAll Read(TraceFormat format, const std::string& text, TraceOptions options =
 }
 
 TEST(TraceTest, ItpParsesAndReportsMalformedLines) {
-  auto r = Read(TraceFormat::kItp,
+  auto r = Read("itp",
                 "job_id,submission_time,duration,num_gpu\n"
                 "a,10,100,8\n"
                 "b,11,x,8\n"
@@ -57,23 +76,28 @@ TEST(TraceTest, ItpParsesAndReportsMalformedLines) {
 TEST(TraceTest, StrictStopsAtFirstMalformedLine) {
   TraceOptions strict;
   strict.strict = true;
-  auto r = Read(TraceFormat::kItp, "a,1,2,1\nb,1,2\nc,1,2,1\n", strict);
+  auto r = Read("itp", "a,1,2,1\nb,1,2\nc,1,2,1\n", strict);
   EXPECT_EQ(r.jobs.size(), 1u);
   EXPECT_EQ(r.status.message(), "t:2: expected 4 fields, found 3 (truncated line?)");
 }
 
 TEST(TraceTest, PhillySwfOpenbJsonl) {
-  auto philly = Read(TraceFormat::kPhilly,
-                     "ResNet-18 (batch size 32)\tcmd\t--num_steps\t1\t1104675\t6.000000\t4\n");
+  TraceOptions philly_options;
+  philly_options.philly_throughputs = Throughputs();
+  auto philly =
+      Read("philly", "ResNet-18 (batch size 32)\tcmd\t--num_steps\t1\t1104675\t6.000000\t4\n",
+           philly_options, "traces/6214e9.trace");
   ASSERT_EQ(philly.jobs.size(), 1u);
   EXPECT_EQ(philly.jobs[0].gpus, 4);
   EXPECT_EQ(philly.jobs[0].total_steps, 1104675);
   EXPECT_EQ(philly.jobs[0].kind, "ResNet-18 (batch size 32)");
-  EXPECT_FALSE(philly.jobs[0].duration.has_value());
+  ASSERT_TRUE(philly.jobs[0].duration.has_value());
+  EXPECT_DOUBLE_EQ(philly.jobs[0].duration->value(), 1104675 / 114.73342037584995);
+  EXPECT_EQ(philly.jobs[0].tenant, "6214e9");  // the virtual cluster, from the file name
 
   TraceOptions swf_options;
   swf_options.swf_procs_per_gpu = 4;
-  auto swf = Read(TraceFormat::kSwf,
+  auto swf = Read("swf",
                   "; comment\n"
                   "    1        0     -1   1451  128     -1    -1   -1     -1    -1 -1   1   1  -1 "
                   "-1 -1 -1 -1\n"
@@ -87,7 +111,7 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   EXPECT_EQ(swf.stats.filtered, 1);
   EXPECT_EQ(swf.stats.malformed, 1);
 
-  auto openb = Read(TraceFormat::kOpenb,
+  auto openb = Read("openb",
                     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_"
                     "time,deletion_time,scheduled_time\n"
                     "p0,12000,16384,1,460,,LS,Running,0,100,10\n"
@@ -106,7 +130,7 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   j.duration = Seconds(60);
   j.gpus = 16;
   j.tenant = "team-a";
-  auto jsonl = Read(TraceFormat::kJsonl, ToJsonl(j) + "\n{\"gpus\": 0}\n{\"gpu\": 2}\nnot json\n");
+  auto jsonl = Read("jsonl", ToJsonl(j) + "\n{\"gpus\": 0}\n{\"gpu\": 2}\nnot json\n");
   ASSERT_EQ(jsonl.jobs.size(), 1u);
   EXPECT_EQ(jsonl.jobs[0].tenant, "team-a");
   EXPECT_EQ(ToJsonl(jsonl.jobs[0]), ToJsonl(j));
@@ -119,19 +143,130 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
 TEST(TraceTest, BinaryAndOverlongLinesAreMalformedNotFatal) {
   TraceOptions small;
   small.max_line_bytes = 16;
-  auto r = Read(TraceFormat::kItp,
-                std::string("\x00\x01\xff,,\n", 6) + std::string(100, 'x') + "\na,1,1,1\n", small);
+  auto r = Read("itp", std::string("\x00\x01\xff,,\n", 6) + std::string(100, 'x') + "\na,1,1,1\n",
+                small);
   EXPECT_EQ(r.jobs.size(), 1u);
   EXPECT_EQ(r.stats.malformed, 2);
   EXPECT_NE(r.stats.warnings[1].find("longer than 16 bytes"), std::string::npos);
 }
 
 TEST(TraceTest, FormatNames) {
-  EXPECT_EQ(*ParseTraceFormat("SWF"), TraceFormat::kSwf);
-  EXPECT_FALSE(ParseTraceFormat("csv").ok());
-  EXPECT_EQ(*GuessTraceFormat("x.csv", "job_id,submission_time,duration,num_gpu"),
-            TraceFormat::kItp);
+  EXPECT_EQ((*FindTraceFormat("SWF"))->name, "swf");
+  EXPECT_FALSE(FindTraceFormat("csv").ok());
+  EXPECT_EQ((*GuessTraceFormat("x.csv", "job_id,submission_time,duration,num_gpu"))->name, "itp");
+  EXPECT_EQ((*GuessTraceFormat("x.csv", "name,cpu_milli,memory_mib"))->name, "openb");
+  EXPECT_EQ((*GuessTraceFormat("vc.trace", ""))->name, "philly");
   EXPECT_FALSE(GuessTraceFormat("x.txt", "hello").ok());
+  // Every registered format makes a reader by its name.
+  for (const TraceFormat& f : TraceFormats()) {
+    std::istringstream in("");
+    auto r = MakeTraceReader(f.name, in, "t");
+    ASSERT_TRUE(r.ok()) << f.name;
+    EXPECT_FALSE((*r)->Next()->has_value()) << f.name;
+  }
+}
+
+// Issue 15: one far-future time (1e20 s, or epoch milliseconds) made `baton sim` grow memory
+// until it aborted. Every reader now refuses a time past kTraceHorizon, naming the line.
+TEST(TraceTest, TimesPastTheHorizonAreMalformedNamingTheLine) {
+  auto itp = Read("itp", "a,1e20,100,8\nb,10,1e12,8\nc,10,100,8\n");
+  ASSERT_TRUE(itp.status.ok()) << itp.status.ToString();
+  ASSERT_EQ(itp.jobs.size(), 1u);
+  EXPECT_EQ(itp.jobs[0].id, "c");
+  ASSERT_EQ(itp.stats.warnings.size(), 2u);
+  EXPECT_NE(itp.stats.warnings[0].find("t:1: field 'submission_time'"), std::string::npos)
+      << itp.stats.warnings[0];
+  EXPECT_NE(itp.stats.warnings[0].find("horizon"), std::string::npos);
+  EXPECT_NE(itp.stats.warnings[1].find("t:2: field 'duration'"), std::string::npos);
+  auto jsonl = Read("jsonl", R"({"gpus":1,"submit_s":1e12,"duration_s":5})"
+                             "\n");
+  EXPECT_EQ(jsonl.stats.malformed, 1);
+  EXPECT_NE(jsonl.stats.warnings[0].find("submit_s"), std::string::npos);
+  // openb's reader is not touched here: the shared line reader checks what it yields.
+  auto openb = Read("openb", "p,0,0,1,1000,V100,LS,Running,1e20,1e20,1e20\n");
+  EXPECT_EQ(openb.stats.malformed, 1);
+  EXPECT_NE(openb.stats.warnings[0].find("horizon"), std::string::npos) << openb.stats.warnings[0];
+  TraceOptions strict;
+  strict.strict = true;
+  auto s = Read("swf", "1 1e20 -1 10 1 -1 -1 -1 -1 -1 -1 1 1 -1 -1 -1 -1 -1\n", strict);
+  EXPECT_NE(s.status.message().find("t:1: field 'submit_time'"), std::string::npos)
+      << s.status.ToString();
+}
+
+// Issue 15: a 1e308 in an SWF trace was cast to int (undefined behaviour; the dev preset's
+// -fsanitize=float-cast-overflow aborts on it).
+TEST(TraceTest, SwfHugeNumbersAreMalformedNotCast) {
+  auto r = Read("swf",
+                "1 0 -1 10 1e308 -1 -1 -1 -1 -1 -1 1 1 -1 -1 -1 -1 -1\n"
+                "2 0 -1 10 1 -1 -1 -1 -1 -1 -1 1e308 1 -1 -1 -1 -1 -1\n"
+                "3 0 -1 10 1 -1 -1 -1 -1 -1 -1 1 1 -1 1e308 -1 -1 -1\n"
+                "4 0 -1 10 1 -1 -1 -1 -1 -1 -1 1 1 -1 -1 -1 -1 -1\n");
+  ASSERT_TRUE(r.status.ok());
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(r.jobs[0].id, "4");
+  ASSERT_EQ(r.stats.warnings.size(), 3u);
+  EXPECT_NE(r.stats.warnings[0].find("allocated_processors"), std::string::npos);
+  EXPECT_NE(r.stats.warnings[1].find("user_id"), std::string::npos);
+  EXPECT_NE(r.stats.warnings[2].find("queue"), std::string::npos);
+}
+
+TEST(TraceTest, JsonlDeepNestingIsMalformedNotARecursion) {
+  auto r = Read("jsonl", std::string(200000, '[') + "\n" + R"({"gpus":1,"duration_s":5})" + "\n");
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(r.stats.malformed, 1);
+  auto dup = Read("jsonl", R"({"gpus":1,"gpus":2,"duration_s":5})"
+                           "\n");
+  EXPECT_EQ(dup.stats.malformed, 1);
+}
+
+TEST(TraceTest, PhillyNeedsItsThroughputs) {
+  // Without a table every line is malformed (and `baton sim` then stops: no job).
+  auto none = Read("philly", "A3C\tcmd\t-n\t1\t100\t0\t1\n");
+  EXPECT_EQ(none.jobs.size(), 0u);
+  EXPECT_EQ(none.stats.malformed, 1);
+  TraceOptions o;
+  o.philly_throughputs = Throughputs();
+  auto unknown = Read("philly", "LM (batch size 5)\tcmd\t-n\t1\t100\t0\t8\n", o);
+  ASSERT_EQ(unknown.stats.warnings.size(), 1u);
+  EXPECT_NE(unknown.stats.warnings[0].find("no V100 throughput for 'LM (batch size 5)'"),
+            std::string::npos);
+  // Past the largest measured scale factor (A3C: 1 only) the rate grows linearly, and the job
+  // is counted as estimated.
+  auto extrapolated = Read("philly", "A3C\tcmd\t-n\t1\t1000\t0\t8\n", o);
+  ASSERT_EQ(extrapolated.jobs.size(), 1u);
+  EXPECT_DOUBLE_EQ(extrapolated.jobs[0].duration->value(), 1000 / (7.175767179667988 * 8));
+  EXPECT_EQ(extrapolated.stats.estimated_durations, 1);
+  EXPECT_FALSE(PhillyThroughputs::Parse("gpu_type,job_type,scale_factor,steps_per_s\n"
+                                        "v100,A3C,1,0\n",
+                                        "x.csv")
+                   .ok());
+  EXPECT_FALSE(PhillyThroughputs::Parse("v100,A3C,1,2\nv100,A3C,1,3\n", "x.csv").ok());
+  // OpenTrace finds throughputs.csv beside the trace, or says it is missing.
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "philly_no_table";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "vc1.trace") << "A3C\tcmd\t-n\t1\t100\t0\t1\n";
+  auto missing = OpenTrace((dir / "vc1.trace").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("throughputs.csv"), std::string::npos);
+  std::ofstream(dir / "throughputs.csv") << "gpu_type,job_type,scale_factor,steps_per_s\n"
+                                            "v100,A3C,1,7.175767179667988\n";
+  std::ofstream(dir / "vc2.trace") << "A3C\tcmd\t-n\t1\t200\t5\t1\n"
+                                      "A3C\tcmd\t-n\t1\t300\t50\t1\n";
+  // A folder is one trace: files merged by submit time, each file's virtual cluster a tenant.
+  auto merged = OpenTrace(dir.string());
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  std::vector<std::pair<std::string, double>> seen;
+  while (true) {
+    auto next = (*merged)->Next();
+    ASSERT_TRUE(next.ok());
+    if (!next->has_value()) break;
+    seen.push_back({(*next)->tenant, (*next)->submit.value()});
+  }
+  EXPECT_EQ(seen,
+            (std::vector<std::pair<std::string, double>>{{"vc1", 0}, {"vc2", 5}, {"vc2", 50}}));
+  EXPECT_EQ((*merged)->stats().jobs, 3);
+  std::filesystem::remove_all(dir);
 }
 
 // The real traces in ../shared/data/traces: read each whole, in constant memory.
@@ -146,7 +281,7 @@ TEST(TraceTest, RealTracesReadCleanly) {
     std::int64_t min_jobs;
   };
   for (Want w : {Want{"itp/cluster04.csv", 15000}, Want{"philly-gavel/0e4a51.trace", 1000},
-                 Want{"swf/NASA-iPSC-1993-3.1-cln.swf", 18000},
+                 Want{"philly-gavel", 15000}, Want{"swf/NASA-iPSC-1993-3.1-cln.swf", 18000},
                  Want{"alibaba-openb/openb_pod_list_default.csv", 5000}}) {
     auto reader = OpenTrace((traces / w.path).string());
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <variant>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 #include "topology/builders/fabrics.h"
 #include "topology/io/common.h"
@@ -598,8 +599,12 @@ std::vector<std::string> NodeNames(const Cluster& c, std::span<const NodeId> ids
 Result<Cluster> LoadClusterYaml(std::string_view text, std::string_view filename,
                                 std::size_t max_nodes) {
   RETURN_IF_ERROR(CheckTextInput(text, filename));
+  YamlLimits limits;
+  limits.max_bytes = kMaxTopologyFileBytes;
+  // A cluster file's tree holds a few nodes per line of text; aliases may not multiply that.
+  limits.max_nodes = std::max<std::size_t>(1'000'000, text.size());
+  ASSIGN_OR_RETURN(const Yaml root, LoadYamlBounded(text, filename, limits));
   try {
-    const Yaml root = YAML::Load(std::string(text));
     return Loader(filename, max_nodes).Load(root);
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return InvalidArgumentError(fmt::format("{}: {}", filename, e.msg));

@@ -50,11 +50,12 @@ namespace baton::topo {
 // Parses and validates a cluster file. Input over 64 MiB is ResourceExhausted and binary or
 // non-UTF-8 input InvalidArgument, both before parsing; every other error is InvalidArgument (or
 // AlreadyExists / NotFound / ResourceExhausted from the builder) reading
-// "cluster.yaml:12:7: field 'gpus': must be > 0, got -1". Never throws. A cluster of more than
-// `max_nodes` nodes, or a file whose hostlists expand to more than 8 x max_nodes names in all, is
-// ResourceExhausted (a service reading untrusted files may lower the cap).
+// "cluster.yaml:12:7: field 'gpus': must be > 0, got -1". Never throws. The YAML goes through
+// LoadYamlBounded (depth, alias expansion and duplicate keys bounded before the walk). A cluster
+// of more than `max_nodes` nodes, or a file whose hostlists expand to more than 8 x max_nodes
+// names in all, is ResourceExhausted, found before a hostlist past the cap is expanded.
 Result<Cluster> LoadClusterYaml(std::string_view text, std::string_view filename,
-                                std::size_t max_nodes = kMaxHostlistNames);
+                                std::size_t max_nodes = kMaxClusterFileNodes);
 
 // Writes `cluster` in the format above (explicit lists, the full link table, consecutive equal
 // entries merged into hostlist groups). LoadClusterYaml reads it back into an equivalent cluster,

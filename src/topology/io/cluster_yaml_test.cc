@@ -1,5 +1,6 @@
 #include "topology/io/cluster_yaml.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -183,7 +184,7 @@ TEST(ClusterYamlTest, RejectsBadInput) {
        head + leaves + "failure_domains:\n  - {kind: zone, name: z, nodes: n1}\n",
        "c.yaml:9:12: field 'kind': unknown kind 'zone'"},
       {"missing name", "shapes: {}\n", "c.yaml:1:1: field 'name': missing"},
-      {"duplicate field", "name: a\nname: b\n", "c.yaml:2:1: field 'name': given twice"},
+      {"duplicate field", "name: a\nname: b\n", "c.yaml:2: duplicate key 'name'"},
       {"not a map", "- a\n- b\n", "c.yaml:1:1: expected a map of cluster fields"},
       {"empty", "", "c.yaml: expected a map of cluster fields"},
       {"truncated", "name: t\nshapes: {s: {gpu: H100, gpus: 8}\nnodes: [", "c.yaml:3:"},
@@ -205,6 +206,21 @@ TEST(ClusterYamlTest, RejectsBadInput) {
     EXPECT_THAT(got.status().message(), HasSubstr(c.want)) << c.what;
     EXPECT_EQ(got.status().code(), c.code) << c.what << ": " << got.status().ToString();
   }
+}
+
+TEST(ClusterYamlTest, AliasBombAndDuplicateKeysAreRefused) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    const char p = static_cast<char>(c - 1);
+    bomb += fmt::format("{0}: &{0} [*{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}]\n", c, p);
+  }
+  auto r = LoadClusterYaml(bomb, "bomb.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+  auto dup = LoadClusterYaml("name: a\nname: b\n", "dup.yaml");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_THAT(dup.status().message(), HasSubstr("name")) << dup.status().ToString();
+  EXPECT_THAT(dup.status().message(), HasSubstr("duplicate"));
 }
 
 TEST(ClusterYamlTest, RejectsOversizedInput) {

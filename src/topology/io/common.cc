@@ -4,9 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <filesystem>
-#include <fstream>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 
 namespace baton::topo {
@@ -35,33 +34,7 @@ Status CheckTextInput(std::string_view text, std::string_view filename) {
 }
 
 Result<std::string> ReadFileCapped(const std::string& path, std::size_t max_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return InvalidArgumentError(fmt::format("{}: is a directory", path));
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > max_bytes) {
-    return ResourceExhaustedError(
-        fmt::format("{}: {} bytes is larger than the {} MiB limit", path, size, max_bytes >> 20));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("{}: cannot open", path));
-  // Read at most max_bytes + 1 so that a huge file (or an endless device) is never slurped.
-  std::string data;
-  std::array<char, 1 << 16> buf;
-  while (data.size() <= max_bytes) {
-    in.read(buf.data(),
-            static_cast<std::streamsize>(std::min(buf.size(), max_bytes + 1 - data.size())));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    if (got == 0) break;
-    data.append(buf.data(), got);
-  }
-  if (in.bad()) return InternalError(fmt::format("{}: read error", path));
-  if (data.size() > max_bytes) {
-    return ResourceExhaustedError(
-        fmt::format("{}: larger than the {} MiB limit for topology files", path, max_bytes >> 20));
-  }
-  return data;
+  return ReadFileBounded(path, Bytes(static_cast<double>(max_bytes)), "topology file");
 }
 
 std::string YamlQuote(std::string_view s) {

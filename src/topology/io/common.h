@@ -21,8 +21,8 @@ inline constexpr std::size_t kMaxTopologyFileBytes = std::size_t{64} << 20;
 // binary input is rejected before parsing.
 Status CheckTextInput(std::string_view text, std::string_view filename);
 
-// Reads a whole file of at most `max_bytes`; a larger file is ResourceExhausted without being
-// read, a missing one NotFound.
+// Reads a whole file of at most `max_bytes` through ReadFileBounded: a larger file is
+// ResourceExhausted without being read, a missing one NotFound, a FIFO or device InvalidArgument.
 Result<std::string> ReadFileCapped(const std::string& path,
                                    std::size_t max_bytes = kMaxTopologyFileBytes);
 

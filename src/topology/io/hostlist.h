@@ -15,6 +15,13 @@ namespace baton::topo {
 // The most names one expression may expand to (= the largest cluster the builders accept).
 inline constexpr std::size_t kMaxHostlistNames = std::size_t{1} << 22;  // 4,194,304
 
+// The most nodes a cluster file (topology.conf, slurm.conf, cluster YAML) may define by default:
+// 65,536 nodes, 524,288 GPUs at 8 per node, several times the largest GPU clusters built as of
+// 2025 (xAI's Colossus: about 200,000 GPUs). The readers expand a hostlist only within what is
+// left of this cap, so a 37-byte "Nodes=n[0-99999999]" is refused before any name is made (at the
+// builders' 4M cap it took 3.5 GB and two minutes).
+inline constexpr std::size_t kMaxClusterFileNodes = std::size_t{1} << 16;
+
 // Expands a hostlist. Items are separated by commas outside brackets; each item is literal text
 // with any number of bracket groups "[a-b,c,...]" (several groups expand as a cartesian product,
 // the first group outermost). A range keeps the zero-padding of its low bound: "gpu[08-10]" ->

@@ -226,9 +226,11 @@ auto GroupNodes(const Cluster& c, KeyFn key) {
 
 Result<std::vector<SlurmSwitchLine>> ParseSlurmTopology(std::string_view text,
                                                         std::string_view filename,
-                                                        std::size_t max_names) {
+                                                        std::size_t max_nodes) {
   RETURN_IF_ERROR(CheckTextInput(text, filename));
   std::vector<SlurmSwitchLine> out;
+  std::size_t node_budget = max_nodes;    // a node sits under one leaf: Nodes= names in all
+  std::size_t switch_budget = max_nodes;  // Switches= names in all (each names one switch)
   for (const ConfLine& l : SplitConf(text)) {
     if (!l.stray.empty()) {
       return InvalidArgumentError(
@@ -256,10 +258,10 @@ Result<std::vector<SlurmSwitchLine>> ParseSlurmTopology(std::string_view text,
         sw.name = f.value;
       } else if (f.key == "nodes") {
         ASSIGN_OR_RETURN(sw.nodes,
-                         ExpandField(filename, l.line, f.original_key, f.value, max_names));
+                         ExpandField(filename, l.line, f.original_key, f.value, node_budget));
       } else if (f.key == "switches") {
         ASSIGN_OR_RETURN(sw.switches,
-                         ExpandField(filename, l.line, f.original_key, f.value, max_names));
+                         ExpandField(filename, l.line, f.original_key, f.value, switch_budget));
       } else if (auto speed = ParseInt64(f.value); !speed || *speed < 0) {
         return LineError(
             filename, l.line, f.original_key,
@@ -298,10 +300,11 @@ NodeShape DefaultSlurmNodeShape() {
 
 Result<Cluster> ImportSlurmTopology(std::string_view topology_conf, std::string_view filename,
                                     std::optional<SlurmConf> slurm_conf, std::size_t max_nodes) {
-  ASSIGN_OR_RETURN(auto lines, ParseSlurmTopology(topology_conf, filename, 8 * max_nodes));
+  ASSIGN_OR_RETURN(auto lines, ParseSlurmTopology(topology_conf, filename, max_nodes));
   SlurmNodes conf;
   if (slurm_conf) {
-    ASSIGN_OR_RETURN(conf, ParseSlurmNodes(*slurm_conf, 8 * max_nodes));
+    // A node is defined once: NodeName= hostlists may name at most max_nodes in all.
+    ASSIGN_OR_RETURN(conf, ParseSlurmNodes(*slurm_conf, max_nodes));
   }
 
   // Cross-line checks, by name, so that every error can point at its line.

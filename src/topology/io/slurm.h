@@ -25,11 +25,11 @@ struct SlurmSwitchLine {
 // Parses topology/tree syntax: keys are case-insensitive, '#' starts a comment, a trailing '\'
 // continues a line. Checks each line on its own (an unknown or repeated key, a missing SwitchName,
 // a bad hostlist, neither Nodes= nor Switches=, both); cross-line checks happen on import. The
-// hostlists of the whole file may expand to at most `max_names` names (else ResourceExhausted).
-// Errors read "topology.conf:3: field 'Nodes': ...".
-Result<std::vector<SlurmSwitchLine>> ParseSlurmTopology(std::string_view text,
-                                                        std::string_view filename,
-                                                        std::size_t max_names = kMaxHostlistNames);
+// Nodes= hostlists of the whole file may expand to at most `max_nodes` names, and its Switches=
+// hostlists to at most `max_nodes` more (each is expanded only within what is left; else
+// ResourceExhausted, before the names are made). Errors read "topology.conf:3: field 'Nodes': ...".
+Result<std::vector<SlurmSwitchLine>> ParseSlurmTopology(
+    std::string_view text, std::string_view filename, std::size_t max_nodes = kMaxClusterFileNodes);
 
 // The slurm.conf that gives imported nodes their shape: only ClusterName= and the NodeName=
 // lines (CPUs=, RealMemory= in MiB, Gres=gpu:TYPE:N with TYPE resolved by FindGpu, and
@@ -48,11 +48,11 @@ NodeShape DefaultSlurmNodeShape();
 // nodes created in slurm.conf order, else in topology.conf order with DefaultSlurmNodeShape().
 // Errors name the file, line and field: a switch defined twice, a node under two leaves, an
 // unknown switch in Switches=, a switch with two parents, a cycle, an unknown GPU type. Input over
-// 64 MiB or not UTF-8 text is rejected before parsing. More than `max_nodes` nodes, or hostlists
-// expanding to more than 8 x max_nodes names in all, is ResourceExhausted.
+// 64 MiB or not UTF-8 text is rejected before parsing. More than `max_nodes` nodes in either file
+// is ResourceExhausted, found before any hostlist past the cap is expanded.
 Result<Cluster> ImportSlurmTopology(std::string_view topology_conf, std::string_view filename,
                                     std::optional<SlurmConf> slurm_conf = std::nullopt,
-                                    std::size_t max_nodes = kMaxHostlistNames);
+                                    std::size_t max_nodes = kMaxClusterFileNodes);
 
 // topology.conf: one SwitchName line per switch, by tier then id; leaves list Nodes=, upper
 // switches Switches=, both as compressed hostlists.

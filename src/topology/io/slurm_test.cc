@@ -1,5 +1,6 @@
 #include "topology/io/slurm.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -192,6 +193,26 @@ TEST(SlurmTest, RejectsBadInput) {
     ASSERT_FALSE(got.ok()) << c.what;
     EXPECT_THAT(got.status().message(), HasSubstr(c.want)) << c.what;
   }
+}
+
+// Issue 15: a 37-byte hostlist in topology.conf used 3.5 GB and two minutes. The default cap
+// (kMaxClusterFileNodes) is enforced before a hostlist is expanded, in both files.
+TEST(SlurmTest, DefaultNodeCapHoldsBeforeExpansion) {
+  auto over = ImportSlurmTopology("SwitchName=s Nodes=n[000001-100000]", "topology.conf");
+  ASSERT_EQ(over.status().code(), StatusCode::kResourceExhausted) << over.status().ToString();
+  EXPECT_THAT(over.status().message(), HasSubstr("topology.conf:1: field 'Nodes'"));
+  const std::string attack = "SwitchName=s Nodes=n[0-99999999]";  // 37 bytes with a newline
+  EXPECT_EQ(ImportSlurmTopology(attack, "topology.conf").status().code(),
+            StatusCode::kResourceExhausted);
+  auto conf = ImportSlurmTopology("SwitchName=s Nodes=n1", "topology.conf",
+                                  SlurmConf{"NodeName=n[0-99999999] Gres=gpu:8"});
+  EXPECT_EQ(conf.status().code(), StatusCode::kResourceExhausted) << conf.status().ToString();
+  auto switches = ImportSlurmTopology("SwitchName=s Switches=s[0-99999999]", "topology.conf");
+  EXPECT_EQ(switches.status().code(), StatusCode::kResourceExhausted);
+  // At the cap itself a file still loads.
+  auto at_cap = ImportSlurmTopology(fmt::format("SwitchName=s Nodes=n[1-{}]", kMaxClusterFileNodes),
+                                    "topology.conf");
+  EXPECT_TRUE(at_cap.ok()) << at_cap.status().ToString();
 }
 
 TEST(SlurmTest, CapsNodes) {

@@ -1,0 +1,90 @@
+// baton's JSONL trace: one JSON object per line; see ToJsonl for the keys.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/bounded_input.h"
+#include "sim/workload/line_reader.h"
+#include "sim/workload/readers.h"
+
+namespace baton::sim {
+namespace {
+
+// baton JSONL: one object per line; see ToJsonl for the keys.
+class JsonlReader final : public LineReader {
+ public:
+  using LineReader::LineReader;
+
+ protected:
+  Result<std::optional<TraceJob>> Parse(std::string_view line) override {
+    // Depth- and size-checked before parsing (a line of 100,000 '[' must not recurse that
+    // deep), duplicate keys refused.
+    auto parsed = ParseJsonBounded(line, {.max_depth = 4, .max_bytes = options().max_line_bytes});
+    if (!parsed.ok()) {
+      const std::string& why = parsed.status().message();
+      if (parsed.status().code() == StatusCode::kResourceExhausted ||
+          why.find("duplicate key") != std::string::npos) {
+        return InvalidArgumentError(why);
+      }
+      return InvalidArgumentError("not valid JSON");
+    }
+    const nlohmann::json& o = *parsed;
+    if (!o.is_object()) return InvalidArgumentError("not a JSON object");
+    TraceJob j;
+    for (const auto& item : o.items()) {
+      // Not a structured binding: lambdas cannot capture those before clang 16 (P1091).
+      const std::string& key = item.key();
+      const nlohmann::json& value = item.value();
+      auto bad = [&](std::string_view why) {
+        return InvalidArgumentError(fmt::format("field '{}': {}", key, why));
+      };
+      if (key == "id" || key == "tenant" || key == "gpu_type" || key == "kind") {
+        if (!value.is_string()) return bad("must be a string");
+        std::string s = value.get<std::string>();
+        (key == "id"         ? j.id
+         : key == "tenant"   ? j.tenant
+         : key == "gpu_type" ? j.gpu_type
+                             : j.kind) = s;
+      } else if (key == "submit_s" || key == "duration_s" || key == "requested_time_s") {
+        if (!value.is_number()) return bad("must be a number");
+        double v = value.get<double>();
+        RETURN_IF_ERROR(TimeInHorizon(key, v));
+        if (key == "submit_s") j.submit = Seconds(v);
+        if (key == "duration_s") j.duration = Seconds(v);
+        if (key == "requested_time_s") j.requested_time = Seconds(v);
+      } else if (key == "gpus" || key == "gpu_milli" || key == "total_steps" || key == "priority") {
+        if (!value.is_number_integer()) return bad("must be an integer");
+        auto v = value.get<std::int64_t>();
+        if (key == "gpus") {
+          if (v <= 0 || v > 1'000'000)
+            return bad(fmt::format("{} GPUs is out of range (1..1000000)", v));
+          j.gpus = static_cast<int>(v);
+        } else if (key == "gpu_milli") {
+          if (v <= 0 || v > 1000) return bad(fmt::format("{} is out of range (1..1000)", v));
+          j.gpu_milli = static_cast<int>(v);
+        } else if (key == "total_steps") {
+          if (v < 0) return bad("must not be negative");
+          j.total_steps = v;
+        } else {
+          if (v < -1'000'000 || v > 1'000'000) return bad("out of range");
+          j.priority = static_cast<int>(v);
+        }
+      } else {
+        return bad("unknown field");
+      }
+    }
+    if (j.gpus == 0) return InvalidArgumentError("field 'gpus': missing");
+    if (j.id.empty()) j.id = fmt::format("{}", line_number());
+    return std::optional<TraceJob>(std::move(j));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TraceReader> MakeJsonlReader(std::istream& in, std::string name,
+                                             const TraceOptions& options) {
+  return std::make_unique<JsonlReader>(in, std::move(name), options);
+}
+
+}  // namespace baton::sim

@@ -35,6 +35,10 @@ TEST(PoliciesTest, NamedFilesKeepTheOldPresets) {
   EXPECT_EQ(*PolicyPreset("backfill"), OldBase(QueueSort::kFifo, true));
   sched::SchedulerConfig las = OldBase(QueueSort::kLas, false);
   las.preempt_by = sched::PreemptBy::kLasBand;
+  // The old preset predates the tenancy policy; the file restores what it did: evict at any age,
+  // across tenants.
+  las.tenancy.min_run_time = Seconds(0);
+  las.tenancy.cross_tenant_preemption = true;
   EXPECT_EQ(*PolicyPreset("las"), las);
   sched::SchedulerConfig topo = OldBase(QueueSort::kFifo, true);
   topo.plugins.push_back({"binpack", 2, {}});

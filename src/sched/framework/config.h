@@ -38,8 +38,8 @@ struct SchedulerConfig {
   std::vector<std::string> actions = {"admit", "allocate", "backfill", "preempt"};
   std::string queue_sort = "priority";
   std::vector<PluginConfig> plugins = {
-      {"health", 1, {}},   {"gpu-type", 1, {}}, {"bad-nodes", 1, {}}, {"node-attributes", 1, {}},
-      {"topology", 1, {}}, {"binpack", 1, {}},  {"lost-work", 1, {}}};
+      {"health", 1, {}},    {"gpu-type", 1, {}}, {"bad-nodes", 1, {}}, {"node-attributes", 1, {}},
+      {"resources", 1, {}}, {"topology", 1, {}}, {"binpack", 1, {}},   {"lost-work", 1, {}}};
   int max_candidates = 4;
   int backfill_reservations = 1;
   int max_preemptors_per_cycle = 8;  // blocked jobs the preempt action tries per cycle

@@ -9,8 +9,8 @@
 // FGD's published allocation at 100 % arrived demand (seeds 42-51): Random 86.30 %, BestFit
 // 92.86 %, FGD 95.23 %.
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <string>
@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
       }
       runs.push_back(std::move(r).value());
     }
-    std::printf("\n%s (mean of %zu seeds; replay median %.2f s CPU on one thread)\n", std::string(policy).c_str(),
-                runs.size(), Median(seconds));
+    std::printf("\n%s (mean of %zu seeds; replay median %.2f s CPU on one thread)\n",
+                std::string(policy).c_str(), runs.size(), Median(seconds));
     std::printf("  arrived %%  allocated %%  fragmentation %%\n");
     double at100 = 0;
     double frag100 = 0;

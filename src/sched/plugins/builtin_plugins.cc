@@ -38,7 +38,9 @@ PluginRegistry MakeRegistry() {
   r["node-attributes"] = NoArgs<NodeAttributesFilterPlugin>();
   r["resources"] = NoArgs<ResourcesFilterPlugin>();
   r["topology"] = NoArgs<TopologyPlugin>();
-  r["fragmentation"] = NoArgs<FragmentationPlugin>();
+  r["fragmentation"] = [](const PluginArgs& a, const PluginDeps&) {
+    return FragmentationPlugin::Create(a);
+  };
   r["best-fit"] = NoArgs<BestFitPlugin>();
   r["random-fit"] = [](const PluginArgs& a, const PluginDeps&) {
     return RandomFitPlugin::Create(a);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/rng.h"
+#include "core/strings.h"
 #include "sched/framework/scheduler.h"
 #include "sched/plugins/fragmentation/fragmentation.h"
 
@@ -97,8 +98,19 @@ Result<PackingResult> RunPacking(std::span<const OpenbNode> nodes, std::span<con
   sched::SchedulerConfig config;
   config.actions = {"admit", "allocate"};
   config.queue_sort = "fifo";
+  // "name" or "name:key=value/key=value" (plugin arguments).
   sched::PluginConfig policy{options.policy, 1, {}};
-  if (options.policy == "random-fit") policy.args["seed"] = std::to_string(options.seed);
+  if (const auto colon = options.policy.find(':'); colon != std::string::npos) {
+    policy.name = options.policy.substr(0, colon);
+    for (std::string_view kv : Split(std::string_view(options.policy).substr(colon + 1), '/')) {
+      const auto eq = kv.find('=');
+      if (eq == std::string_view::npos) {
+        return InvalidArgumentError(fmt::format("field 'policy': '{}' is not key=value", kv));
+      }
+      policy.args[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+    }
+  }
+  if (policy.name == "random-fit") policy.args["seed"] = std::to_string(options.seed);
   config.plugins = {{"health", 1, {}}, {"gpu-type", 1, {}}, {"resources", 1, {}}, policy};
   config.max_candidates = 1;
   sched::SchedulerOptions sopts;

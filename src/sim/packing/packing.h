@@ -20,7 +20,8 @@
 namespace baton::sim {
 
 struct PackingOptions {
-  // The placement plugin: fragmentation, best-fit, random-fit (or topology).
+  // The placement plugin: fragmentation, best-fit, random-fit (or topology), optionally with
+  // arguments: "fragmentation:weigh=gpus/best_fit_milli=20".
   std::string policy = "fragmentation";
   std::uint64_t seed = 42;  // sampling and shuffle (and random-fit's own draws)
   double tune = 1.3;        // arrived GPU demand at the end, as a multiple of capacity

@@ -97,11 +97,12 @@ NodeFree FreeOf(const ClusterState& state, topo::NodeId node) {
   return f;
 }
 
-void FragmentationModel::Observe(const RequestKind& kind) {
-  total_ += 1;
+void FragmentationModel::Observe(const RequestKind& kind, double weight) {
+  if (!(weight > 0)) return;
+  total_ += weight;
   for (std::size_t i = 0; i < kinds_.size(); ++i) {
     if (kinds_[i] == kind) {
-      counts_[i] += 1;
+      counts_[i] += weight;
       return;
     }
   }
@@ -116,7 +117,7 @@ void FragmentationModel::Observe(const RequestKind& kind) {
     cls = static_cast<int>(classes_.size()) - 1;
   }
   kinds_.push_back(kind);
-  counts_.push_back(1);
+  counts_.push_back(weight);
   class_of_.push_back(cls);
 }
 
@@ -288,8 +289,23 @@ PluginStatus PackingPlacement::Propose(const PluginContext& ctx, const JobInfo& 
   return PluginStatus::Success();
 }
 
+Result<std::unique_ptr<Plugin>> FragmentationPlugin::Create(const PluginArgs& args) {
+  auto p = std::make_unique<FragmentationPlugin>();
+  for (const auto& [key, value] : args) {
+    if (key != "weigh") return InvalidArgumentError(fmt::format("unknown argument '{}'", key));
+    if (value != "requests" && value != "gpus") {
+      return InvalidArgumentError(
+          fmt::format("argument 'weigh': expected requests or gpus, got '{}'", Printable(value)));
+    }
+    p->weigh_gpus_ = value == "gpus";
+  }
+  return std::unique_ptr<Plugin>(std::move(p));
+}
+
 void FragmentationPlugin::Begin(const PluginContext&, const JobInfo& job) {
-  if (seen_.insert(job.admission).second) model_.Observe(KindOf(job));
+  if (!seen_.insert(job.admission).second) return;
+  const RequestKind kind = KindOf(job);
+  model_.Observe(kind, weigh_gpus_ ? static_cast<double>(kind.gpus) * kind.milli : 1.0);
 }
 
 double FragmentationPlugin::Cost(const NodeFree& before, const Choice& c) {

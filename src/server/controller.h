@@ -24,6 +24,7 @@
 
 #include "core/status.h"
 #include "perf/system.h"
+#include "server/http/job_spec.h"
 #include "server/metrics.h"
 #include "server/store/job_store.h"
 
@@ -90,6 +91,12 @@ class Controller {
   // plan endpoints; an error when there is no cluster or the planner cannot describe it.
   virtual Result<perf::SystemSpec> PlanningSystem() const {
     return UnavailableError("no scheduler is running (no cluster to plan on)");
+  }
+  // Checks a parsed job against the cluster before it is stored (a request above every node's
+  // GPUs, CPU or memory; a GPU type the cluster lacks): InvalidArgument with `*field` set to the
+  // spec's field. Ok without a scheduler. Safe from any thread.
+  virtual Status CheckJob(const JobSpec& /*spec*/, std::string* /*field*/) const {
+    return Status::Ok();
   }
 };
 

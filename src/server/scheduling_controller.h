@@ -84,6 +84,7 @@ class SchedulingController final : public Controller {
   std::vector<NodeView> Nodes() const override;
   std::string Topology() const override { return topology_summary_; }
   Result<perf::SystemSpec> PlanningSystem() const override { return planning_system_; }
+  Status CheckJob(const JobSpec& spec, std::string* field) const override;
 
   // Cycles run so far (for tests).
   std::int64_t cycles() const;
@@ -144,6 +145,7 @@ class SchedulingController final : public Controller {
   const Clock& clock_;
   std::string topology_summary_;
   Result<perf::SystemSpec> planning_system_ = UnavailableError("not built");  // immutable
+  std::optional<topo::Cluster> admission_cluster_;  // immutable: CheckJob's copy (structure only)
   std::unordered_map<std::string, topo::NodeId> node_by_name_;  // immutable after Create
   JobStore* store_ = nullptr;
   std::unique_ptr<Metrics> metrics_;

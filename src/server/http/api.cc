@@ -311,6 +311,11 @@ struct Api::Routes {
       return;
     }
     if (!spec->tenant) spec->tenant = who.tenant;
+    if (Status fits = api.controller_.CheckJob(*spec, &field); !fits.ok()) {
+      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
+      SendError(res, 400, "INVALID_ARGUMENT", fits.message(), field);
+      return;
+    }
     if (spec->plan) {
       Status planned = CheckPlan(*spec, &field);
       if (!planned.ok()) {

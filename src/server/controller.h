@@ -95,9 +95,11 @@ class Controller {
   // A human-readable summary of the cluster as of the latest snapshot (its GPU counts agree with
   // Nodes()); empty without a scheduler.
   virtual std::string Topology() const { return {}; }
-  // Admission: OK when `spec` could ever run on this cluster (http/admission.h); otherwise
-  // kInvalidArgument with the API field at fault in `*field`. Called from HTTP threads before the
-  // job is stored; must not block. Without a scheduler there is no cluster to check: OK.
+  // Admission: OK when `spec` could ever run on this cluster (http/admission.h: GPUs, type,
+  // topology level; and the scheduler's own job validation: a task above every node's GPUs, CPU
+  // or memory, a GPU share); otherwise kInvalidArgument with the API field at fault in `*field`.
+  // Called from HTTP threads before the job is stored; must not block. Without a scheduler there is
+  // no cluster to check: OK.
   virtual Status Admit(const JobSpec& /*spec*/, std::string* /*field*/) const {
     return Status::Ok();
   }

@@ -125,6 +125,9 @@ Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec
   // gpus_per_node: exactly that many GPUs on each node, one task per node.
   g.gpus_per_task = spec.gpus_per_node;
   g.one_task_per_node = spec.gpus_per_node > 0;
+  g.gpu_milli = spec.gpu_milli;
+  g.cpu_milli = spec.cpu_milli;
+  g.memory_mib = spec.memory_mib;
   if (!spec.gpu_type.empty()) g.gpu_types = {spec.gpu_type};
   if (!spec.topology_required.empty()) {
     ASSIGN_OR_RETURN(topo::Level level, topo::ParseLevel(spec.topology_required));
@@ -202,6 +205,30 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   c->admission_cluster_ = std::make_unique<const topo::Cluster>(c->cluster().Clone());
   c->planning_system_ = std::move(planning);
   return c;
+}
+
+Status SchedulingController::CheckJob(const JobSpec& spec, std::string* field) const {
+  if (!admission_cluster_) return Status::Ok();
+  JobRecord record;
+  record.id = 1;
+  record.tenant = spec.tenant.value_or("default");
+  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec));
+  Status s = sched::ValidateJob(job, *admission_cluster_);
+  if (s.ok()) return s;
+  // "job 'NAME': field 'F': why" -> the spec's name for F.
+  std::string_view m = s.message();
+  const auto at = m.find("field '");
+  std::string f;
+  if (at != std::string_view::npos) {
+    const auto end = m.find('\'', at + 7);
+    f = std::string(m.substr(at + 7, end - at - 7));
+    m.remove_prefix(end == std::string_view::npos ? m.size() : std::min(m.size(), end + 2));
+    m = Trim(m);
+  }
+  if (f.starts_with("gpu_types")) f = "gpu_type";
+  if (f == "gpus_per_task") f = "gpus_per_node";
+  if (field != nullptr) *field = f;
+  return InvalidArgumentError(fmt::format("field '{}': {}", f, m));
 }
 
 SchedulingController::SchedulingController(std::unique_ptr<planning::PlannerEstimator> planner,
@@ -646,6 +673,12 @@ LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::Gan
           {rank++, c.node(placement.nodes[n].node).name, static_cast<int>(n), local++, gpu});
     }
   }
+  if (sched::CpuOnly(spec) && !placement.nodes.empty()) {  // one rank, no GPU
+    req.ranks.push_back({0, c.node(placement.nodes[0].node).name, 0, 0, -1});
+  }
+  req.gpu_milli = spec.gpu_milli;
+  req.cpu_milli = spec.cpu_milli;
+  req.memory_mib = spec.memory_mib;
   if (!req.ranks.empty()) req.master_addr = req.ranks.front().node;
   return req;
 }
@@ -965,7 +998,8 @@ void SchedulingController::PublishSnapshot() {
 }
 
 Status SchedulingController::Admit(const JobSpec& spec, std::string* field) const {
-  return AdmitJob(spec, *admission_cluster_, field);
+  RETURN_IF_ERROR(AdmitJob(spec, *admission_cluster_, field));
+  return CheckJob(spec, field);
 }
 
 std::optional<PlacementView> SchedulingController::JobPlacement(JobId job) const {

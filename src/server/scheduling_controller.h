@@ -160,6 +160,9 @@ class SchedulingController final : public Controller {
   const Clock& clock_;
   // The cluster's structure for admission (http/admission.h): a private copy nothing mutates.
   std::unique_ptr<const topo::Cluster> admission_cluster_;
+  // The scheduler's own validation of the job (sched::ValidateJob) on admission_cluster_, with
+  // its field names mapped to the API's. Part of Admit.
+  Status CheckJob(const JobSpec& spec, std::string* field) const;
   Result<perf::SystemSpec> planning_system_ = UnavailableError("not built");  // immutable
   std::unordered_map<std::string, topo::NodeId> node_by_name_;  // immutable after Create
   JobStore* store_ = nullptr;

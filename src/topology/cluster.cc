@@ -127,6 +127,18 @@ GpuCounts& GpuCounts::operator-=(const GpuCounts& o) {
 
 // ---- Cluster ----
 
+Result<const GpuSpec*> Cluster::FindGpuType(std::string_view name) const {
+  for (const auto& g : gpu_types_) {
+    if (EqualsIgnoreCase(name, g->name)) return g.get();
+  }
+  auto builtin = FindGpu(name);
+  if (builtin.ok() || gpu_types_.empty()) return builtin;
+  std::string declared;
+  for (const auto& g : gpu_types_) declared += (declared.empty() ? "" : ", ") + g->name;
+  return NotFoundError(fmt::format("{} (declared by cluster '{}': {})", builtin.status().message(),
+                                   name_, declared));
+}
+
 Result<NodeId> Cluster::FindNode(std::string_view name) const {
   auto it = node_index_.find(std::string(name));
   if (it == node_index_.end()) return NotFoundError(fmt::format("no node '{}'", Printable(name)));
@@ -262,6 +274,23 @@ ClusterBuilder::ClusterBuilder(std::string name, FabricKind fabric) {
   c_.name_ = std::move(name);
   c_.fabric_ = fabric;
   link_overridden_.assign(kLevelCount, false);
+}
+
+Result<const GpuSpec*> ClusterBuilder::AddGpuType(GpuSpec spec) {
+  RETURN_IF_ERROR(CheckName("GPU type", spec.name));
+  for (const auto& g : c_.gpu_types_) {
+    if (EqualsIgnoreCase(g->name, spec.name)) {
+      return InvalidArgumentError(fmt::format("GPU type '{}': declared twice", spec.name));
+    }
+  }
+  if (spec.fp32.value() < 0 || spec.tf32.value() < 0 || spec.bf16.value() < 0 ||
+      spec.fp8.value() < 0 || spec.hbm.value() < 0 || spec.hbm_bandwidth.value() < 0 ||
+      spec.nvlink_per_direction.value() < 0) {
+    return InvalidArgumentError(
+        fmt::format("GPU type '{}': figures must not be negative", spec.name));
+  }
+  c_.gpu_types_.push_back(std::make_shared<const GpuSpec>(std::move(spec)));
+  return c_.gpu_types_.back().get();
 }
 
 Result<NodeShapeId> ClusterBuilder::AddShape(NodeShape shape) {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -153,6 +154,12 @@ class Cluster {
   std::span<const NvlinkDomain> nvlink_domains() const { return domains_; }
   std::span<const FailureDomain> failure_domains() const { return failure_domains_; }
   std::span<const NodeShape> shapes() const { return shapes_; }
+  // GPU types the cluster file declared (ClusterBuilder::AddGpuType), in declaration order. They
+  // live as long as the cluster or any clone of it.
+  std::span<const std::shared_ptr<const GpuSpec>> declared_gpus() const { return gpu_types_; }
+  // A GPU type by name: a declared one (exact name, case-insensitive) first, then the built-in
+  // catalogue (FindGpu). NotFound names the declared and built-in types.
+  Result<const GpuSpec*> FindGpuType(std::string_view name) const;
 
   const Node& node(NodeId id) const { return nodes_[id.value()]; }
   const Switch& sw(SwitchId id) const { return switches_[id.value()]; }
@@ -203,6 +210,7 @@ class Cluster {
   std::string name_;
   FabricKind fabric_ = FabricKind::kCustom;
   std::vector<NodeShape> shapes_;
+  std::vector<std::shared_ptr<const GpuSpec>> gpu_types_;  // declared; shared by clones
   std::vector<Node> nodes_;
   std::vector<Switch> switches_;
   std::vector<NvlinkDomain> domains_;
@@ -225,6 +233,11 @@ class ClusterBuilder {
  public:
   explicit ClusterBuilder(std::string name, FabricKind fabric = FabricKind::kCustom);
 
+  // Declares a GPU type outside the built-in catalogue (the open catalogue: openb's P100, T4,
+  // ...). Its name must be new to this cluster; it may shadow a built-in alias. Figures may be
+  // zero where unknown (the planner then says it has no performance data for the type). The
+  // pointer stays valid while the cluster or a clone of it lives; use it as NodeShape::gpu.
+  Result<const GpuSpec*> AddGpuType(GpuSpec spec);
   Result<NodeShapeId> AddShape(NodeShape shape);
   Result<NodeId> AddNode(std::string name, NodeShapeId shape);
   Status AddLabel(NodeId node, std::string key, std::string value);
@@ -244,6 +257,8 @@ class ClusterBuilder {
   Status SetOversubscription(int tier, double ratio);
 
   Result<NodeId> FindNode(std::string_view name) const;
+  // A declared or built-in GPU type (Cluster::FindGpuType over what was declared so far).
+  Result<const GpuSpec*> FindGpuType(std::string_view name) const { return c_.FindGpuType(name); }
   std::size_t node_count() const { return c_.nodes_.size(); }
 
   // Validates and returns the cluster. The builder is left empty.

@@ -228,6 +228,7 @@ class BackfillAction final : public Action {
   // Finds when and where `job` could start if running jobs end at their estimates, and holds
   // those nodes from then on.
   void Reserve(Session& s, const JobInfo& job, ReservedNodes* reserved) {
+    if (job.task_gpus <= 0) return;  // CPU-only: reservations hold GPUs
     std::vector<std::pair<TimePoint, JobId>> ends;
     for (const auto& [id, r] : s.jobs()) {
       if (SharesGpu(r.spec)) continue;  // a shared GPU frees only with its last share
@@ -525,6 +526,7 @@ class PreemptAction final : public Action {
                          VictimCache* cache) {
     // It may fit already (room freed earlier in this cycle): allocate places it next cycle.
     if (Fits(s, job)) return false;
+    if (job.task_gpus <= 0) return false;  // CPU-only: evictions are priced in GPUs
     {
       std::vector<std::optional<double>> price;
       PriceVictims(s, job, running, las, bands, &price);

@@ -1,7 +1,10 @@
 #include "sched/framework/cluster_state.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 
 #include "core/check.h"
 #include "core/strings.h"
@@ -107,6 +110,18 @@ ClusterState::ClusterState(topo::Cluster cluster)
   for (const auto& d : c.nvlink_domains()) {
     if (d.nodes.size() > 1) multi_node_domains_ = true;
   }
+  host_.resize(c.nodes().size());
+  gpu_offset_.resize(c.nodes().size());
+  node_version_.assign(c.nodes().size(), 0);
+  std::uint32_t gpus = 0;
+  for (std::uint32_t i = 0; i < c.nodes().size(); ++i) {
+    const topo::NodeShape& shape = c.shape_of(topo::NodeId(i));
+    host_[i].cpu_capacity = std::int64_t{shape.cpus} * 1000;
+    host_[i].memory_capacity = static_cast<std::int64_t>(shape.memory.value() / (1024.0 * 1024.0));
+    gpu_offset_[i] = gpus;
+    gpus += c.nodes()[i].gpus;
+  }
+  share_milli_.assign(gpus, 0);
   for (std::uint32_t i = 0; i < c.nodes().size(); ++i) {
     max_node_gpus_ = std::max<int>(max_node_gpus_, c.nodes()[i].gpus);
     Update(topo::NodeId(i), 0);
@@ -120,6 +135,7 @@ void ClusterState::Update(topo::NodeId id, int free_before) {
       n.health == topo::NodeHealth::kHealthy ? n.gpus - std::popcount(n.allocated_mask) : 0;
   node_free_[id.value()] = static_cast<std::int8_t>(free_after);
   ++version_;
+  ++node_version_[id.value()];
   if (free_after == free_before) return;
   if (free_before > 0) buckets_[free_before].erase(id.value());
   if (free_after > 0) buckets_[free_after].insert(id.value());
@@ -170,6 +186,7 @@ Status ClusterState::AllocateShare(topo::GpuRef gpu, const GpuShareAmount& amoun
     if (shared_mask_.empty()) shared_mask_.assign(cluster_.nodes().size(), 0);
     shared_mask_[gpu.node.value()] |= std::uint64_t{1} << gpu.index;
     shares_[gpu] = GpuShare{amount, 1};
+    SetShareMilli(gpu, amount);
     return Status::Ok();
   }
   GpuShare& sh = it->second;
@@ -186,6 +203,7 @@ Status ClusterState::AllocateShare(topo::GpuRef gpu, const GpuShareAmount& amoun
   sh.used.memory_slices += amount.memory_slices;
   ++sh.jobs;
   ++version_;
+  SetShareMilli(gpu, sh.used);
   return Status::Ok();
 }
 
@@ -201,10 +219,63 @@ Status ClusterState::ReleaseShare(topo::GpuRef gpu, const GpuShareAmount& amount
   sh.used.compute_slices -= amount.compute_slices;
   sh.used.memory_slices -= amount.memory_slices;
   ++version_;
+  SetShareMilli(gpu, sh.used);
   if (--sh.jobs > 0) return Status::Ok();
   shares_.erase(it);
   shared_mask_[gpu.node.value()] &= ~(std::uint64_t{1} << gpu.index);
   return Release(gpu.node, std::uint64_t{1} << gpu.index);
+}
+
+void ClusterState::SetShareMilli(topo::GpuRef gpu, const GpuShareAmount& used) {
+  const int milli =
+      used.mig() ? (used.compute_slices * kMilliPerGpu + kMigComputeSlices - 1) / kMigComputeSlices
+                 : used.milli;
+  share_milli_[gpu_offset_[gpu.node.value()] + gpu.index] = static_cast<std::int16_t>(milli);
+  ++node_version_[gpu.node.value()];
+}
+
+std::int64_t ClusterState::HostUsage::cpu_free() const {
+  return cpu_capacity == 0 ? INT64_MAX / 4 : cpu_capacity - cpu_used;
+}
+std::int64_t ClusterState::HostUsage::memory_free() const {
+  return memory_capacity == 0 ? INT64_MAX / 4 : memory_capacity - memory_used;
+}
+
+Status ClusterState::AllocateHost(topo::NodeId node, const HostResources& r) {
+  if (!node.valid() || node.value() >= host_.size())
+    return InvalidArgumentError("host: unknown node");
+  if (r.cpu_milli < 0 || r.memory_mib < 0) return InvalidArgumentError("host: negative amount");
+  HostUsage& h = host_[node.value()];
+  if (r.cpu_milli > h.cpu_free()) {
+    return FailedPreconditionError(fmt::format("node '{}' has {} milli-CPU free, task needs {}",
+                                               cluster_.node(node).name, h.cpu_free(),
+                                               r.cpu_milli));
+  }
+  if (r.memory_mib > h.memory_free()) {
+    return FailedPreconditionError(fmt::format("node '{}' has {} MiB free, task needs {}",
+                                               cluster_.node(node).name, h.memory_free(),
+                                               r.memory_mib));
+  }
+  h.cpu_used += r.cpu_milli;
+  h.memory_used += r.memory_mib;
+  ++version_;
+  ++node_version_[node.value()];
+  return Status::Ok();
+}
+
+Status ClusterState::ReleaseHost(topo::NodeId node, const HostResources& r) {
+  if (!node.valid() || node.value() >= host_.size())
+    return InvalidArgumentError("host: unknown node");
+  HostUsage& h = host_[node.value()];
+  if (r.cpu_milli < 0 || r.memory_mib < 0 || r.cpu_milli > h.cpu_used ||
+      r.memory_mib > h.memory_used) {
+    return FailedPreconditionError("host: release of more than the node holds");
+  }
+  h.cpu_used -= r.cpu_milli;
+  h.memory_used -= r.memory_mib;
+  ++version_;
+  ++node_version_[node.value()];
+  return Status::Ok();
 }
 
 const ClusterState::GpuShare* ClusterState::Share(topo::GpuRef gpu) const {

@@ -152,6 +152,39 @@ class ClusterState {
   const std::map<topo::GpuRef, GpuShare>& shared_gpus() const { return shares_; }
   void SetHealth(topo::NodeId node, topo::NodeHealth health);
 
+  // Host resources (CPU milli-cores, memory MiB) per node: capacity from the node's shape (cpus x
+  // 1000, memory in MiB; 0 = not declared, then that resource is not limited) and what tasks
+  // hold. AllocateHost fails, changing nothing, when a declared capacity would be exceeded or an
+  // amount is negative; ReleaseHost fails on more than the node holds.
+  struct HostUsage {
+    std::int64_t cpu_capacity = 0;  // 0: undeclared (unlimited)
+    std::int64_t memory_capacity = 0;
+    std::int64_t cpu_used = 0;
+    std::int64_t memory_used = 0;
+    // Free amounts; undeclared resources report INT64_MAX / 4.
+    std::int64_t cpu_free() const;
+    std::int64_t memory_free() const;
+    bool Fits(const HostResources& r) const {
+      return r.cpu_milli <= cpu_free() && r.memory_mib <= memory_free();
+    }
+  };
+  Status AllocateHost(topo::NodeId node, const HostResources& r);
+  Status ReleaseHost(topo::NodeId node, const HostResources& r);
+  const HostUsage& Host(topo::NodeId node) const { return host_[node.value()]; }
+  // Thousandths of GPU `index` of `node` in use: 1000 for a whole-allocated GPU, the shares'
+  // milli on a time-shared GPU (a MIG-shared GPU counts its compute slices as 1000 * slices / 7,
+  // rounded up), 0 when idle.
+  int UsedMilli(topo::NodeId node, int index) const {
+    const std::uint64_t bit = std::uint64_t{1} << index;
+    if (!shared_mask_.empty() && (shared_mask_[node.value()] & bit) != 0) {
+      return share_milli_[gpu_offset_[node.value()] + static_cast<std::size_t>(index)];
+    }
+    return (cluster_.node(node).allocated_mask & bit) != 0 ? kMilliPerGpu : 0;
+  }
+  // Bumped whenever anything on the node changes (GPUs, shares, host resources, health): caches
+  // keyed on a node's state may compare it.
+  std::uint32_t NodeVersion(topo::NodeId node) const { return node_version_[node.value()]; }
+
   // Allocatable GPUs on a node: idle GPUs of a healthy node, else 0.
   int FreeGpus(topo::NodeId node) const { return node_free_[node.value()]; }
   // Upper bound on the tasks of `gpus_per_task` GPUs the subtree's free GPUs can host (exact
@@ -182,6 +215,7 @@ class ClusterState {
 
  private:
   void Update(topo::NodeId node, int free_before);
+  void SetShareMilli(topo::GpuRef gpu, const GpuShareAmount& used);
 
   topo::Cluster cluster_;
   std::vector<SlotCounts> switch_slots_;
@@ -200,7 +234,11 @@ class ClusterState {
   std::uint64_t version_ = 0;
   std::shared_ptr<const AttributeIndex> attributes_;
   std::map<topo::GpuRef, GpuShare> shares_;
-  std::vector<std::uint64_t> shared_mask_;  // per node: GPUs holding shares
+  std::vector<std::uint64_t> shared_mask_;   // per node: GPUs holding shares
+  std::vector<HostUsage> host_;              // per node
+  std::vector<std::uint32_t> gpu_offset_;    // per node: its first GPU in share_milli_
+  std::vector<std::int16_t> share_milli_;    // per GPU: milli held by shares
+  std::vector<std::uint32_t> node_version_;  // per node
 };
 
 }  // namespace baton::sched

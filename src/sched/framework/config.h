@@ -70,8 +70,8 @@ struct SchedulerConfig {
   // always stops at the blocked head and backfill decides who may pass it.
   bool head_of_line_blocking = false;
   std::vector<PluginConfig> plugins = {
-      {"health", 1, {}},   {"gpu-type", 1, {}}, {"bad-nodes", 1, {}}, {"node-attributes", 1, {}},
-      {"topology", 1, {}}, {"binpack", 1, {}},  {"lost-work", 1, {}}};
+      {"health", 1, {}},    {"gpu-type", 1, {}}, {"bad-nodes", 1, {}}, {"node-attributes", 1, {}},
+      {"resources", 1, {}}, {"topology", 1, {}}, {"binpack", 1, {}},   {"lost-work", 1, {}}};
   int max_candidates = 4;
   int backfill_reservations = 1;
   int max_preemptors_per_cycle = 8;  // blocked jobs the preempt action tries per cycle

@@ -42,6 +42,65 @@ constexpr MigProfile kMig80[] = {
 constexpr MigProfile kMig40[] = {
     {"1g.5gb", 1, 1}, {"2g.10gb", 2, 2}, {"3g.20gb", 3, 4}, {"4g.20gb", 4, 4}, {"7g.40gb", 7, 8}};
 
+// Whether some node (of the accepted GPU types) can hold one task of `task_gpus` GPUs with the
+// job's CPU and memory; names the first resource no node has enough of.
+Status CheckHostFit(const GangJob& job, const topo::Cluster& cluster, int task_gpus) {
+  std::string_view short_of;
+  for (const auto& shape : cluster.shapes()) {
+    if (!job.gpu_types.empty()) {
+      bool accepted = false;
+      for (const auto& t : job.gpu_types) {
+        auto type = cluster.FindGpuType(t);
+        accepted |= type.ok() && *type == shape.gpu;
+      }
+      if (!accepted) continue;
+    }
+    const std::int64_t cpu = std::int64_t{shape.cpus} * 1000;
+    const std::int64_t mem = shape.memory.value() / (1024.0 * 1024.0);
+    if (shape.gpus < task_gpus) {
+      if (short_of.empty()) short_of = "gpus";
+    } else if (cpu > 0 && cpu < job.cpu_milli) {
+      if (short_of.empty() || short_of == "gpus") short_of = "cpu_milli";
+    } else if (mem > 0 && mem < job.memory_mib) {
+      if (short_of != "cpu_milli") short_of = "memory_mib";
+    } else {
+      return Status::Ok();
+    }
+  }
+  if (short_of.empty()) short_of = "gpus";
+  return InvalidArgumentError(fmt::format(
+      "job '{}': field '{}': no node of cluster '{}' has {} GPUs, {} milli-CPU and {} MiB for one "
+      "task",
+      Printable(job.name), short_of, cluster.name(), task_gpus, job.cpu_milli, job.memory_mib));
+}
+
+Status ValidateCpuOnly(const GangJob& job, const topo::Cluster& cluster) {
+  auto bad = [&](std::string_view field, const std::string& why) {
+    return InvalidArgumentError(
+        fmt::format("job '{}': field '{}': {}", Printable(job.name), field, why));
+  };
+  if (SharesGpu(job)) {
+    return bad(job.gpu_milli > 0 ? "gpu_milli" : "mig_profile",
+               "a GPU share needs gpus: 1 (this job asks for no GPU)");
+  }
+  if (job.gpus_per_task != 0) return bad("gpus_per_task", "a CPU-only job has no GPUs");
+  if (!job.sub_groups.empty()) return bad("sub_groups", "a CPU-only job is one task");
+  if (job.elastic.min_gpus != 0 || job.elastic.max_gpus != 0 || job.elastic.step_gpus != 0) {
+    return bad("elastic", "a CPU-only job is not elastic");
+  }
+  if (job.spread) return bad("spread", "a CPU-only job is one task");
+  for (std::size_t i = 0; i < job.gpu_types.size(); ++i) {
+    if (!cluster.FindGpuType(job.gpu_types[i]).ok()) {
+      return bad(fmt::format("gpu_types[{}]", i),
+                 fmt::format("unknown GPU type '{}'", Printable(job.gpu_types[i])));
+    }
+  }
+  if (job.estimated_runtime.value() < 0) return bad("estimated_runtime", "must not be negative");
+  if (job.grace_period.value() < 0) return bad("grace_period", "must not be negative");
+  if (job.max_retries < 0) return bad("max_retries", "must not be negative");
+  return CheckHostFit(job, cluster, 0);
+}
+
 }  // namespace
 
 std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& gpu) {
@@ -60,6 +119,7 @@ std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& g
 }
 
 int EffectiveTaskGpus(const GangJob& job, const topo::Cluster& cluster) {
+  if (CpuOnly(job)) return 0;
   if (job.gpus_per_task > 0) return job.gpus_per_task;
   const int node = MaxNodeGpus(cluster);
   return job.gpus <= node ? job.gpus : node;
@@ -71,6 +131,13 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
         fmt::format("job '{}': field '{}': {}", Printable(job.name), field, why));
   };
   if (!job.id.valid()) return bad("id", "missing job id");
+  if (job.cpu_milli < 0)
+    return bad("cpu_milli", fmt::format("must be >= 0, got {}", job.cpu_milli));
+  if (job.memory_mib < 0) {
+    return bad("memory_mib", fmt::format("must be >= 0, got {}", job.memory_mib));
+  }
+  if (job.gpus == 0 && (job.cpu_milli > 0 || job.memory_mib > 0))
+    return ValidateCpuOnly(job, cluster);
   if (job.gpus <= 0) return bad("gpus", fmt::format("must be > 0, got {}", job.gpus));
   const int total = cluster.counts().total;
   if (job.gpus > total) {
@@ -92,7 +159,7 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
   if (!job.gpu_types.empty()) {
     int available = 0;
     for (std::size_t i = 0; i < job.gpu_types.size(); ++i) {
-      auto spec = topo::FindGpu(job.gpu_types[i]);
+      auto spec = cluster.FindGpuType(job.gpu_types[i]);
       std::string field = fmt::format("gpu_types[{}]", i);
       if (!spec.ok()) {
         return bad(field, fmt::format("unknown GPU type '{}'", Printable(job.gpu_types[i])));
@@ -183,7 +250,7 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
         if (shape.gpu == nullptr || !ShareOn(job, *shape.gpu)) continue;
         bool accepted = job.gpu_types.empty();
         for (const auto& t : job.gpu_types) {
-          auto type = topo::FindGpu(t);
+          auto type = cluster.FindGpuType(t);
           accepted |= type.ok() && *type == shape.gpu;
         }
         any |= accepted;
@@ -195,7 +262,11 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
       }
     }
   }
+  RETURN_IF_ERROR(CheckHostFit(job, cluster, SharesGpu(job) ? 1 : g));
   const auto& e = job.elastic;
+  if ((job.cpu_milli > 0 || job.memory_mib > 0) && e.min_gpus != 0) {
+    return bad("elastic", "a job with cpu_milli or memory_mib is not elastic");
+  }
   if (e.min_gpus != 0 || e.max_gpus != 0 || e.step_gpus != 0) {
     if (e.step_gpus <= 0) return bad("elastic.step_gpus", "must be > 0");
     if (e.min_gpus <= 0 || e.min_gpus % e.step_gpus != 0) {

@@ -85,6 +85,11 @@ struct GangJob {
   // A100-40GB). 0 / empty: whole GPUs. At most one of the two.
   int gpu_milli = 0;
   std::string mig_profile;
+  // Host resources per task (each node a task lands on is charged once per task): CPU in
+  // thousandths of a core and memory in MiB, as Kubernetes requests them. 0: none. A job with
+  // gpus == 0 and some CPU or memory is a CPU-only job: one task on one node, no GPU.
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_mib = 0;
   // A model + plan is attached: the StepTimeEstimator can score placements of this job.
   bool has_plan = false;
   // Which model + plan, when has_plan: a key the driver got from the StepTimeEstimator it gave
@@ -95,6 +100,18 @@ struct GangJob {
 
 // True when the job asks for a share of one GPU (gpu_milli or mig_profile).
 inline bool SharesGpu(const GangJob& job) { return job.gpu_milli > 0 || !job.mig_profile.empty(); }
+// True when the job asks for no GPU at all, only CPU and/or memory (one task on one node).
+inline bool CpuOnly(const GangJob& job) { return job.gpus == 0; }
+// What one task of a job takes from its node besides GPUs.
+struct HostResources {
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_mib = 0;
+  bool empty() const { return cpu_milli == 0 && memory_mib == 0; }
+  bool operator==(const HostResources&) const = default;
+};
+inline HostResources TaskHostResources(const GangJob& job) {
+  return {job.cpu_milli, job.memory_mib};
+}
 
 // What a GPU-sharing job takes of its GPU: thousandths (time-sharing), or a MIG instance's
 // compute slices (of 7) and memory slices (of 8). A GPU is shared one way or the other.
@@ -117,7 +134,10 @@ std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& g
 // `cluster`: 0 or negative GPUs, more GPUs than exist, a task size that does not divide the gang
 // or exceeds every node, an unknown GPU type or one the cluster lacks, a level the cluster does
 // not have, a sub-group size that does not divide the gang, negative times, a bad elastic range,
-// a gpu_milli outside 0..999 or a MIG profile no GPU of the cluster (of the accepted types) has.
+// a gpu_milli outside 0..999 or a MIG profile no GPU of the cluster (of the accepted types) has,
+// negative CPU or memory, a CPU-only job (gpus 0) without CPU or memory or with GPU fields, or a
+// task whose GPUs, CPU and memory together exceed every node (of the accepted types). A node
+// shape with 0 CPUs or 0 memory does not declare that resource and does not limit it.
 Status ValidateJob(const GangJob& job, const topo::Cluster& cluster);
 
 // The task size ValidateJob accepted for `job` on `cluster` (resolves gpus_per_task == 0).

@@ -96,6 +96,12 @@ class PlacementPlugin {
   virtual PluginStatus Propose(const PluginContext& ctx, const JobInfo& job,
                                const NodeFilter& filter, int max_candidates,
                                std::vector<Placement>* out) = 0;
+  // True when Propose also places jobs sharing a GPU (SharesGpu: one placement of one node whose
+  // mask is the one GPU to share, with room for ShareOn's amount) and CPU-only jobs (CpuOnly:
+  // one node, mask 0). Otherwise the framework places those itself (Session::PlaceShare /
+  // PlaceCpuOnly). Either way the framework charges CPU and memory (HostOn) after Propose and
+  // refuses a candidate whose node lacks them.
+  virtual bool PlacesShares() const { return false; }
 };
 
 // Scores one candidate placement: higher is better, in [0, 100]. The framework multiplies by the

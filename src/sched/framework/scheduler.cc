@@ -21,7 +21,7 @@ void Compile(const ClusterState& state, JobInfo* job) {
   job->allowed_nodes = state.attributes().Match(job->spec.node_requirements);
   job->accepted_gpus.clear();
   for (const auto& t : job->spec.gpu_types) {
-    auto g = topo::FindGpu(t);
+    auto g = cluster.FindGpuType(t);
     if (g.ok() && std::find(job->accepted_gpus.begin(), job->accepted_gpus.end(), *g) ==
                       job->accepted_gpus.end()) {
       job->accepted_gpus.push_back(*g);
@@ -99,6 +99,14 @@ const JobInfo* Scheduler::job(JobId id) const {
 }
 
 void Scheduler::ReleaseJob(JobInfo& job, TimePoint now) {
+  for (const auto& a : job.placement.nodes) {
+    Status s = state_.ReleaseHost(a.node, HostOn(job, a));
+    CHECK(s.ok()) << "job " << job.spec.name << " did not hold its CPU/memory: " << s.ToString();
+  }
+  if (CpuOnly(job.spec)) {
+    job.placement = {};
+    return;
+  }
   if (SharesGpu(job.spec)) {
     const NodeAlloc& a = job.placement.nodes.at(0);
     const topo::GpuRef gpu{a.node, static_cast<std::uint8_t>(std::countr_zero(a.mask))};
@@ -165,7 +173,8 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
     // A running gang may continue with a replacement node when every constraint still holds:
     // the new node meets the old one at or below the required level and every sub-group level
     // (the tree is ultrametric, so then it meets every other node of the gang there too).
-    if (job.phase == JobPhase::kRunning && !job.spec.spread && !SharesGpu(job.spec)) {
+    if (job.phase == JobPhase::kRunning && !job.spec.spread && !SharesGpu(job.spec) &&
+        !CpuOnly(job.spec) && TaskHostResources(job.spec).empty()) {
       topo::Level limit = job.spec.topology.required.value_or(topo::Level::kCore);
       for (const auto& sg : job.spec.sub_groups) {
         if (sg.gpus > job.task_gpus) limit = std::min(limit, sg.level);
@@ -272,6 +281,11 @@ void Scheduler::Apply(const Event& e, TimePoint now, Decisions* out) {
             out->rejections.push_back({e.job.id, "admission", "field 'placement': unknown node"});
             return;
           }
+          if (Status s = stmt.AllocateHost(a.node, HostOn(job, a)); !s.ok()) {
+            out->rejections.push_back({e.job.id, "admission", "field 'placement': " + s.message()});
+            return;
+          }
+          if (CpuOnly(job.spec)) continue;
           if (SharesGpu(job.spec)) {
             auto amount =
                 c.shape_of(a.node).gpu ? ShareOn(job.spec, *c.shape_of(a.node).gpu) : std::nullopt;

@@ -263,8 +263,11 @@ PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraF
     PluginStatus s = pf.ext->PreFilter(ctx_, job);
     if (!s.ok()) return s.WithPlugin(pf.plugin->Name());
   }
-  if (SharesGpu(job.spec)) return PlaceShare(job, stmt, extra.filter, out);
+  const bool plugin_places_all = plugins_->placement.ext->PlacesShares();
+  if (SharesGpu(job.spec) && !plugin_places_all) return PlaceShare(job, stmt, extra.filter, out);
+  if (CpuOnly(job.spec) && !plugin_places_all) return PlaceCpuOnly(job, stmt, extra.filter, out);
   const bool cacheable = (extra.filter == nullptr || extra.family > 0) && job.bad_nodes.empty() &&
+                         TaskHostResources(job.spec).empty() && !SharesGpu(job.spec) &&
                          job.allowed_nodes == nullptr && job.spec.sub_groups.empty() &&
                          !job.spec.spread.has_value() && !job.spec.one_task_per_node &&
                          !HasTypeQuota(config_->tenancy, job.spec.tenant);
@@ -327,10 +330,26 @@ PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraF
     PluginStatus ps = pm.ext->Permit(ctx_, job, p);
     if (!ps.ok()) return ps.WithPlugin(pm.plugin->Name());
   }
+  const std::size_t mark = stmt->size();
   for (const auto& a : p.nodes) {
-    Status as = stmt->Allocate(a.node, a.mask);
+    Status as;
+    if (SharesGpu(job.spec)) {
+      const topo::GpuSpec* gpu = state_->cluster().shape_of(a.node).gpu;
+      auto amount = gpu ? ShareOn(job.spec, *gpu) : std::nullopt;
+      CHECK(amount.has_value() && std::popcount(a.mask) == 1)
+          << "placement plugin proposed a GPU that cannot host the share";
+      as = stmt->AllocateShare({a.node, static_cast<std::uint8_t>(std::countr_zero(a.mask))},
+                               *amount);
+    } else if (!CpuOnly(job.spec)) {
+      as = stmt->Allocate(a.node, a.mask);
+    }
     // A placement plugin proposing busy GPUs is a bug in that plugin.
     CHECK(as.ok()) << "placement plugin proposed unavailable GPUs: " << as.ToString();
+    if (Status hs = stmt->AllocateHost(a.node, HostOn(job, a)); !hs.ok()) {
+      // Several tasks on one node may need more CPU or memory than the filter (one task) saw.
+      stmt->RollbackTo(mark);
+      return PluginStatus::Unschedulable(hs.message()).WithPlugin("resources");
+    }
   }
   for (const auto& r : plugins_->reserves) r.ext->Reserve(ctx_, job, p);
   *out = std::move(p);
@@ -405,8 +424,61 @@ PluginStatus Session::PlaceShare(const JobInfo& job, Statement* stmt, const Node
     PluginStatus ps = pm.ext->Permit(ctx_, job, p);
     if (!ps.ok()) return ps.WithPlugin(pm.plugin->Name());
   }
+  const std::size_t mark = stmt->size();
   Status as = stmt->AllocateShare(*pick, amount);
   CHECK(as.ok()) << "share placement chose an unavailable GPU: " << as.ToString();
+  if (Status hs = stmt->AllocateHost(pick->node, TaskHostResources(job.spec)); !hs.ok()) {
+    stmt->RollbackTo(mark);
+    return PluginStatus::Unschedulable(hs.message()).WithPlugin("resources");
+  }
+  for (const auto& r : plugins_->reserves) r.ext->Reserve(ctx_, job, p);
+  *out = std::move(p);
+  return PluginStatus::Success();
+}
+
+PluginStatus Session::PlaceCpuOnly(const JobInfo& job, Statement* stmt, const NodeFilter* extra,
+                                   Placement* out) {
+  const topo::Cluster& c = state_->cluster();
+  ChainFilter filter(this, job, extra);
+  const HostResources need = TaskHostResources(job.spec);
+  std::optional<topo::NodeId> pick;
+  {
+    ScopedTiming t(this, "placement");
+    // Best fit on CPU: the node with the least CPU left after the task, then the lowest id.
+    std::int64_t best = 0;
+    for (std::uint32_t n = 0; n < c.nodes().size(); ++n) {
+      const topo::NodeId id(n);
+      if (c.node(id).health != topo::NodeHealth::kHealthy) continue;
+      const ClusterState::HostUsage& h = state_->Host(id);
+      if (!h.Fits(need)) continue;
+      if (!job.accepted_gpus.empty() &&
+          std::find(job.accepted_gpus.begin(), job.accepted_gpus.end(), c.shape_of(id).gpu) ==
+              job.accepted_gpus.end()) {
+        continue;
+      }
+      const std::int64_t left = h.cpu_free() - need.cpu_milli;
+      if (pick && left >= best) continue;
+      if (!filter.Fits(id)) continue;
+      pick = id;
+      best = left;
+    }
+  }
+  if (!pick) {
+    std::string reason =
+        fmt::format("no node has {} milli-CPU and {} MiB free", need.cpu_milli, need.memory_mib);
+    if (std::string summary = filter.Summary(); !summary.empty()) reason += "; " + summary;
+    return PluginStatus::Unschedulable(std::move(reason))
+        .WithPlugin(plugins_->placement.plugin->Name());
+  }
+  Placement p;
+  p.nodes = {{*pick, 0}};
+  p.span = topo::Level::kNode;
+  for (const auto& pm : plugins_->permits) {
+    PluginStatus ps = pm.ext->Permit(ctx_, job, p);
+    if (!ps.ok()) return ps.WithPlugin(pm.plugin->Name());
+  }
+  Status hs = stmt->AllocateHost(*pick, need);
+  CHECK(hs.ok()) << "CPU-only placement chose a node without room: " << hs.ToString();
   for (const auto& r : plugins_->reserves) r.ext->Reserve(ctx_, job, p);
   *out = std::move(p);
   return PluginStatus::Success();

@@ -180,6 +180,9 @@ class Session {
   // shared the same way, else onto a fresh GPU of the most-used node that fits.
   PluginStatus PlaceShare(const JobInfo& job, Statement* stmt, const NodeFilter* extra,
                           Placement* out);
+  // TryPlace for a CPU-only job: best fit on CPU among nodes passing the filters.
+  PluginStatus PlaceCpuOnly(const JobInfo& job, Statement* stmt, const NodeFilter* extra,
+                            Placement* out);
   std::uint64_t failures_version_ = 0;
   std::map<ShapeKey, std::vector<ShapeFailure>> failures_;
 };

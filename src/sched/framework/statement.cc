@@ -32,6 +32,26 @@ Status Statement::ReleaseShare(topo::GpuRef gpu, const GpuShareAmount& amount) {
   return Status::Ok();
 }
 
+Status Statement::AllocateHost(topo::NodeId node, const HostResources& r) {
+  if (r.empty()) return Status::Ok();
+  RETURN_IF_ERROR(state_->AllocateHost(node, r));
+  Op op{true, node, 0};
+  op.host = true;
+  op.resources = r;
+  ops_.push_back(op);
+  return Status::Ok();
+}
+
+Status Statement::ReleaseHost(topo::NodeId node, const HostResources& r) {
+  if (r.empty()) return Status::Ok();
+  RETURN_IF_ERROR(state_->ReleaseHost(node, r));
+  Op op{false, node, 0};
+  op.host = true;
+  op.resources = r;
+  ops_.push_back(op);
+  return Status::Ok();
+}
+
 void Statement::Commit() { ops_.clear(); }
 
 void Statement::Discard() { RollbackTo(0); }
@@ -41,7 +61,10 @@ void Statement::RollbackTo(std::size_t mark) {
   while (ops_.size() > mark) {
     const Op& op = ops_.back();
     Status s;
-    if (op.share) {
+    if (op.host) {
+      s = op.allocate ? state_->ReleaseHost(op.node, op.resources)
+                      : state_->AllocateHost(op.node, op.resources);
+    } else if (op.share) {
       const topo::GpuRef gpu{op.node, static_cast<std::uint8_t>(std::countr_zero(op.mask))};
       s = op.allocate ? state_->ReleaseShare(gpu, op.amount)
                       : state_->AllocateShare(gpu, op.amount);

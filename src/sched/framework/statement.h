@@ -28,6 +28,9 @@ class Statement {
   Status Release(topo::NodeId node, std::uint64_t gpu_mask);
   Status AllocateShare(topo::GpuRef gpu, const GpuShareAmount& amount);
   Status ReleaseShare(topo::GpuRef gpu, const GpuShareAmount& amount);
+  // Host resources (CPU, memory) of one or more tasks on a node; empty amounts are no-ops.
+  Status AllocateHost(topo::NodeId node, const HostResources& r);
+  Status ReleaseHost(topo::NodeId node, const HostResources& r);
 
   // Keeps every operation; the statement is then empty and may be reused.
   void Commit();
@@ -47,6 +50,8 @@ class Statement {
     std::uint64_t mask;
     bool share = false;  // a GPU share: the GPU is the lowest bit of `mask`
     GpuShareAmount amount;
+    bool host = false;  // host resources: `resources` on `node`
+    HostResources resources;
   };
   ClusterState* state_;
   std::vector<Op> ops_;

@@ -4,6 +4,13 @@
 
 namespace baton::sched {
 
+HostResources HostOn(const JobInfo& job, const NodeAlloc& a) {
+  HostResources r = TaskHostResources(job.spec);
+  if (r.empty() || SharesGpu(job.spec) || CpuOnly(job.spec) || job.task_gpus <= 0) return r;
+  const std::int64_t tasks = std::popcount(a.mask) / job.task_gpus;
+  return {r.cpu_milli * tasks, r.memory_mib * tasks};
+}
+
 int Placement::gpus() const {
   int n = 0;
   for (const auto& a : nodes) n += std::popcount(a.mask);

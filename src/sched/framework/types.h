@@ -78,6 +78,10 @@ struct JobInfo {
 
 using JobTable = std::map<JobId, JobInfo>;
 
+// The CPU and memory `job` holds on one node of its placement: one task's worth per task there
+// (a GPU share or a CPU-only job is one task).
+HostResources HostOn(const JobInfo& job, const NodeAlloc& a);
+
 // What happened since the last cycle, reported by a driver.
 struct Event {
   enum class Kind : std::uint8_t {

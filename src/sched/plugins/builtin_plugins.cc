@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "sched/plugins/filters/filters.h"
+#include "sched/plugins/fragmentation/fragmentation.h"
 #include "sched/plugins/queue_sort/queue_sort.h"
 #include "sched/plugins/quota/quota.h"
 #include "sched/plugins/score/score.h"
@@ -35,7 +36,15 @@ PluginRegistry MakeRegistry() {
   r["gpu-type"] = NoArgs<GpuTypeFilterPlugin>();
   r["bad-nodes"] = NoArgs<BadNodesFilterPlugin>();
   r["node-attributes"] = NoArgs<NodeAttributesFilterPlugin>();
+  r["resources"] = NoArgs<ResourcesFilterPlugin>();
   r["topology"] = NoArgs<TopologyPlugin>();
+  r["fragmentation"] = [](const PluginArgs& a, const PluginDeps&) {
+    return FragmentationPlugin::Create(a);
+  };
+  r["best-fit"] = NoArgs<BestFitPlugin>();
+  r["random-fit"] = [](const PluginArgs& a, const PluginDeps&) {
+    return RandomFitPlugin::Create(a);
+  };
   r["binpack"] = NoArgs<BinpackScorePlugin>();
   r["planner"] = [](const PluginArgs& a, const PluginDeps& d) -> Result<std::unique_ptr<Plugin>> {
     if (!a.empty())

@@ -151,6 +151,9 @@ class Runner {
       } else if (key == "gpu_milli") {
         ASSIGN_OR_RETURN(double x, Num(v, field));
         job.gpu_milli = static_cast<int>(x);
+      } else if (key == "cpu_milli" || key == "memory_mib") {
+        ASSIGN_OR_RETURN(double x, Num(v, field));
+        (key == "cpu_milli" ? job.cpu_milli : job.memory_mib) = static_cast<std::int64_t>(x);
       } else if (key == "mig") {
         job.mig_profile = Str(v);
       } else if (key == "elastic") {

@@ -28,6 +28,11 @@ DryRunExecutor::Run DryRunExecutor::Plan(const LaunchRequest& request, TimePoint
 
 Status DryRunExecutor::Launch(const LaunchRequest& request) {
   if (request.ranks.empty()) return InvalidArgumentError("job has no ranks");
+  if (request.gpu_milli < 0 || request.gpu_milli >= 1000 ||
+      (request.gpu_milli > 0 && request.ranks.size() != 1)) {
+    return InvalidArgumentError(
+        "field 'gpu_milli': a GPU share is 1..999 thousandths of one rank's GPU");
+  }
   running_[request.job] = Plan(request, clock_.Now());
   return Status::Ok();
 }

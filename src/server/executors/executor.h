@@ -41,7 +41,7 @@ struct RankAssignment {
   std::string node;
   int node_rank = 0;   // index of `node` among the job's nodes
   int local_rank = 0;  // index of this rank on its node
-  int gpu = 0;         // CUDA index on the node
+  int gpu = 0;         // CUDA index on the node; -1: no GPU (a CPU-only job)
 };
 
 struct LaunchRequest {
@@ -54,6 +54,10 @@ struct LaunchRequest {
   int master_port = 29500;
   Seconds estimated_runtime;  // 0: unknown
   TimePoint started_at;       // when the controller placed it
+  // A share of its one GPU in thousandths (0: whole GPUs), and each rank's host resources.
+  int gpu_milli = 0;
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_mib = 0;
 };
 
 // kLost: the job ended through no fault of its own (a node failed under it, the resource manager

@@ -29,10 +29,18 @@ std::vector<std::string> RankEnvironment(const LaunchRequest& r, const RankAssig
       {"NODE_RANK", std::to_string(rank.node_rank)},
       {"MASTER_ADDR", r.master_addr},
       {"MASTER_PORT", std::to_string(r.master_port)},
-      {"CUDA_VISIBLE_DEVICES", std::to_string(rank.gpu)},
+      {"CUDA_VISIBLE_DEVICES", rank.gpu < 0 ? std::string() : std::to_string(rank.gpu)},
       {"BATON_JOB_ID", std::to_string(r.job)},
       {"BATON_NODE", rank.node},
   };
+  if (r.gpu_milli > 0) {
+    // What a GPU-sharing runtime reads: the share itself, and the CUDA MPS limit on the share of
+    // the GPU's SMs a client may use (a percentage, rounded up so a share never gets 0).
+    vars["BATON_GPU_MILLI"] = std::to_string(r.gpu_milli);
+    vars["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string((r.gpu_milli + 9) / 10);
+  }
+  if (r.cpu_milli > 0) vars["BATON_CPU_MILLI"] = std::to_string(r.cpu_milli);
+  if (r.memory_mib > 0) vars["BATON_MEMORY_MIB"] = std::to_string(r.memory_mib);
   return EnvironmentWith(vars);
 }
 

@@ -192,8 +192,25 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
       }
       spec.tenant = std::move(t);
     } else if (key == "gpus") {
-      if (auto e = GetInt(v, key, 1, kMaxJobGpus, spec.gpus)) return e;
+      if (auto e = GetInt(v, key, 0, kMaxJobGpus, spec.gpus)) return e;
       has_gpus = true;
+    } else if (key == "gpu_milli") {
+      std::int64_t m = 0;
+      if (auto e = GetInt(v, key, 1, 1000, m)) return e;
+      spec.gpu_milli = m == 1000 ? 0 : static_cast<int>(m);
+    } else if (key == "cpu_milli") {
+      if (auto e = GetInt(v, key, 0, kMaxHostResource, spec.cpu_milli)) return e;
+    } else if (key == "memory_mib") {
+      if (auto e = GetInt(v, key, 0, kMaxHostResource, spec.memory_mib)) return e;
+    } else if (key == "resources") {
+      if (!v.is_object()) return FieldError{key, "must be an object, got " + TypeName(v)};
+      for (const auto& [rkey, rv] : v.items()) {
+        (void)rv;
+        return FieldError{"resources." + Printable(rkey, 64),
+                          "unknown resource '" + Printable(rkey, 64) +
+                              "' (the cluster declares no extended resources; CPU, memory and "
+                              "GPU shares are the fields cpu_milli, memory_mib and gpu_milli)"};
+      }
     } else if (key == "gpus_per_node") {
       std::int64_t g = 0;
       if (auto e = GetInt(v, key, 1, topo::kMaxGpusPerNode, g)) return e;
@@ -201,9 +218,16 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
     } else if (key == "gpu_type") {
       std::string t;
       if (auto e = GetString(v, key, t)) return e;
+      // A catalogue type by its canonical name; any other well-formed name may be one the
+      // cluster declares (checked against the cluster before the job is stored).
       Result<const topo::GpuSpec*> gpu = topo::FindGpu(t);
-      if (!gpu.ok()) return FieldError{key, gpu.status().message()};
-      spec.gpu_type = (*gpu)->name;
+      if (gpu.ok()) {
+        spec.gpu_type = (*gpu)->name;
+      } else if (ValidName(t, 64)) {
+        spec.gpu_type = t;
+      } else {
+        return FieldError{key, gpu.status().message()};
+      }
     } else if (key == "priority") {
       std::int64_t p = 0;
       if (auto e = GetInt(v, key, -1000, 1000, p)) return e;
@@ -251,12 +275,23 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
     } else {
       return FieldError{Printable(key, 64),
                         "unknown field (expected name, tenant, gpus, gpus_per_node, gpu_type, "
-                        "priority, preemptible, grace_period_s, estimated_runtime_s, command, "
-                        "topology or plan)"};
+                        "gpu_milli, cpu_milli, memory_mib, resources, priority, preemptible, "
+                        "grace_period_s, estimated_runtime_s, command, topology or plan)"};
     }
   }
   if (!has_name) return FieldError{"name", "is required"};
   if (!has_gpus) return FieldError{"gpus", "is required"};
+  if (spec.gpu_milli > 0 && spec.gpus != 1) {
+    return FieldError{"gpu_milli", "a share of a GPU (" + std::to_string(spec.gpu_milli) +
+                                       ") needs gpus: 1, got " + std::to_string(spec.gpus)};
+  }
+  if (spec.gpus == 0 && spec.cpu_milli == 0 && spec.memory_mib == 0) {
+    return FieldError{"gpus",
+                      "must be >= 1 (or 0 with cpu_milli or memory_mib for a CPU-only job)"};
+  }
+  if (spec.gpus == 0 && spec.gpus_per_node > 0) {
+    return FieldError{"gpus_per_node", "a CPU-only job (gpus: 0) has no GPUs per node"};
+  }
   if (spec.gpus_per_node > 0) {
     if (spec.gpus_per_node > spec.gpus) {
       return FieldError{"gpus_per_node", "(" + std::to_string(spec.gpus_per_node) +
@@ -356,6 +391,9 @@ std::string CanonicalJson(const JobSpec& spec) {
   if (!spec.topology_preferred.empty()) topology["preferred"] = spec.topology_preferred;
   j["topology"] = std::move(topology);
   if (spec.gpus_per_node == 0) j.erase("gpus_per_node");
+  if (spec.gpu_milli > 0) j["gpu_milli"] = spec.gpu_milli;
+  if (spec.cpu_milli > 0) j["cpu_milli"] = spec.cpu_milli;
+  if (spec.memory_mib > 0) j["memory_mib"] = spec.memory_mib;
   if (spec.gpu_type.empty()) j.erase("gpu_type");
   if (spec.plan) j["plan"] = json::parse(spec.plan->json, nullptr, /*allow_exceptions=*/false);
   // Invalid UTF-8 cannot reach here (the parsers reject it), but never throw from dump().

@@ -28,10 +28,17 @@ struct JobPlan {
 struct JobSpec {
   std::string name;                   // [A-Za-z0-9][A-Za-z0-9._-]{0,127}
   std::optional<std::string> tenant;  // only admins may name a tenant other than their own
-  std::int64_t gpus = 0;              // 1 .. kMaxJobGpus
-  int gpus_per_node = 0;              // 0: the scheduler decides; else 1..64 and divides gpus
-  std::string gpu_type;               // catalogue name ("H100-SXM"); empty: any
-  int priority = 0;                   // -1000 .. 1000
+  std::int64_t gpus = 0;              // 0 .. kMaxJobGpus; 0 only for a CPU-only job
+  // A share of one GPU in thousandths, 1..1000 (1000: the whole GPU, stored as 0); 1..999 needs
+  // gpus: 1. 0: whole GPUs.
+  int gpu_milli = 0;
+  // Host resources per task (per node the job's tasks land on, once per task): thousandths of a
+  // core and MiB, 0 .. kMaxHostResource. A job with gpus: 0 must ask for one of them.
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_mib = 0;
+  int gpus_per_node = 0;  // 0: the scheduler decides; else 1..64 and divides gpus
+  std::string gpu_type;   // catalogue name ("H100-SXM"); empty: any
+  int priority = 0;       // -1000 .. 1000
   bool preemptible = true;
   double grace_period_s = 30;        // 0 .. 86,400
   double estimated_runtime_s = 0;    // 0 (unknown) .. one year
@@ -43,6 +50,7 @@ struct JobSpec {
 };
 
 inline constexpr std::int64_t kMaxJobGpus = 1'000'000;
+inline constexpr std::int64_t kMaxHostResource = std::int64_t{1} << 40;
 
 enum class BodyFormat { kJson, kYaml };
 
@@ -50,10 +58,11 @@ enum class BodyFormat { kJson, kYaml };
 // format; empty means JSON. kInvalidArgument for anything else.
 Result<BodyFormat> BodyFormatFromContentType(std::string_view content_type);
 
-// Parses and validates a request body. On error, `*field` (when not null) is set to the dotted
-// path of the offending field ("gpus", "topology.required", "command[2]"), or to "" when the
-// body as a whole is malformed; the Status is kInvalidArgument and its message names the field
-// and the reason.
+// Parses and validates a request body. Extended resources (`resources: {name: amount}`) are
+// refused by name: the node model declares none yet, so every name is unknown. On error, `*field`
+// (when not null) is set to the dotted path of the offending field ("gpus", "topology.required",
+// "command[2]"), or to "" when the body as a whole is malformed; the Status is kInvalidArgument and
+// its message names the field and the reason.
 Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::string* field);
 
 // Canonical JSON of a validated spec: sorted keys, every field present. Round-trips through

@@ -31,7 +31,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"{", "", "malformed JSON"}, BadCase{"", "", "malformed JSON"},
         BadCase{"[1,2]", "", "must be an object"}, BadCase{R"({"gpus": 8})", "name", "is required"},
         BadCase{R"({"name": "a"})", "gpus", "is required"},
-        BadCase{R"({"name": "a", "gpus": 0})", "gpus", "between 1 and 1000000, got 0"},
+        BadCase{R"({"name": "a", "gpus": 0})", "gpus", "must be >= 1"},
+        BadCase{R"({"name": "a", "gpus": 1, "gpu_milli": 0})", "gpu_milli", "got 0"},
+        BadCase{R"({"name": "a", "gpus": 1, "gpu_milli": 1001})", "gpu_milli", "got 1001"},
+        BadCase{R"({"name": "a", "gpus": 2, "gpu_milli": 500})", "gpu_milli", "needs gpus: 1"},
+        BadCase{R"({"name": "a", "gpus": 1, "cpu_milli": -1})", "cpu_milli", "got -1"},
+        BadCase{R"({"name": "a", "gpus": 1, "memory_mib": "8Gi"})", "memory_mib", "got string"},
+        BadCase{R"({"name": "a", "gpus": 1, "resources": {"example.com/fpga": 1}})",
+                "resources.example.com/fpga", "unknown resource"},
         BadCase{R"({"name": "a", "gpus": -3})", "gpus", "got -3"},
         BadCase{R"({"name": "a", "gpus": 1000000000})", "gpus", "got 1000000000"},
         BadCase{R"({"name": "a", "gpus": 18446744073709551615})", "gpus", "between"},
@@ -45,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"name": "a", "gpus": 4, "gpus_per_node": 8})", "gpus_per_node", "exceed"},
         BadCase{R"({"name": "a", "gpus": 128, "gpus_per_node": 128})", "gpus_per_node",
                 "between 1 and 64"},
-        BadCase{R"({"name": "a", "gpus": 8, "gpu_type": "TPUv5"})", "gpu_type", "TPUv5"},
+        BadCase{R"({"name": "a", "gpus": 8, "gpu_type": "TPU v5!"})", "gpu_type", "TPU v5"},
         BadCase{R"({"name": "a", "gpus": 8, "priority": 5000})", "priority", "-1000 and 1000"},
         BadCase{R"({"name": "a", "gpus": 8, "preemptible": "yes"})", "preemptible",
                 "true or false"},
@@ -106,6 +113,28 @@ TEST(JobSpecTest, AcceptsAFullSpecAndCanonicalises) {
   Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
   ASSERT_TRUE(again.ok()) << canonical << ": " << again.status().ToString();
   EXPECT_EQ(CanonicalJson(*again), canonical);
+}
+
+TEST(JobSpecTest, ResourcesAndSharesRoundTrip) {
+  std::string field;
+  auto r = ParseJobSpec(
+      R"({"name": "half", "gpus": 1, "gpu_milli": 500, "cpu_milli": 6000, "memory_mib": 12288})",
+      BodyFormat::kJson, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gpu_milli, 500);
+  EXPECT_EQ(r->cpu_milli, 6000);
+  EXPECT_EQ(r->memory_mib, 12288);
+  auto back = ParseJobSpec(CanonicalJson(*r), BodyFormat::kJson, &field);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(CanonicalJson(*back), CanonicalJson(*r));
+  // A CPU-only job; gpu_milli 1000 is a whole GPU.
+  auto cpu =
+      ParseJobSpec(R"({"name": "c", "gpus": 0, "cpu_milli": 2000})", BodyFormat::kJson, &field);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  auto whole =
+      ParseJobSpec(R"({"name": "w", "gpus": 1, "gpu_milli": 1000})", BodyFormat::kJson, &field);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->gpu_milli, 0);
 }
 
 TEST(JobSpecTest, MinimalSpecGetsDefaults) {

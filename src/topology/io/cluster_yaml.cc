@@ -22,7 +22,7 @@ using Yaml = YAML::Node;
 
 constexpr std::string_view kTopFields[] = {
     "name",  "fabric",           "shapes", "nodes",           "nvlink_domains", "switches",
-    "tiers", "oversubscription", "links",  "failure_domains", "builder"};
+    "tiers", "oversubscription", "links",  "failure_domains", "builder",        "gpu_types"};
 constexpr std::string_view kShapeFields[] = {
     "gpu", "gpus", "cpus", "memory_gib", "numa_nodes", "gpus_per_pcie_switch", "nics", "nic_gbps"};
 
@@ -74,6 +74,7 @@ class Loader {
                                Printable(fabric_name)));
     }
     ClusterBuilder b(name, *fabric);
+    RETURN_IF_ERROR(LoadGpuTypes(b, root));
     RETURN_IF_ERROR(LoadShapes(b, root));
     RETURN_IF_ERROR(LoadNodes(b, root));
     RETURN_IF_ERROR(LoadDomains(b, root));
@@ -244,6 +245,41 @@ class Loader {
     };
   }
 
+  // The open catalogue: `gpu_types: {NAME: {memory_gib, fp32_tflops, tf32_tflops, bf16_tflops,
+  // fp8_tflops, hbm_gbps, nvlink_gbps}}`, every figure optional (0: unknown).
+  Status LoadGpuTypes(ClusterBuilder& b, const Yaml& root) {
+    static constexpr std::string_view kFields[] = {"memory_gib",  "fp32_tflops", "tf32_tflops",
+                                                   "bf16_tflops", "fp8_tflops",  "hbm_gbps",
+                                                   "nvlink_gbps"};
+    Yaml types = root["gpu_types"];
+    if (!types.IsDefined()) return Status::Ok();
+    if (!types.IsMap()) return Error(types.Mark(), "gpu_types", "expected a map name -> GPU type");
+    for (const auto& kv : types) {
+      const Yaml& t = kv.second;
+      if (!t.IsMap()) return Error(t.Mark(), "gpu_types", "expected a map of figures");
+      RETURN_IF_ERROR(Fields(t, kFields));
+      GpuSpec spec;
+      spec.name = kv.first.Scalar();
+      ASSIGN_OR_RETURN(double mem, Double(t, "memory_gib", 0, 1 << 20, false));
+      ASSIGN_OR_RETURN(double fp32, Double(t, "fp32_tflops", 0, 1e6, false));
+      ASSIGN_OR_RETURN(double tf32, Double(t, "tf32_tflops", 0, 1e6, false));
+      ASSIGN_OR_RETURN(double bf16, Double(t, "bf16_tflops", 0, 1e6, false));
+      ASSIGN_OR_RETURN(double fp8, Double(t, "fp8_tflops", 0, 1e6, false));
+      ASSIGN_OR_RETURN(double hbm, Double(t, "hbm_gbps", 0, 1e6, false));
+      ASSIGN_OR_RETURN(double nvlink, Double(t, "nvlink_gbps", 0, 1e6, false));
+      spec.hbm = GiB(mem);
+      spec.fp32 = TFlops(fp32);
+      spec.tf32 = TFlops(tf32);
+      spec.bf16 = TFlops(bf16);
+      spec.fp8 = TFlops(fp8);
+      spec.hbm_bandwidth = GBps(hbm);
+      spec.nvlink_per_direction = GBps(nvlink);
+      auto added = b.AddGpuType(std::move(spec));
+      if (!added.ok()) return At(kv.first.Mark(), "gpu_types", added.status());
+    }
+    return Status::Ok();
+  }
+
   Status LoadShapes(ClusterBuilder& b, const Yaml& root) {
     Yaml shapes = root["shapes"];
     if (!shapes.IsDefined()) return Error(root.Mark(), "shapes", "missing");
@@ -254,7 +290,7 @@ class Loader {
       NodeShape shape;
       shape.name = kv.first.Scalar();
       ASSIGN_OR_RETURN(std::string gpu, String(s, "gpu"));
-      auto spec = FindGpu(gpu);
+      auto spec = b.FindGpuType(gpu);
       if (!spec.ok()) return At(MarkOf(s, "gpu"), "gpu", spec.status());
       shape.gpu = *spec;
       ASSIGN_OR_RETURN(shape.gpus, Int(s, "gpus", 1, kMaxGpusPerNode, std::nullopt));
@@ -620,6 +656,19 @@ std::string ExportClusterYaml(const Cluster& c) {
       "# Cluster {}: {} nodes, {} GPUs (written by baton)\nname: {}\nfabric: {}\nshapes:\n",
       c.name(), c.nodes().size(), c.counts().total, YamlQuote(c.name()),
       FabricKindName(c.fabric()));
+  std::string types;
+  for (const auto& g : c.declared_gpus()) {
+    fmt::format_to(std::back_inserter(types),
+                   "  {}: {{memory_gib: {}, fp32_tflops: {}, tf32_tflops: {}, bf16_tflops: {}, "
+                   "fp8_tflops: {}, hbm_gbps: {}, nvlink_gbps: {}}}\n",
+                   YamlQuote(g->name), ToGiB(g->hbm), ToTFlops(g->fp32), ToTFlops(g->tf32),
+                   ToTFlops(g->bf16), ToTFlops(g->fp8), ToGBps(g->hbm_bandwidth),
+                   ToGBps(g->nvlink_per_direction));
+  }
+  if (!types.empty()) {
+    // Declared types come before the shapes that name them.
+    out.insert(out.rfind("shapes:\n"), "gpu_types:\n" + types);
+  }
   for (const NodeShape& s : c.shapes()) {
     fmt::format_to(std::back_inserter(out),
                    "  {}: {{gpu: {}, gpus: {}, cpus: {}, memory_gib: {}, numa_nodes: {}, "

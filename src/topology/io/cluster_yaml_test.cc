@@ -127,6 +127,35 @@ TEST(ClusterYamlTest, BuilderSection) {
   EXPECT_EQ(fly->nodes().size(), 8u);
 }
 
+TEST(ClusterYamlTest, DeclaresGpuTypesOutsideTheCatalogue) {
+  constexpr std::string_view kText =
+      "name: openb\ngpu_types:\n  T4: {memory_gib: 16, fp32_tflops: 8.1, bf16_tflops: 65}\n"
+      "  G2: {}\nshapes:\n  t4: {gpu: T4, gpus: 2, cpus: 104, memory_gib: 512}\n"
+      "  g2: {gpu: g2, gpus: 8, cpus: 96}\n"
+      "nodes:\n  - {names: \"t[1-2]\", shape: t4}\n  - {names: \"g1\", shape: g2}\n";
+  auto c = LoadClusterYaml(kText, "open.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->shape_of(NodeId(0)).gpu->name, "T4");
+  EXPECT_EQ(c->shape_of(NodeId(2)).gpu->name, "G2");
+  EXPECT_DOUBLE_EQ(ToTFlops(c->shape_of(NodeId(0)).gpu->bf16), 65);
+  // The export declares them again, and reads back to the same bytes.
+  const std::string yaml = ExportClusterYaml(*c);
+  auto back = LoadClusterYaml(yaml, "export.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << yaml;
+  EXPECT_EQ(ExportClusterYaml(*back), yaml);
+  // Undeclared and doubly declared types are errors naming the field.
+  auto unknown = LoadClusterYaml(
+      "name: u\nshapes:\n  s: {gpu: P100, gpus: 2}\nnodes:\n  - {names: n1, shape: s}\n", "u.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("gpu"), std::string::npos);
+  auto twice = LoadClusterYaml(
+      "name: u\ngpu_types: {P100: {}, p100: {}}\nshapes:\n  s: {gpu: P100, gpus: 2}\n"
+      "nodes:\n  - {names: n1, shape: s}\n",
+      "t.yaml");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("twice"), std::string::npos);
+}
+
 constexpr std::string_view kHead =
     "name: t\nshapes:\n  s: {gpu: H100, gpus: 8}\nnodes:\n  - {names: \"n[1-4]\", shape: s}\n";
 

@@ -39,4 +39,16 @@ PluginStatus NodeAttributesFilterPlugin::Filter(const PluginContext&, const JobI
   return PluginStatus::Success();
 }
 
+PluginStatus ResourcesFilterPlugin::Filter(const PluginContext& ctx, const JobInfo& job,
+                                           topo::NodeId node) {
+  const HostResources need = TaskHostResources(job.spec);
+  if (need.empty()) return PluginStatus::Success();
+  const ClusterState::HostUsage& h = ctx.state.Host(node);
+  if (need.cpu_milli > h.cpu_free()) return PluginStatus::Unschedulable("not enough CPU free");
+  if (need.memory_mib > h.memory_free()) {
+    return PluginStatus::Unschedulable("not enough memory free");
+  }
+  return PluginStatus::Success();
+}
+
 }  // namespace baton::sched

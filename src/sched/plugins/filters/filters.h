@@ -4,6 +4,7 @@
 //   bad-nodes  never again on a node that failed under this job
 //   node-attributes  the node meets the job's label / numeric attribute requirements (compiled
 //              once per job through ClusterState's AttributeIndex)
+//   resources  the node has one task's CPU and memory free (HostResources)
 #pragma once
 
 #include "sched/framework/plugin.h"
@@ -31,6 +32,12 @@ class BadNodesFilterPlugin final : public Plugin, public FilterPlugin {
 class NodeAttributesFilterPlugin final : public Plugin, public FilterPlugin {
  public:
   std::string_view Name() const override { return "node-attributes"; }
+  PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
+};
+
+class ResourcesFilterPlugin final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "resources"; }
   PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
 };
 

@@ -1,0 +1,238 @@
+#include "sim/workload/openb.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "core/strings.h"
+
+namespace baton::sim {
+namespace {
+
+std::vector<std::string_view> SplitCsv(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = line.find(',', start);
+    out.push_back(
+        Trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Reads `in` line by line; calls `row(line_number, fields)` for each data line after the header,
+// whose column names are mapped to their index in `columns`.
+template <typename Row>
+Status ReadCsv(std::istream& in, std::string_view file, const OpenbLimits& limits,
+               std::span<const std::string_view> required, std::map<std::string, int>* columns,
+               Row row) {
+  std::string line;
+  std::size_t number = 0;
+  bool header = true;
+  std::size_t width = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (number > limits.max_lines) {
+      return InvalidArgumentError(fmt::format("{}: more than {} lines", file, limits.max_lines));
+    }
+    if (line.size() > limits.max_line_bytes) {
+      return InvalidArgumentError(
+          fmt::format("{}:{}: line longer than {} bytes", file, number, limits.max_line_bytes));
+    }
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (Trim(line).empty()) continue;
+    auto fields = SplitCsv(line);
+    if (header) {
+      header = false;
+      width = fields.size();
+      for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (!columns->emplace(std::string(fields[i]), static_cast<int>(i)).second) {
+          return InvalidArgumentError(
+              fmt::format("{}:{}: column '{}' appears twice", file, number, Printable(fields[i])));
+        }
+      }
+      for (std::string_view r : required) {
+        if (!columns->contains(std::string(r))) {
+          return InvalidArgumentError(
+              fmt::format("{}:{}: header lacks column '{}'", file, number, r));
+        }
+      }
+      continue;
+    }
+    if (fields.size() != width) {
+      return InvalidArgumentError(fmt::format("{}:{}: expected {} fields (as the header), found {}",
+                                              file, number, width, fields.size()));
+    }
+    Status s = row(fields);
+    if (!s.ok()) return s.WithPrefix(fmt::format("{}:{}", file, number));
+  }
+  if (in.bad()) return InternalError(fmt::format("{}: read error", file));
+  if (header) return InvalidArgumentError(fmt::format("{}: empty (no header)", file));
+  return Status::Ok();
+}
+
+Result<std::int64_t> Int(std::string_view field, std::string_view v, std::int64_t lo,
+                         std::int64_t hi) {
+  auto x = ParseInt64(v);
+  if (!x) {
+    return InvalidArgumentError(
+        fmt::format("field '{}': '{}' is not an integer", field, Printable(v)));
+  }
+  if (*x < lo || *x > hi) {
+    return InvalidArgumentError(
+        fmt::format("field '{}': {} is out of range ({}..{})", field, *x, lo, hi));
+  }
+  return *x;
+}
+
+constexpr std::int64_t kMaxCpuMilli = std::int64_t{1} << 32;
+constexpr std::int64_t kMaxMemoryMib = std::int64_t{1} << 32;
+
+}  // namespace
+
+Result<std::vector<OpenbNode>> ReadOpenbNodes(std::istream& in, std::string_view file,
+                                              OpenbLimits limits) {
+  static constexpr std::string_view kRequired[] = {"sn", "cpu_milli", "memory_mib", "gpu", "model"};
+  std::map<std::string, int> col;
+  std::vector<OpenbNode> out;
+  std::map<std::string, bool, std::less<>> names;
+  RETURN_IF_ERROR(ReadCsv(
+      in, file, limits, kRequired, &col, [&](const std::vector<std::string_view>& f) -> Status {
+        OpenbNode n;
+        n.name = std::string(f[col["sn"]]);
+        if (n.name.empty()) return InvalidArgumentError("field 'sn': empty");
+        if (!names.emplace(n.name, true).second) {
+          return InvalidArgumentError(
+              fmt::format("field 'sn': node '{}' listed twice", Printable(n.name)));
+        }
+        ASSIGN_OR_RETURN(n.cpu_milli, Int("cpu_milli", f[col["cpu_milli"]], 0, kMaxCpuMilli));
+        ASSIGN_OR_RETURN(n.memory_mib, Int("memory_mib", f[col["memory_mib"]], 0, kMaxMemoryMib));
+        ASSIGN_OR_RETURN(std::int64_t gpus, Int("gpu", f[col["gpu"]], 0, topo::kMaxGpusPerNode));
+        n.gpus = static_cast<int>(gpus);
+        n.model = std::string(f[col["model"]]);
+        if (n.gpus > 0 && n.model.empty()) {
+          return InvalidArgumentError("field 'model': empty for a GPU node");
+        }
+        out.push_back(std::move(n));
+        return Status::Ok();
+      }));
+  return out;
+}
+
+Result<std::vector<OpenbPod>> ReadOpenbPods(std::istream& in, std::string_view file,
+                                            OpenbLimits limits) {
+  static constexpr std::string_view kRequired[] = {"name", "cpu_milli", "memory_mib", "num_gpu",
+                                                   "gpu_milli"};
+  std::map<std::string, int> col;
+  std::vector<OpenbPod> out;
+  int spec = -1;
+  int qos = -1;
+  int phase = -1;
+  bool looked = false;
+  RETURN_IF_ERROR(ReadCsv(
+      in, file, limits, kRequired, &col, [&](const std::vector<std::string_view>& f) -> Status {
+        if (!looked) {
+          looked = true;
+          auto find = [&](const char* name) {
+            auto it = col.find(name);
+            return it == col.end() ? -1 : it->second;
+          };
+          spec = find("gpu_spec");
+          qos = find("qos");
+          phase = find("pod_phase");
+        }
+        OpenbPod p;
+        p.name = std::string(f[col["name"]]);
+        if (p.name.empty()) return InvalidArgumentError("field 'name': empty");
+        ASSIGN_OR_RETURN(p.cpu_milli, Int("cpu_milli", f[col["cpu_milli"]], 0, kMaxCpuMilli));
+        ASSIGN_OR_RETURN(p.memory_mib, Int("memory_mib", f[col["memory_mib"]], 0, kMaxMemoryMib));
+        ASSIGN_OR_RETURN(std::int64_t gpus,
+                         Int("num_gpu", f[col["num_gpu"]], 0, topo::kMaxGpusPerNode));
+        ASSIGN_OR_RETURN(std::int64_t milli, Int("gpu_milli", f[col["gpu_milli"]], 0, 1000));
+        p.num_gpu = static_cast<int>(gpus);
+        p.gpu_milli = static_cast<int>(milli);
+        if ((p.num_gpu == 0) != (p.gpu_milli == 0)) {
+          return InvalidArgumentError(fmt::format(
+              "field 'gpu_milli': {} with num_gpu {} (both or neither must be 0)", milli, gpus));
+        }
+        if (p.num_gpu > 1 && p.gpu_milli != 1000) {
+          return InvalidArgumentError(fmt::format(
+              "field 'gpu_milli': a share ({}) of a GPU needs num_gpu 1, got {}", milli, gpus));
+        }
+        if (spec >= 0 && !f[spec].empty()) {
+          for (std::string_view m : Split(f[spec], '|')) {
+            m = Trim(m);
+            if (m.empty()) return InvalidArgumentError("field 'gpu_spec': empty model in the list");
+            p.gpu_spec.emplace_back(m);
+          }
+        }
+        if (qos >= 0) p.qos = std::string(f[qos]);
+        if (phase >= 0) p.phase = std::string(f[phase]);
+        out.push_back(std::move(p));
+        return Status::Ok();
+      }));
+  return out;
+}
+
+Result<std::vector<OpenbNode>> ReadOpenbNodesFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
+  return ReadOpenbNodes(in, path);
+}
+
+Result<std::vector<OpenbPod>> ReadOpenbPodsFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
+  return ReadOpenbPods(in, path);
+}
+
+Result<topo::Cluster> OpenbCluster(std::span<const OpenbNode> nodes, std::string name) {
+  topo::ClusterBuilder b(std::move(name));
+  std::map<std::string, const topo::GpuSpec*> models;
+  std::map<std::tuple<std::string, int, std::int64_t, std::int64_t>, topo::NodeShapeId> shapes;
+  ASSIGN_OR_RETURN(topo::SwitchId leaf, b.AddSwitch("openb-leaf"));
+  for (const OpenbNode& n : nodes) {
+    auto bad = [&](std::string_view field, const std::string& why) {
+      return InvalidArgumentError(
+          fmt::format("node '{}': field '{}': {}", Printable(n.name), field, why));
+    };
+    if (n.gpus <= 0) return bad("gpu", "a node without GPUs (packing places GPU work)");
+    if (n.cpu_milli % 1000 != 0) return bad("cpu_milli", "not whole cores");
+    auto [it, fresh] = models.try_emplace(n.model, nullptr);
+    if (fresh) {
+      auto builtin = topo::FindGpu(n.model);
+      if (builtin.ok()) {
+        it->second = *builtin;
+      } else {
+        topo::GpuSpec spec;
+        spec.name = n.model;
+        ASSIGN_OR_RETURN(it->second, b.AddGpuType(std::move(spec)));
+      }
+    }
+    auto key = std::make_tuple(n.model, n.gpus, n.cpu_milli, n.memory_mib);
+    auto s = shapes.find(key);
+    if (s == shapes.end()) {
+      topo::NodeShape shape;
+      shape.name = fmt::format("{}x{}-{}c-{}m", n.gpus, n.model, n.cpu_milli / 1000, n.memory_mib);
+      shape.gpu = it->second;
+      shape.gpus = n.gpus;
+      shape.cpus = static_cast<int>(n.cpu_milli / 1000);
+      shape.memory = MiB(static_cast<double>(n.memory_mib));
+      shape.gpus_per_pcie_switch = 1;
+      shape.nics = 0;
+      ASSIGN_OR_RETURN(topo::NodeShapeId id, b.AddShape(std::move(shape)));
+      s = shapes.emplace(key, id).first;
+    }
+    ASSIGN_OR_RETURN(topo::NodeId id, b.AddNode(n.name, s->second));
+    RETURN_IF_ERROR(b.AttachNode(leaf, id));
+  }
+  return b.Build();
+}
+
+}  // namespace baton::sim

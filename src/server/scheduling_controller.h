@@ -83,6 +83,8 @@ class SchedulingController final : public Controller {
   std::optional<PlacementView> JobPlacement(JobId job) const override;
   std::vector<NodeView> Nodes() const override;
   std::string Topology() const override { return topology_summary_; }
+  ClusterView Cluster() const override;
+  std::int64_t StateVersion() const override { return cycles(); }
   Result<perf::SystemSpec> PlanningSystem() const override { return planning_system_; }
 
   // Cycles run so far (for tests).
@@ -143,6 +145,9 @@ class SchedulingController final : public Controller {
   std::unique_ptr<Executor> executor_;
   const Clock& clock_;
   std::string topology_summary_;
+  // The cluster's structure as Cluster() answers it, without allocation; immutable after Create.
+  static ClusterView ClusterLayout(const topo::Cluster& c);
+  ClusterView layout_;
   Result<perf::SystemSpec> planning_system_ = UnavailableError("not built");  // immutable
   std::unordered_map<std::string, topo::NodeId> node_by_name_;  // immutable after Create
   JobStore* store_ = nullptr;
@@ -174,6 +179,7 @@ class SchedulingController final : public Controller {
   std::map<JobId, PlacementView> placements_;
   std::vector<NodeView> nodes_;
   std::map<topo::NodeId, std::vector<std::string>> active_rules_;
+  std::map<JobId, std::string> job_tenants_;  // of jobs holding GPUs
   std::int64_t cycles_ = 0;
 };
 

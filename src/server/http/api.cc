@@ -15,6 +15,7 @@
 #include "perf/report.h"
 #include "perf/request.h"
 #include "perf/search.h"
+#include "server/http/dashboard.h"
 #include "server/http/dcgm.h"
 #include "server/http/job_spec.h"
 
@@ -564,6 +565,32 @@ struct Api::Routes {
     Add("GET", "/metrics", "/metrics", Access::kPublic, [this](R, W res, P) {
       res.status = 200;
       res.set_content(api.registry_.Render(), std::string(Registry::kContentType).c_str());
+    });
+    // The dashboard (http/dashboard.h): static files are public, its data needs a token.
+    Add("GET", "/", "/", Access::kPublic, [](R req, W res, P) { ServeWebAsset(req.path, res); });
+    Add("GET", R"(/ui/[A-Za-z0-9][A-Za-z0-9._-]{0,63})", "/ui/{file}", Access::kPublic,
+        [](R req, W res, P) {
+          if (!ServeWebAsset(req.path, res)) SendError(res, 404, "NOT_FOUND", "no such file");
+        });
+    Add("GET", "/api/v1/whoami", "/api/v1/whoami", Access::kAuthenticated, [](R, W res, P who) {
+      SendJson(res, 200,
+               json{{"name", who.name}, {"role", RoleName(who.role)}, {"tenant", who.tenant}});
+    });
+    Add("GET", "/api/v1/cluster", "/api/v1/cluster", Access::kAuthenticated,
+        [this](R, W res, P who) {
+          ClusterView view = api.controller_.Cluster();
+          if (view.nodes.empty()) {
+            return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no cluster)");
+          }
+          SendJson(res, 200, ClusterJson(view, who));
+        });
+    Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated, [this](R, W res, P) {
+      if (api.open_streams_.fetch_add(1) >= kMaxEventStreams) {
+        api.open_streams_.fetch_sub(1);
+        return SendError(res, 503, "UNAVAILABLE",
+                         "too many open event streams (" + std::to_string(kMaxEventStreams) + ")");
+      }
+      StartEventStream(api.controller_, api.open_streams_, res);
     });
     Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, W res, P) {
       res.status = 200;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything baton needs to build, test and demo, from Debian 12 packages only.
-# Idempotent; run as root (or through sudo). Nothing is downloaded at build time.
+# Installs everything baton needs to build, test and demo: Debian 12 packages, and the
+# dashboard's npm packages pinned in web/package-lock.json. Idempotent; run as root (or through
+# sudo). Nothing is downloaded at build time.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -11,7 +13,11 @@ packages=(
   libsqlite3-dev sqlite3 libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   libpq-dev libpqxx-dev postgresql curl
   slurmctld slurmd slurm-client munge
+  chromium
 )
+# Node.js and npm for the dashboard's pinned packages (web/package-lock.json) and its browser
+# tests; a machine that already has a node with npm (another packaging) keeps it.
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -24,4 +30,12 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The dashboard's npm packages, exactly as web/package-lock.json pins them (uPlot is embedded in
+# the daemon at build time; playwright-core drives Chromium in the browser tests).
+if [[ ! -f web/node_modules/.package-lock.json ]] ||
+   ! cmp -s web/package-lock.json web/node_modules/.baton-installed-lock; then
+  npm ci --prefix web --no-audit --no-fund --loglevel=error
+  cp web/package-lock.json web/node_modules/.baton-installed-lock
 fi

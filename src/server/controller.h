@@ -52,6 +52,22 @@ struct NodeView {
   std::vector<JobId> jobs;
 };
 
+// The cluster as the dashboard draws it: every node with its switch path (top tier first), its
+// multi-node NVLink domain (an NVL72 rack; empty for a node's own board), and which job holds
+// each GPU (0: free), plus the tenant of each job that holds GPUs.
+struct ClusterView {
+  struct Node {
+    std::string name;
+    std::vector<std::string> path;
+    std::string domain;
+    std::string health;
+    std::vector<JobId> gpu_jobs;
+  };
+  std::string name;
+  std::vector<Node> nodes;
+  std::map<JobId, std::string> job_tenants;
+};
+
 // One node's telemetry sample: DCGM field name -> value (see health/health.h).
 using TelemetrySample = std::map<std::string, double, std::less<>>;
 
@@ -103,6 +119,11 @@ class Controller {
   virtual Status Admit(const JobSpec& /*spec*/, std::string* /*field*/) const {
     return Status::Ok();
   }
+  // The cluster with its allocation; empty without a scheduler.
+  virtual ClusterView Cluster() const { return {}; }
+  // Grows whenever the scheduler's view of jobs or nodes may have changed (each published
+  // snapshot), so a watcher knows when to read again. 0 without a scheduler.
+  virtual std::int64_t StateVersion() const { return 0; }
   // The cluster as the planner sees it (GPU type, network tiers; gpus = all of them), for the
   // plan endpoints; an error when there is no cluster or the planner cannot describe it.
   virtual Result<perf::SystemSpec> PlanningSystem() const {

@@ -204,6 +204,7 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   c->summarized_counts_ = c->cluster().counts();
   c->admission_cluster_ = std::make_unique<const topo::Cluster>(c->cluster().Clone());
   c->planning_system_ = std::move(planning);
+  c->layout_ = ClusterLayout(c->cluster());
   return c;
 }
 
@@ -939,6 +940,7 @@ void SchedulingController::Loop() {
 void SchedulingController::PublishSnapshot() {
   const topo::Cluster& c = cluster();
   std::map<JobId, PlacementView> placements;
+  std::map<JobId, std::string> job_tenants;
   std::vector<NodeView> nodes(c.nodes().size());
   std::map<std::string, int> phases = {{"pending", 0}, {"running", 0}, {"terminating", 0}};
   for (const auto& [sid, info] : scheduler_->jobs()) {
@@ -951,6 +953,7 @@ void SchedulingController::PublishSnapshot() {
       }
     }
     if (!info.placement.empty()) {
+      job_tenants.emplace(StoreId(sid), info.spec.tenant);
       v.level = topo::LevelName(info.placement.span);
       for (const auto& a : info.placement.nodes) {
         v.nodes.push_back({c.node(a.node).name, MaskBits(a.mask)});
@@ -985,6 +988,7 @@ void SchedulingController::PublishSnapshot() {
     for (auto& [id, rules] : active_rules_) nodes[id.value()].active_rules = rules;
     placements_ = std::move(placements);
     nodes_ = std::move(nodes);
+    job_tenants_ = std::move(job_tenants);
     ++cycles_;
   }
   for (const auto& [phase, n] : phases) metrics_->queue.WithLabels({phase}).Set(n);
@@ -1007,6 +1011,47 @@ std::optional<PlacementView> SchedulingController::JobPlacement(JobId job) const
   auto it = placements_.find(job);
   if (it == placements_.end()) return std::nullopt;
   return it->second;
+}
+
+ClusterView SchedulingController::ClusterLayout(const topo::Cluster& c) {
+  ClusterView out;
+  out.name = c.name();
+  out.nodes.reserve(c.nodes().size());
+  for (const topo::Node& n : c.nodes()) {
+    ClusterView::Node v;
+    v.name = n.name;
+    for (int t = topo::kMaxSwitchTiers - 1; t >= 0; --t) {
+      if (n.ancestors[t].valid()) v.path.push_back(c.sw(n.ancestors[t]).name);
+    }
+    if (n.nvlink_domain.valid() && c.nvlink_domain(n.nvlink_domain).nodes.size() > 1) {
+      v.domain = c.nvlink_domain(n.nvlink_domain).name;
+    }
+    v.gpu_jobs.assign(n.gpus, 0);
+    out.nodes.push_back(std::move(v));
+  }
+  return out;
+}
+
+ClusterView SchedulingController::Cluster() const {
+  ClusterView out = layout_;  // immutable after Create
+  std::lock_guard lock(snapshot_mu_);
+  for (std::size_t i = 0; i < nodes_.size() && i < out.nodes.size(); ++i) {
+    out.nodes[i].health = nodes_[i].health;
+  }
+  std::unordered_map<std::string_view, std::size_t> index;
+  for (std::size_t i = 0; i < out.nodes.size(); ++i) index.emplace(out.nodes[i].name, i);
+  for (const auto& [id, p] : placements_) {
+    for (const auto& n : p.nodes) {
+      auto it = index.find(n.node);
+      if (it == index.end()) continue;
+      for (int g : n.gpus) {
+        auto& jobs = out.nodes[it->second].gpu_jobs;
+        if (g >= 0 && static_cast<std::size_t>(g) < jobs.size()) jobs[g] = id;
+      }
+    }
+  }
+  out.job_tenants = job_tenants_;
+  return out;
 }
 
 std::vector<NodeView> SchedulingController::Nodes() const {

@@ -90,6 +90,8 @@ class SchedulingController final : public Controller {
     return topology_summary_;
   }
   Status Admit(const JobSpec& spec, std::string* field) const override;
+  ClusterView Cluster() const override;
+  std::int64_t StateVersion() const override { return cycles(); }
   Result<perf::SystemSpec> PlanningSystem() const override { return planning_system_; }
 
   // Cycles run so far (for tests).
@@ -163,6 +165,9 @@ class SchedulingController final : public Controller {
   // The scheduler's own validation of the job (sched::ValidateJob) on admission_cluster_, with
   // its field names mapped to the API's. Part of Admit.
   Status CheckJob(const JobSpec& spec, std::string* field) const;
+  // The cluster's structure as Cluster() answers it, without allocation; immutable after Create.
+  static ClusterView ClusterLayout(const topo::Cluster& c);
+  ClusterView layout_;
   Result<perf::SystemSpec> planning_system_ = UnavailableError("not built");  // immutable
   std::unordered_map<std::string, topo::NodeId> node_by_name_;  // immutable after Create
   JobStore* store_ = nullptr;
@@ -205,6 +210,7 @@ class SchedulingController final : public Controller {
   std::string topology_summary_;  // rewritten when the GPU counts change
   topo::GpuCounts summarized_counts_;
   std::map<topo::NodeId, std::vector<std::string>> active_rules_;
+  std::map<JobId, std::string> job_tenants_;  // of jobs holding GPUs
   std::int64_t cycles_ = 0;
 };
 

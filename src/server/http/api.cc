@@ -17,8 +17,10 @@
 #include "perf/report.h"
 #include "perf/request.h"
 #include "perf/search.h"
+#include "server/http/dashboard.h"
 #include "server/http/dcgm.h"
 #include "server/http/job_spec.h"
+#include "server/http/web_assets.h"
 
 namespace baton::server {
 namespace {
@@ -809,6 +811,34 @@ struct Api::Routes {
     Add("GET", "/metrics", "/metrics", Access::kAdmin, [this](R, B, W res, P) {
       res.status = 200;
       res.set_content(api.registry_.Render(), std::string(Registry::kContentType).c_str());
+    });
+    // The dashboard (http/dashboard.h): its static files are public (one literal route each, so
+    // that the pre-routing table knows them), its data needs a token.
+    for (const WebAsset& asset : WebAssets()) {
+      const std::string path(asset.path);
+      const char* label = asset.path.data();  // static storage, NUL-terminated literal
+      Add("GET", path, label, Access::kPublic,
+          [path](R, B, W res, P) { ServeWebAsset(path, res); });
+    }
+    Add("GET", "/api/v1/whoami", "/api/v1/whoami", Access::kAuthenticated, [](R, B, W res, P who) {
+      SendJson(res, 200,
+               json{{"name", who.name}, {"role", RoleName(who.role)}, {"tenant", who.tenant}});
+    });
+    Add("GET", "/api/v1/cluster", "/api/v1/cluster", Access::kAuthenticated,
+        [this](R, B, W res, P who) {
+          ClusterView view = api.controller_.Cluster();
+          if (view.nodes.empty()) {
+            return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no cluster)");
+          }
+          SendJson(res, 200, ClusterJson(view, who));
+        });
+    Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated, [this](R, B, W res, P) {
+      if (api.open_streams_.fetch_add(1) >= kMaxEventStreams) {
+        api.open_streams_.fetch_sub(1);
+        return SendError(res, 503, "UNAVAILABLE",
+                         "too many open event streams (" + std::to_string(kMaxEventStreams) + ")");
+      }
+      StartEventStream(api.controller_, api.open_streams_, res);
     });
     Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, B, W res, P) {
       res.status = 200;

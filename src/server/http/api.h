@@ -9,6 +9,7 @@
 // (the store, the metrics registry, the immutable authenticator, the controller).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -62,6 +63,7 @@ class Api {
   Family<Counter>& submissions_;
   Family<Gauge>& jobs_;
   Family<Counter>& telemetry_;
+  std::atomic<int> open_streams_{0};  // dashboard event streams (http/dashboard.h)
 };
 
 }  // namespace baton::server

@@ -93,6 +93,28 @@ std::vector<std::pair<double, double>> Cdf(std::vector<double> values) {
 
 std::string Num(double v) { return fmt::format("{:.2f}", v); }
 
+// An axis label a person reads at a glance, never in e-notation: 0.25, 12.5, 4,370, 1.2 M.
+std::string TickLabel(double v) {
+  const double a = std::abs(v);
+  auto trim = [](std::string s) {
+    if (s.find('.') != std::string::npos) {
+      while (s.ends_with('0')) s.pop_back();
+      if (s.ends_with('.')) s.pop_back();
+    }
+    return s;
+  };
+  if (a >= 1e9) return trim(fmt::format("{:.1f}", v / 1e9)) + " G";
+  if (a >= 1e6) return trim(fmt::format("{:.1f}", v / 1e6)) + " M";
+  if (a >= 1e3) {
+    std::string digits = fmt::format("{:.0f}", a);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+    return (v < 0 ? "-" : "") + digits;
+  }
+  if (a >= 100) return fmt::format("{:.0f}", v);
+  if (a >= 0.01 || a == 0) return trim(fmt::format("{:.2f}", v));
+  return trim(fmt::format("{:.4f}", v));
+}
+
 // A line chart as inline SVG. log_x: logarithmic x axis (values below 1 are drawn at 1); y_max:
 // the top of the y axis, 0 for 5 % above the largest value.
 std::string LineChart(std::string_view title, std::string_view x_label, std::string_view y_label,
@@ -126,8 +148,8 @@ std::string LineChart(std::string_view title, std::string_view x_label, std::str
     svg += fmt::format(
         "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n"
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-        Num(kL - 4), Num(py(y) + 4), fmt::format("{:.3g}", y), Num(kL + (kW - kL - kR) * i / 4),
-        Num(kH - kB + 14), fmt::format("{:.3g}", xlabel));
+        Num(kL - 4), Num(py(y) + 4), TickLabel(y), Num(kL + (kW - kL - kR) * i / 4),
+        Num(kH - kB + 14), TickLabel(xlabel));
   }
   svg += fmt::format(
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n"
@@ -274,14 +296,16 @@ std::string JobsCsv(const std::vector<SimResult>& runs) {
 std::string ReportHtml(const ReportMeta& meta, const std::vector<SimResult>& runs) {
   std::string out = fmt::format(
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>baton sim: {0}</title>\n"
-      "<style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}"
+      "<style>body{{font-family:sans-serif;margin:2em}}.wide{{overflow-x:auto}}"
       "table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;"
       "text-align:right}}th{{background:#eee}}td:first-child{{text-align:left}}"
       ".plots{{display:flex;flex-wrap:wrap;gap:1em}}</style></head><body>\n"
       "<h1>baton sim</h1>\n<p>Trace <code>{0}</code> on {1}; seed {2}; node failures {3}.</p>\n",
       HtmlEscape(meta.trace), HtmlEscape(meta.cluster), meta.seed, meta.failures ? "on" : "off");
   out +=
-      "<table><tr><th>policy</th><th>jobs</th><th>completed</th><th>failed</th><th>rejected</th>"
+      "<div "
+      "class=\"wide\"><table><tr><th>policy</th><th>jobs</th><th>completed</th><th>failed</"
+      "th><th>rejected</th>"
       "<th>avg JCT (h)</th><th>median JCT (h)</th><th>p95 JCT (h)</th><th>avg wait (h)</th>"
       "<th>avg slowdown</th><th>allocated util</th><th>effective util</th><th>goodput</th>"
       "<th>avg queue</th><th>avg fragmentation (GPUs)</th><th>preemptions</th>"
@@ -300,7 +324,15 @@ std::string ReportHtml(const ReportMeta& meta, const std::vector<SimResult>& run
         s.allocated_util, s.effective_util, s.goodput, s.avg_queue, s.avg_fragmentation,
         s.preemptions, s.failure_restarts, s.node_failures, s.lost_gpu_hours, s.tenant_fairness);
   }
-  out += "</table>\n<div class=\"plots\">\n";
+  out +=
+      "</table></div>\n<p><small>JCT: job completion time, submit to end. Slowdown: JCT over the "
+      "job's run time alone. Allocated util: GPU-time held by jobs over the GPU-time available. "
+      "Effective util (eff): held GPU-time weighted by the speed each placement allows (a spread "
+      "gang counts less than a compact one). Goodput (goodpt): GPU-time of the work of completed "
+      "jobs over the GPU-time available, so what failures, restarts and preemptions lost is not "
+      "in it. Fragmentation: free GPUs the smallest waiting gang cannot use. Preemptions (by the "
+      "policy) and failure restarts (a node went down) are counted apart.</small></p>\n"
+      "<div class=\"plots\">\n";
   out += LineChart("Allocated GPU utilisation", "days", "fraction of GPUs",
                    TimeSeries(runs,
                               [](const Sample& x, const SimResult& r) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "sim/workload/failures.h"
 #include "sim/workload/trace.h"
@@ -18,7 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     p.tiers = 2;
     p.nodes_per_leaf = 2;
     p.leaves_per_spine = 2;
-    return *topo::BuildFatTree(p);
+    auto built = topo::BuildFatTree(p);
+    if (!built.ok()) __builtin_trap();
+    return std::move(built).value();
   }();
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   sim::FailureTraceReader reader(in, "failures.csv", cluster);

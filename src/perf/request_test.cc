@@ -61,7 +61,7 @@ struct BadCase {
 
 TEST(PlanRequestTest, BadRequestsNameTheField) {
   const BadCase cases[] = {
-      {"{", PlanQuestion::kEstimate, "", "not valid JSON"},
+      {"{", PlanQuestion::kEstimate, "", "malformed JSON"},
       {"[1]", PlanQuestion::kEstimate, "", "must be a JSON object"},
       {R"({"gpus": 8})", PlanQuestion::kEstimate, "model", "required"},
       {R"({"model": "no-such-model", "gpus": 8})", PlanQuestion::kEstimate, "model", "no-such"},

@@ -74,8 +74,11 @@ Result<DcgmScrape> ParseDcgmScrape(std::string_view text) {
       }
       labels = line.substr(brace + 1, close - brace - 1);
       rest = Trim(line.substr(close + 1));
-    } else {
+    } else if (name_end != std::string_view::npos) {
       rest = Trim(line.substr(name_end));
+    } else {
+      ++out.skipped;  // a metric name and nothing else: no value (found by fuzz_dcgm)
+      continue;
     }
     std::optional<std::string> host = Label(labels, "Hostname");
     // The value, then an optional timestamp.

@@ -31,6 +31,18 @@ TEST(DcgmScrape, RejectsABodyWithoutHealthFields) {
   }
 }
 
+TEST(DcgmScrape, AMetricNameAloneIsSkippedNotACrash) {
+  // Found by fuzz_dcgm: a line with a health field's name and nothing after it threw
+  // std::out_of_range from substr, which aborted the daemon's worker.
+  constexpr std::string_view kText =
+      "DCGM_FI_DEV_GPU_TEMP\n"
+      "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",Hostname=\"node001\"} 61\n";
+  Result<DcgmScrape> s = ParseDcgmScrape(kText);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->samples, 1);
+  EXPECT_EQ(s->skipped, 1);
+}
+
 TEST(DcgmScrape, UnescapesLabelValues) {
   Result<DcgmScrape> s =
       ParseDcgmScrape("DCGM_FI_DEV_GPU_TEMP{note=\"a \\\"b\\\", c\",Hostname=\"n1\"} 40\n");

@@ -14,4 +14,9 @@ void RegisterSimCommand(CLI::App& app, int& exit_code);
 // completion (cli/client_cmd.cc).
 void RegisterClientCommands(CLI::App& app, int& exit_code);
 
+// Adds `--profile FILE` to a command whose planner estimates should use a system profile from
+// `baton plan calibrate` (serve, sim): installed process-wide when the option is parsed; a
+// profile that does not load is a validation error naming the option.
+void AddProfileOption(CLI::App* cmd);
+
 }  // namespace baton::cli

@@ -596,6 +596,16 @@ void Bind(CLI::App* c, int& exit_code, std::shared_ptr<PlanOptions> o,
 
 }  // namespace
 
+void AddProfileOption(CLI::App* cmd) {
+  cmd->add_option_function<std::string>(
+      "--profile",
+      [](const std::string& path) {
+        Status st = perf::InstallProfileFile(path);
+        if (!st.ok()) throw CLI::ValidationError("--profile", st.ToString());
+      },
+      "System profile YAML (baton plan calibrate) for the planner's estimates");
+}
+
 void RegisterPlanCommand(CLI::App& app, int& exit_code) {
   CLI::App* plan =
       app.add_subcommand("plan", "Parallelisation planner: estimate, search, validate, launch");

@@ -20,11 +20,8 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "core/strings.h"
-#include "perf/profile.h"
 #include "sched/framework/config.h"
-#include "server/executors/dry_run_executor.h"
-#include "server/executors/local_executor.h"
-#include "server/executors/slurm_executor.h"
+#include "server/executors/registry.h"
 #include "server/scheduling_controller.h"
 #include "server/server.h"
 #include "topology/builders/fabrics.h"
@@ -42,6 +39,7 @@ struct ServeOptions {
   std::string topology;
   std::string scheduler_config;
   std::string executor = "dry-run";
+  std::vector<std::string> executor_options;
   double speedup = 60;
   double failure_probability = 0;
   std::string local_host;
@@ -127,20 +125,31 @@ Status Run(const ServeOptions& o) {
   if (!o.preset.empty() && !o.topology.empty()) {
     return InvalidArgumentError("give --preset or --topology, not both");
   }
-  const bool slurm = o.executor == "slurm";
-  if (slurm && (!o.preset.empty() || !o.topology.empty())) {
-    return InvalidArgumentError(
-        "--executor slurm takes the cluster from Slurm (--slurm-conf), not --preset/--topology");
+  ASSIGN_OR_RETURN(const server::ExecutorKind* kind, server::FindExecutor(o.executor));
+  server::ExecutorSettings settings;
+  settings.speedup = o.speedup;
+  settings.failure_probability = o.failure_probability;
+  settings.host = o.local_host;
+  settings.work_dir = o.log_dir;
+  settings.slurm_conf = o.slurm_conf;
+  settings.partition = o.slurm_partition;
+  for (const std::string& kv : o.executor_options) {
+    std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError(fmt::format("--executor-option '{}': expected KEY=VALUE", kv));
+    }
+    if (!settings.options.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second) {
+      return InvalidArgumentError(
+          fmt::format("--executor-option '{}': key given twice", kv.substr(0, eq)));
+    }
   }
-  std::string slurm_conf = o.slurm_conf;
-  if (slurm && slurm_conf.empty() && std::getenv("SLURM_CONF") != nullptr) {
-    slurm_conf = std::getenv("SLURM_CONF");
-  }
-  if (slurm && slurm_conf.empty()) {
-    return InvalidArgumentError("--executor slurm needs --slurm-conf PATH (or $SLURM_CONF)");
+  if (kind->cluster != nullptr && (!o.preset.empty() || !o.topology.empty())) {
+    return InvalidArgumentError(fmt::format(
+        "--executor {} takes the cluster from its resource manager, not --preset/--topology",
+        kind->name));
   }
   ASSIGN_OR_RETURN(topo::Cluster cluster,
-                   slurm ? server::ClusterFromSlurmConf(slurm_conf)
+                   kind->cluster != nullptr ? kind->cluster(settings)
                    : o.topology.empty()
                        ? topo::BuildPreset(o.preset.empty() ? "superpod-h100" : o.preset)
                        : topo::LoadClusterFile(o.topology));
@@ -159,24 +168,8 @@ Status Run(const ServeOptions& o) {
     }
   }
   SystemClock clock;
-  std::unique_ptr<server::Executor> executor;
-  if (o.executor == "dry-run") {
-    server::DryRunOptions dry;
-    dry.speedup = o.speedup;
-    dry.failure_probability = o.failure_probability;
-    executor = std::make_unique<server::DryRunExecutor>(dry, clock);
-  } else if (o.executor == "local") {
-    executor = std::make_unique<server::LocalExecutor>(
-        server::LocalOptions{o.local_host, o.log_dir}, clock);
-  } else if (slurm) {
-    server::SlurmOptions so_slurm;
-    so_slurm.slurm_conf = slurm_conf;
-    so_slurm.work_dir = o.log_dir;
-    so_slurm.partition = o.slurm_partition;
-    executor = std::make_unique<server::SlurmExecutor>(so_slurm, clock);
-  } else {
-    return InvalidArgumentError("--executor must be dry-run, local or slurm");
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<server::Executor> executor,
+                   server::CreateExecutor(*kind, settings, clock));
   LOG_INFO("cluster {}: {} nodes, {} GPUs; executor {}", cluster.name(), cluster.nodes().size(),
            cluster.counts().total, executor->name());
   ASSIGN_OR_RETURN(std::unique_ptr<server::SchedulingController> controller,
@@ -221,9 +214,14 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--topology", o->topology, "Cluster file (baton YAML or Slurm topology.conf)");
   cmd->add_option("--scheduler-config", o->scheduler_config,
                   "Scheduler YAML: actions, queue sort, plugins (default: built-in)");
-  cmd->add_option("--executor", o->executor,
-                  "dry-run (simulated), local (real processes) or slurm (batch jobs on Slurm)")
-      ->capture_default_str();
+  std::string executors;
+  for (const server::ExecutorKind& k : server::Executors()) {
+    executors += fmt::format("{}{}: {}", executors.empty() ? "" : "; ", k.name, k.description);
+  }
+  cmd->add_option("--executor", o->executor, executors)->capture_default_str();
+  cmd->add_option("--executor-option", o->executor_options,
+                  "KEY=VALUE for the executor (slurm: job-prefix=NAME, distinct per daemon "
+                  "sharing one Slurm)");
   cmd->add_option("--slurm-conf", o->slurm_conf,
                   "slurm: slurm.conf (topology.conf beside it); default $SLURM_CONF");
   cmd->add_option("--slurm-partition", o->slurm_partition, "slurm: partition for baton's jobs");
@@ -244,13 +242,7 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--demo-rate", o->demo_rate, "--demo submissions per second")
       ->capture_default_str();
   cmd->add_option("--log-format", o->log_format, "text or json")->capture_default_str();
-  cmd->add_option_function<std::string>(
-      "--profile",
-      [](const std::string& path) {
-        Status st = perf::InstallProfileFile(path);
-        if (!st.ok()) throw CLI::ValidationError("--profile", st.ToString());
-      },
-      "System profile YAML (baton plan calibrate) for the planner's estimates");
+  AddProfileOption(cmd);
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);
     if (!st.ok()) {

@@ -17,7 +17,6 @@
 
 #include "cli/commands.h"
 #include "core/strings.h"
-#include "perf/profile.h"
 #include "planning/planner_estimator.h"
 #include "sim/engine/planner_hooks.h"
 #include "sim/engine/policies.h"
@@ -284,13 +283,7 @@ void RegisterSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--csv", o->csv, "Write one CSV row per job and policy here");
   cmd->add_option("--html", o->html, "Write the self-contained HTML report here");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
-  cmd->add_option_function<std::string>(
-      "--profile",
-      [](const std::string& path) {
-        Status st = perf::InstallProfileFile(path);
-        if (!st.ok()) throw CLI::ValidationError("--profile", st.ToString());
-      },
-      "System profile YAML (baton plan calibrate) for the planner's estimates");
+  AddProfileOption(cmd);
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);
     if (!st.ok()) {

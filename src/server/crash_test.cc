@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -145,6 +146,11 @@ TEST(ServerCrashTest, AcknowledgedSubmissionsSurviveKill9) {
     for (auto& c : clients) c.join();
   }
   EXPECT_GT(acked.size(), static_cast<std::size_t>(kRounds));  // the load did submit
+  // The figure the README and notes quote (every check above passed for it to be printed).
+  if (!::testing::Test::HasFailure()) {
+    std::printf("crash test: %d kill -9 rounds, %zu acknowledged jobs, 0 lost, 0 duplicated\n",
+                kRounds, acked.size());
+  }
   fs::remove_all(dir);
 }
 

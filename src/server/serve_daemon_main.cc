@@ -19,8 +19,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/strings.h"
-#include "server/executors/dry_run_executor.h"
-#include "server/executors/local_executor.h"
+#include "server/executors/registry.h"
 #include "server/scheduling_controller.h"
 #include "server/server.h"
 #include "topology/builders/fabrics.h"
@@ -104,17 +103,21 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
       return 2;
     }
-    std::unique_ptr<baton::server::Executor> exec;
-    if (executor == "local") {
-      exec = std::make_unique<baton::server::LocalExecutor>(
-          baton::server::LocalOptions{"", log_dir}, clock);
-    } else {
-      baton::server::DryRunOptions dry;
-      dry.speedup = speedup;
-      exec = std::make_unique<baton::server::DryRunExecutor>(dry, clock);
+    auto kind = baton::server::FindExecutor(executor);
+    if (!kind.ok() || (*kind)->cluster != nullptr) {
+      std::fprintf(stderr, "--executor: dry-run or local\n");
+      return 2;
+    }
+    baton::server::ExecutorSettings settings;
+    settings.speedup = speedup;
+    settings.work_dir = log_dir;
+    auto exec = baton::server::CreateExecutor(**kind, settings, clock);
+    if (!exec.ok()) {
+      std::fprintf(stderr, "%s\n", exec.status().ToString().c_str());
+      return 2;
     }
     auto created = baton::server::SchedulingController::Create(std::move(cluster).value(), {},
-                                                               std::move(exec), clock);
+                                                               std::move(exec).value(), clock);
     if (!created.ok()) {
       std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
       return 2;

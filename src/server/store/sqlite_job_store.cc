@@ -414,8 +414,11 @@ Status SqliteJobStore::Init() {
   // A clean close checkpoints and deletes the write-ahead log; finding a non-empty one means the
   // last process died with the database open. SQLite replays its committed transactions (and
   // drops an uncommitted tail) when the first connection reads it.
+  // Open checkpoints with TRUNCATE, so a process killed before its first later write leaves an
+  // empty log: that is a crash, not a lost log. A lost log is one that is not there at all.
   auto wal_size = std::filesystem::file_size(path + "-wal", ec);
   const bool wal_present = !ec && wal_size > 0;
+  const bool wal_exists = std::filesystem::exists(path + "-wal", ec) && !ec;
   report_.recovered_after_crash = wal_present;
 
   writer_ = std::make_unique<Writer>();
@@ -478,7 +481,7 @@ Status SqliteJobStore::Init() {
                             "value = '1'"));
   if (was_open > 0) {
     report_.recovered_after_crash = true;
-    report_.wal_missing_after_crash = !wal_present;
+    report_.wal_missing_after_crash = !wal_exists;
   }
   RETURN_IF_ERROR(Exec(db,
                        "INSERT INTO store_state (key, value) VALUES ('open', '1') "

@@ -1,0 +1,83 @@
+// The sites file of `baton federate` and `baton sim --sites`: the computing centres a broker
+// routes jobs across, the WAN between them, and where datasets are stored. Pure data and its
+// parser; no I/O beyond reading the file.
+//
+//   sites:
+//     shenzhen:
+//       url: https://sz.example.org:8443   # a `baton serve` (http or https)
+//       token_env: BATON_SITE_SZ_TOKEN     # the broker's token for it, from the environment
+//       regions: [cn, cn-south]            # labels a job may require or exclude
+//       price_per_gpu_hour: 2.10           # any currency, the same for every site
+//       datasets:
+//         corpus-zh: {size_gib: 3072}
+//     hefei: {...}
+//   wan:                                   # one entry per pair of sites, both directions
+//     - {between: [shenzhen, hefei], gbps: 10, latency_ms: 28}
+//
+// Contract: ParseSites refuses, with "FILE:LINE: field 'F': reason" and without a partial
+// result, an unknown or duplicate key, a missing field, a value out of range, a WAN entry
+// from a site to itself, one naming an unknown site, two entries for one pair, a pair of sites
+// with no entry (every site must reach every other directly: staging is priced over one link),
+// and a dataset name stored at two sites with different sizes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/units.h"
+
+namespace baton::federation {
+
+inline constexpr std::size_t kMaxSites = 256;
+inline constexpr std::size_t kMaxSitesFileBytes = std::size_t{1} << 20;
+
+struct Dataset {
+  std::string name;
+  Bytes size;
+};
+
+struct Site {
+  std::string name;
+  std::string url;
+  std::string token_env;  // empty: the broker's own $BATON_TOKEN
+  std::vector<std::string> regions;
+  double price_per_gpu_hour = 0;
+  std::vector<Dataset> datasets;  // sorted by name
+
+  bool InRegion(std::string_view region) const;
+  const Dataset* FindDataset(std::string_view dataset) const;
+};
+
+struct WanLink {
+  BytesPerSecond bandwidth;
+  Seconds latency;
+};
+
+// Time to move `size` over `link`: its latency plus size / bandwidth, one transfer at the link's
+// full rate (sharing between concurrent transfers is the caller's to model).
+Seconds TransferTime(Bytes size, const WanLink& link);
+
+class Sites {
+ public:
+  const std::vector<Site>& sites() const { return sites_; }
+  // Index of the site called `name`, or -1.
+  int Find(std::string_view name) const;
+  // The link between two different sites (both directions alike). Same site: infinite
+  // bandwidth, zero latency (nothing crosses the WAN).
+  WanLink Link(int a, int b) const;
+
+ private:
+  friend Result<Sites> ParseSites(std::string_view text, std::string_view source);
+  std::vector<Site> sites_;
+  std::vector<WanLink> links_;  // n x n, row-major
+};
+
+// `source` names the file in errors.
+Result<Sites> ParseSites(std::string_view text, std::string_view source);
+// Size-checked read (kMaxSitesFileBytes) then ParseSites.
+Result<Sites> LoadSitesFile(const std::string& path);
+
+}  // namespace baton::federation

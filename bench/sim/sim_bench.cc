@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "sched/framework/presets.h"
 #include "sim/engine/event_queue.h"
-#include "sim/engine/policies.h"
 #include "sim/engine/simulator.h"
 #include "topology/builders/fabrics.h"
 
@@ -50,7 +50,7 @@ void Replay(const std::string& trace, bool failures) {
   fmt::print("\nITP cluster04 replay on 576 GPUs, failures {}:\n", failures ? "on" : "off");
   fmt::print("{:<10} {:>9} {:>9} {:>12} {:>10}\n", "policy", "wall s", "events", "events/s",
              "cycles");
-  for (const auto& policy : baton::sim::PolicyNames()) {
+  for (const auto& policy : baton::sched::PolicyNames()) {
     baton::topo::FatTreeParams p;
     p.layout.nodes = 72;
     p.tiers = 3;
@@ -65,7 +65,7 @@ void Replay(const std::string& trace, bool failures) {
     }
     baton::sim::SimConfig config;
     config.policy = policy;
-    config.scheduler = *baton::sim::PolicyPreset(policy);
+    config.scheduler = *baton::sched::PolicyPreset(policy);
     config.failures = failures;
     const auto t0 = Clock::now();
     auto r = baton::sim::RunSimulation(std::move(*cluster), config, **reader);

@@ -1,5 +1,5 @@
 // baton sim: replays a job trace on a modelled cluster under one or more scheduling policies
-// (scheduler config files: the named ones of data/scheduler/, src/sim/engine/policies.h, or any
+// (scheduler config files: the named ones of data/scheduler/, src/sched/framework/presets.h, or any
 // file the daemon could run, --scheduler-config) and writes the comparison as a summary table,
 // JSON, CSV and a self-contained HTML report.
 #include <fmt/format.h>
@@ -18,8 +18,8 @@
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "planning/planner_estimator.h"
+#include "sched/framework/presets.h"
 #include "sim/engine/planner_hooks.h"
-#include "sim/engine/policies.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/report.h"
 #include "sim/workload/failures.h"
@@ -108,7 +108,7 @@ Status Run(const SimOptions& o) {
     for (std::string_view name : Split(o.policies, ',')) {
       name = Trim(name);
       if (name.empty()) continue;
-      ASSIGN_OR_RETURN(sched::SchedulerConfig c, sim::PolicyPreset(name));
+      ASSIGN_OR_RETURN(sched::SchedulerConfig c, sched::PolicyPreset(name));
       policies.push_back({std::string(name), std::move(c)});
     }
   }

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <limits>
 
+#include "core/check.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "sched/framework/presets.h"
 #include "server/http/admission.h"
 #include "server/http/job_spec.h"
 #include "topology/summary.h"
@@ -146,9 +148,11 @@ Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec
 }
 
 sched::SchedulerConfig DefaultDaemonSchedulerConfig() {
-  sched::SchedulerConfig c;
-  c.plugins.push_back({"planner", 1, {}});
-  return c;
+  // data/scheduler/daemon.yaml, compiled in; sched's presets test parses every preset, so a
+  // failure here is a build that shipped a broken file.
+  Result<sched::SchedulerConfig> c = sched::PolicyPreset("daemon");
+  CHECK(c.ok()) << c.status().ToString();
+  return *std::move(c);
 }
 
 struct SchedulingController::Metrics {

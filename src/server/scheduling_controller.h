@@ -44,9 +44,10 @@ namespace baton::server {
 
 struct JobSpec;
 
-// The daemon's scheduler configuration unless one is given: the scheduler's default plus the
-// `planner` score (it scores every placement of a job without a plan alike, so it ranks only
-// jobs with one).
+// The daemon's scheduler configuration unless one is given: the `daemon` preset, the file
+// data/scheduler/daemon.yaml compiled in (sched/framework/presets.h), which `baton sim --policies
+// daemon` runs too: the scheduler's default plus the `planner` score (it scores every placement
+// of a job without a plan alike, so it ranks only jobs with one).
 sched::SchedulerConfig DefaultDaemonSchedulerConfig();
 
 struct SchedulingControllerOptions {

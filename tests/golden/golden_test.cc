@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "sim/engine/policies.h"
+#include "sched/framework/presets.h"
 #include "sim/engine/simulator.h"
 #include "sim/report/report.h"
 #include "topology/builders/fabrics.h"
@@ -48,7 +48,7 @@ TEST(GoldenTest, SmallRunReproducesItsReport) {
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
     SimConfig config;
     config.policy = policy;
-    config.scheduler = *PolicyPreset(policy);
+    config.scheduler = *sched::PolicyPreset(policy);
     config.failures = true;
     config.failure_model.interruptions_per_gpu_day *= 400;  // a handful of failures in a day
     config.seed = 42;

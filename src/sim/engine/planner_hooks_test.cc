@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "sim/engine/policies.h"
+#include "sched/framework/presets.h"
 #include "sim/workload/synthetic.h"
 #include "topology/builders/fabrics.h"
 
@@ -58,7 +58,7 @@ PlannedRun RunOnePretrain(planning::PlannerEstimator& planner, const std::string
   PlannedRun run;
   SimConfig config;
   config.policy = policy;
-  config.scheduler = *PolicyPreset(policy);
+  config.scheduler = *sched::PolicyPreset(policy);
   UsePlanner(planner, config, &run.stats);
   auto inner = config.slowdown;
   config.slowdown = [&run, inner](const sched::GangJob& j, const sched::Placement& p,
@@ -134,7 +134,7 @@ TEST(PlannerHooksTest, NoFeasiblePlanKeepsTheLevelPenalty) {
   planning::PlannerEstimator planner(TwoLeaves());
   PlanStats stats;
   SimConfig config;
-  config.scheduler = *PolicyPreset("fifo");
+  config.scheduler = *sched::PolicyPreset("fifo");
   UsePlanner(planner, config, &stats);
   auto r = RunSimulation(TwoLeaves(), config, **reader);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -5,8 +5,8 @@
 
 #include <sstream>
 
+#include "sched/framework/presets.h"
 #include "sim/engine/event_queue.h"
-#include "sim/engine/policies.h"
 #include "topology/builders/fabrics.h"
 
 namespace baton::sim {
@@ -28,7 +28,7 @@ Result<SimResult> Simulate(const std::string& jsonl, const std::string& policy, 
   std::istringstream in(jsonl);
   auto reader = MakeTraceReader("jsonl", in, "test.jsonl");
   if (!reader.ok()) return reader.status();
-  auto sc = PolicyPreset(policy);
+  auto sc = sched::PolicyPreset(policy);
   if (!sc.ok()) return sc.status();
   config.policy = policy;
   config.scheduler = *sc;
@@ -201,12 +201,12 @@ TEST(SimulatorTest, EveryPolicyRuns) {
                          100 + 37 * (i % 5), 1 << (i % 5)) +
              "\n";
   }
-  for (const auto& p : PolicyNames()) {
+  for (const auto& p : sched::PolicyNames()) {
     auto r = Simulate(trace, p, 2);
     ASSERT_TRUE(r.ok()) << p << ": " << r.status().ToString();
     EXPECT_EQ(r->summary.completed, 30) << p;
   }
-  EXPECT_FALSE(PolicyPreset("nope").ok());
+  EXPECT_FALSE(sched::PolicyPreset("nope").ok());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "sim/engine/policies.h"
+#include "sched/framework/presets.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,7 +9,7 @@
 
 #include "core/strings.h"
 
-namespace baton::sim {
+namespace baton::sched {
 namespace {
 
 struct Preset {
@@ -18,7 +18,7 @@ struct Preset {
 };
 
 constexpr Preset kPresets[] = {
-#include "sim/engine/scheduler_presets.inc"
+#include "sched/framework/presets.inc"
 };
 
 constexpr std::array<std::string_view, 6> kOrder = {"fifo", "first-fit", "backfill",
@@ -51,9 +51,9 @@ Result<std::string_view> PolicyYaml(std::string_view name) {
                   Printable(name), fmt::join(PolicyNames(), ", ")));
 }
 
-Result<sched::SchedulerConfig> PolicyPreset(std::string_view name) {
+Result<SchedulerConfig> PolicyPreset(std::string_view name) {
   ASSIGN_OR_RETURN(std::string_view yaml, PolicyYaml(name));
-  return sched::ParseSchedulerConfig(yaml, fmt::format("data/scheduler/{}.yaml", name));
+  return ParseSchedulerConfig(yaml, fmt::format("data/scheduler/{}.yaml", name));
 }
 
-}  // namespace baton::sim
+}  // namespace baton::sched

@@ -1,4 +1,4 @@
-#include "sim/engine/policies.h"
+#include "sched/framework/presets.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace baton::sim {
+namespace baton::sched {
 namespace {
 
 std::string SourceDir() {
@@ -16,8 +16,8 @@ std::string SourceDir() {
 
 // The presets as sim/engine/policies.cc built them in code before they became files: the files
 // must keep their behaviour (first-fit is the old `fifo`).
-sched::SchedulerConfig OldBase(sched::QueueSort sort, bool backfill) {
-  sched::SchedulerConfig c;
+SchedulerConfig OldBase(QueueSort sort, bool backfill) {
+  SchedulerConfig c;
   c.queue_sort = sort;
   c.actions = {"admit", "allocate"};
   if (backfill) c.actions.push_back("backfill");
@@ -30,28 +30,27 @@ sched::SchedulerConfig OldBase(sched::QueueSort sort, bool backfill) {
 }
 
 TEST(PoliciesTest, NamedFilesKeepTheOldPresets) {
-  using sched::QueueSort;
   EXPECT_EQ(*PolicyPreset("first-fit"), OldBase(QueueSort::kFifo, false));
   EXPECT_EQ(*PolicyPreset("backfill"), OldBase(QueueSort::kFifo, true));
-  sched::SchedulerConfig las = OldBase(QueueSort::kLas, false);
-  las.preempt_by = sched::PreemptBy::kLasBand;
+  SchedulerConfig las = OldBase(QueueSort::kLas, false);
+  las.preempt_by = PreemptBy::kLasBand;
   // The old preset predates the tenancy policy; the file restores what it did: evict at any age,
   // across tenants.
   las.tenancy.min_run_time = Seconds(0);
   las.tenancy.cross_tenant_preemption = true;
   EXPECT_EQ(*PolicyPreset("las"), las);
-  sched::SchedulerConfig topo = OldBase(QueueSort::kFifo, true);
+  SchedulerConfig topo = OldBase(QueueSort::kFifo, true);
   topo.plugins.push_back({"binpack", 2, {}});
   topo.plugins.push_back({"planner", 1, {}});
   topo.max_candidates = 8;
   EXPECT_EQ(*PolicyPreset("topo"), topo);
   // fifo is now strict: the old preset plus head-of-line blocking.
-  sched::SchedulerConfig fifo = OldBase(QueueSort::kFifo, false);
+  SchedulerConfig fifo = OldBase(QueueSort::kFifo, false);
   fifo.head_of_line_blocking = true;
   EXPECT_EQ(*PolicyPreset("fifo"), fifo);
-  // daemon: server::DefaultDaemonSchedulerConfig (SchedulerConfig's defaults plus the planner
-  // score; sim cannot include server, so it is spelled out here).
-  sched::SchedulerConfig daemon;
+  // daemon: the daemon's default (server::DefaultDaemonSchedulerConfig reads this preset), as it
+  // was in code before: SchedulerConfig's defaults plus the planner score.
+  SchedulerConfig daemon;
   daemon.plugins.push_back({"planner", 1, {}});
   EXPECT_EQ(*PolicyPreset("daemon"), daemon);
 }
@@ -59,7 +58,7 @@ TEST(PoliciesTest, NamedFilesKeepTheOldPresets) {
 TEST(PoliciesTest, PresetIsTheFileTheDaemonWouldRead) {
   for (const std::string& name : PolicyNames()) {
     const std::string path = SourceDir() + "/data/scheduler/" + name + ".yaml";
-    auto from_file = sched::LoadSchedulerConfigFile(path);
+    auto from_file = LoadSchedulerConfigFile(path);
     ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
     auto preset = PolicyPreset(name);
     ASSERT_TRUE(preset.ok()) << preset.status().ToString();
@@ -79,4 +78,4 @@ TEST(PoliciesTest, UnknownNameListsTheKnownOnes) {
 }
 
 }  // namespace
-}  // namespace baton::sim
+}  // namespace baton::sched

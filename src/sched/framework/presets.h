@@ -1,6 +1,7 @@
-// Named scheduling policies for `baton sim --policies`: the scheduler configs in
-// data/scheduler/NAME.yaml, compiled into the binary and parsed by sched::ParseSchedulerConfig,
-// the parser `baton serve --scheduler-config` uses. The simulator itself holds no policy.
+// Named scheduler configs: the files data/scheduler/NAME.yaml, compiled into the binary and parsed
+// by ParseSchedulerConfig, the parser `--scheduler-config` uses. `baton sim --policies NAME` runs
+// them, and the daemon's default is `daemon` (server::DefaultDaemonSchedulerConfig reads it
+// here), so no policy lives in a driver's code.
 //
 //   fifo       strict FIFO: submit order, and a job that does not fit holds back every later one
 //              (head-of-line blocking)
@@ -26,14 +27,14 @@
 #include "core/status.h"
 #include "sched/framework/config.h"
 
-namespace baton::sim {
+namespace baton::sched {
 
 // The preset names: those above first, in that order, then any other file of data/scheduler/.
 std::vector<std::string> PolicyNames();
 // The YAML text of a preset, as data/scheduler/NAME.yaml held it at build time. Errors: an
 // unknown name (the message lists the known ones).
 Result<std::string_view> PolicyYaml(std::string_view name);
-// PolicyYaml parsed by sched::ParseSchedulerConfig (errors name data/scheduler/NAME.yaml).
-Result<sched::SchedulerConfig> PolicyPreset(std::string_view name);
+// PolicyYaml parsed by ParseSchedulerConfig (errors name data/scheduler/NAME.yaml).
+Result<SchedulerConfig> PolicyPreset(std::string_view name);
 
-}  // namespace baton::sim
+}  // namespace baton::sched

@@ -609,6 +609,7 @@ void SchedulingController::Handle(TelemetryIn& in) {
   {
     std::lock_guard lock(snapshot_mu_);
     active_rules_[in.node] = a.active_rules;
+    signals_[in.node] = in.sample;
   }
   bool restored_cleared = false;
   if (auto it = restored_health_.find(in.node); it != restored_health_.end()) {
@@ -986,6 +987,7 @@ void SchedulingController::PublishSnapshot() {
       summarized_counts_ = c.counts();
     }
     for (auto& [id, rules] : active_rules_) nodes[id.value()].active_rules = rules;
+    for (auto& [id, sample] : signals_) nodes[id.value()].signals = sample;
     placements_ = std::move(placements);
     nodes_ = std::move(nodes);
     job_tenants_ = std::move(job_tenants);

@@ -394,14 +394,16 @@ void RegisterCancel(CLI::App& app, int& exit_code) {
   });
 }
 
-// A node's state as sinfo would say it: its health, and the admin state when it is not active
-// ("healthy", "suspect+drain", "healthy+cordon").
+// A node's state as sinfo would say it: its health, or its admin state ("drain", "cordon") when
+// an admin took it out of service, with the health when the rules have a worse verdict of their
+// own ("down+drain"). An admin drain shows as health "draining" too: that is not repeated.
 std::string NodeState(const json& n) {
-  std::string state = Str(n, "health");
+  const std::string health = Str(n, "health");
   std::string admin = Str(n, "admin", "active");
+  if (admin == "active") return health;
   if (admin == "draining") admin = "drain";
   if (admin == "cordoned") admin = "cordon";
-  return admin == "active" ? state : state + "+" + admin;
+  return health == "healthy" || health == "draining" ? admin : health + "+" + admin;
 }
 
 void RegisterNodes(CLI::App& app, int& exit_code) {

@@ -55,7 +55,7 @@ node=$(awk 'NR==2 {print $2}' <<<"$out")
 out=$("$baton" drain "$node" --reason "bad fan" --token "$admin_token" 2>&1)
 check "drain" 0 $? "$out" "^node $node: draining"
 out=$("$baton" nodes --token "$admin_token" 2>&1)
-check "nodes shows the drain reason" 0 $? "$out" "healthy\+drain +1 +8 +[0-9]+ +[0-9]+ +bad fan +$node"
+check "nodes shows the drain reason" 0 $? "$out" " drain +1 +8 +[0-9]+ +[0-9]+ +bad fan +$node"
 out=$("$baton" resume "$node" --token "$admin_token" 2>&1)
 check "resume" 0 $? "$out" "^node $node: active"
 

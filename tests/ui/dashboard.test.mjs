@@ -76,6 +76,13 @@ async function signIn(page, d, token) {
   await page.waitForSelector("#heatmap[data-gpus]");
 }
 
+// The job view's step-time bar shows the planner's whole step: its parts add up to it.
+async function assertBreakdownAddsUp(page) {
+  const parts = await page.$$eval("#job-breakdown .bar-row:first-child .bar span", (ss) => ss.map((x) => Number(x.dataset.seconds)));
+  const step = Number((await page.textContent("#job-breakdown .bar-row:first-child .bar-label")).match(/([\d.]+) s/)[1]);
+  assert.ok(Math.abs(parts.reduce((a, b) => a + b, 0) - step) < 0.002 * step + 0.001, `parts ${parts} vs step ${step}`);
+}
+
 let browser, small, big, superpod;
 before(async () => {
   assert.ok(baton && existsSync(baton), "BATON_BINARY must name the baton binary");
@@ -234,6 +241,7 @@ test("the job view draws the placement, the events and the planner's breakdown",
   assert.match(await page.textContent("#job-placement"), /32 GPUs on 4 nodes/);
   assert.match(await page.textContent("#job-slowdown"), /\d\.\d\d\u00d7 the compact placement's step time \(llama3-8b, tp\d+ pp\d+ dp\d+/);
   assert.ok((await page.$$("#job-events li")).length >= 2, "queued and placed events");
+  await assertBreakdownAddsUp(page);
   const placement = await call(small, tokens.alice, "GET", `/api/v1/jobs/${id}/placement`);
   assert.equal(placement.status, 200);
   assert.ok(placement.body.plan.slowdown >= 1 - 1e-9, JSON.stringify(placement.body.plan));
@@ -375,6 +383,7 @@ test("a 1,024-GPU SuperPOD under load, coloured by tenant (the README's screensh
   await page.waitForSelector(`#jobs-table tr[data-job="${planned.body.id}"]`);
   await page.evaluate((jid) => showJob(jid), planned.body.id);
   await page.waitForSelector("#job-breakdown .bar span", { timeout: 15_000 });
+  await assertBreakdownAddsUp(page);
   const box = await page.evaluate(() => { const r = document.querySelector("#job-detail").getBoundingClientRect(); return { y: r.top + window.scrollY }; });
   await page.screenshot({ path: join(artifacts, "job-1024.png"), fullPage: true, clip: { x: 0, y: box.y, width: 1400, height: 560 } });
   await page.close();

@@ -302,26 +302,27 @@ async function renderNodes() {
 }
 
 // The planner's step-time parts as stacked bars: this placement and the compact one, on one scale.
-const PARTS = ["compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "bubble", "optimizer", "launch"];
-const PART_COLOR = { compute: "#4e79a7", recompute: "#a0cbe8", tp_comm: "#f28e2b", cp_comm: "#ffbe7d", ep_comm: "#b07aa1",
-  pp_comm: "#e15759", dp_comm: "#59a14f", bubble: "#bab0ac", optimizer: "#76b7b2", launch: "#9c755f" };
+// Names and colours as perf's report (perf/report.cc kParts) writes them.
+const PART_COLOR = { compute: "#4e79a7", recompute: "#a0cbe8", "tp comm": "#f28e2b", "cp comm": "#ffbe7d",
+  "ep comm": "#8cd17d", "pp comm": "#b6992d", "dp comm": "#e15759", bubble: "#bab0ac", optimizer: "#79706e", launch: "#d37295" };
+const partsOf = (e) => [...Object.keys(PART_COLOR), ...Object.keys(e.breakdown_s).filter((k) => !(k in PART_COLOR))];
 function breakdownBars(plan) {
   const rows = [["this placement", plan.estimate], ["compact placement", plan.compact_estimate]];
   const max = Math.max(...rows.map(([, e]) => e.step_s));
   const wrap = el("div", { class: "breakdown" });
   for (const [label, e] of rows) {
     const bar = el("div", { class: "bar" });
-    for (const p of PARTS) {
+    for (const p of partsOf(e)) {
       const v = e.breakdown_s[p] || 0;
       if (v <= 0) continue;
-      bar.append(el("span", { style: `width:${(100 * v) / max}%;background:${PART_COLOR[p]}`, title: `${p}: ${v.toFixed(3)} s (${((100 * v) / e.step_s).toFixed(1)} %)` }));
+      bar.append(el("span", { dataset: { part: p, seconds: String(v) }, style: `width:${(100 * v) / max}%;background:${PART_COLOR[p] || OTHER}`, title: `${p}: ${v.toFixed(3)} s (${((100 * v) / e.step_s).toFixed(1)} %)` }));
     }
     wrap.append(el("div", { class: "bar-row" }, el("span", { class: "bar-label" }, `${label}: ${e.step_s.toFixed(3)} s`), bar));
   }
   const legend = el("div", { class: "bar-legend" });
-  for (const p of PARTS) {
-    const v = plan.estimate.breakdown_s[p] || 0;
-    if (v > 0) legend.append(el("span", {}, el("i", { style: `background:${PART_COLOR[p]}` }), `${p.replace("_", " ")} ${v.toFixed(3)} s`));
+  for (const p of partsOf(plan.estimate)) {
+    const v = Math.max(plan.estimate.breakdown_s[p] || 0, plan.compact_estimate.breakdown_s[p] || 0);
+    if (v > 0) legend.append(el("span", {}, el("i", { style: `background:${PART_COLOR[p] || OTHER}` }), `${p} ${(plan.estimate.breakdown_s[p] || 0).toFixed(3)} s`));
   }
   wrap.append(legend);
   return wrap;

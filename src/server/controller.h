@@ -55,7 +55,9 @@ struct NodeView {
   int gpus = 0;
   int gpus_allocated = 0;
   std::vector<JobId> jobs;
-  TelemetrySample signals;  // the node's latest telemetry sample; empty until one arrives
+  // The node's latest telemetry sample, of the fields the health rules read; empty until one
+  // arrives.
+  TelemetrySample signals;
 };
 
 // A tenant's limits as the scheduler's configuration states them (for the dashboard's tenants

@@ -216,8 +216,9 @@ class SchedulingController final : public Controller {
   std::string topology_summary_;  // rewritten when the GPU counts change
   topo::GpuCounts summarized_counts_;
   std::map<topo::NodeId, std::vector<std::string>> active_rules_;
-  std::map<topo::NodeId, TelemetrySample> signals_;  // each node's latest telemetry sample
-  std::map<JobId, std::string> job_tenants_;         // of jobs holding GPUs
+  // Each node's latest sample of the fields the health rules read.
+  std::map<topo::NodeId, TelemetrySample> signals_;
+  std::map<JobId, std::string> job_tenants_;  // of jobs holding GPUs
   std::int64_t cycles_ = 0;
 };
 

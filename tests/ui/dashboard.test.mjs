@@ -293,7 +293,7 @@ test("the tenants view charts use and fair share; a tenant sees only itself", as
 test("the nodes view shows the DCGM signals behind a verdict; an operator drains and resumes, a tenant cannot", async () => {
   // n05 runs hot for three samples: the gpu-hot rule makes it suspect.
   for (let i = 0; i < 3; i++) {
-    const r = await call(small, tokens.ops, "POST", "/api/v1/nodes/n05/telemetry", { DCGM_FI_DEV_GPU_TEMP: 95, DCGM_FI_DEV_XID_ERRORS: 0 });
+    const r = await call(small, tokens.ops, "POST", "/api/v1/nodes/n05/telemetry", { DCGM_FI_DEV_GPU_TEMP: 95, DCGM_FI_DEV_XID_ERRORS: 0, not_a_rule_field: 1 });
     assert.equal(r.status, 202);
   }
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -303,6 +303,8 @@ test("the nodes view shows the DCGM signals behind a verdict; an operator drains
   await page.waitForFunction(() => /gpu_temp = 95 \(>= 90\)/.test(document.querySelector('#nodes-table tr[data-node="n05"] td.why').textContent), null, { timeout: 10_000 });
   assert.equal(await page.textContent('#nodes-table tr[data-node="n05"] td.health'), "suspect");
   assert.match(await page.textContent('#nodes-table tr[data-node="n05"] td.signals'), /gpu_temp 95/);
+  // The daemon keeps only the fields its rules read (a sample may name any number of others).
+  assert.doesNotMatch(await page.textContent('#nodes-table tr[data-node="n05"] td.signals'), /not_a_rule_field/);
   assert.match(await page.textContent("#nodes-table tr.group"), /leaf leaf1 · 4 nodes · 32 GPUs/);
   await page.selectOption("#nodes-group", "rack");
   await page.waitForFunction(() => /^rack rack1 /.test(document.querySelector("#nodes-table tr.group").textContent));

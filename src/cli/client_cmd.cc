@@ -3,6 +3,7 @@
 // prints a table by default and the API's JSON with --json, and exits with the codes of
 // cli/client/api_client.h.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "cli/commands.h"
 #include "core/bounded_input.h"
 #include "core/strings.h"
+#include "topology/io/hostlist.h"
 
 namespace baton::cli {
 namespace {
@@ -392,34 +394,112 @@ void RegisterCancel(CLI::App& app, int& exit_code) {
   });
 }
 
+// A node's state as sinfo would say it: its health, or its admin state ("drain", "cordon") when
+// an admin took it out of service, with the health when the rules have a worse verdict of their
+// own ("down+drain"). An admin drain shows as health "draining" too: that is not repeated.
+std::string NodeState(const json& n) {
+  const std::string health = Str(n, "health");
+  std::string admin = Str(n, "admin", "active");
+  if (admin == "active") return health;
+  if (admin == "draining") admin = "drain";
+  if (admin == "cordoned") admin = "cordon";
+  return health == "healthy" || health == "draining" ? admin : health + "+" + admin;
+}
+
 void RegisterNodes(CLI::App& app, int& exit_code) {
   struct Options {
     Common common;
+    std::string by = "leaf";
+    bool long_format = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "nodes", "List nodes like sinfo: health, admin state, GPUs free and allocated (admins)");
+      "nodes",
+      "List nodes like sinfo, grouped by leaf switch or rack: health, admin state, GPUs free and "
+      "allocated, drain reasons (admins)");
   AddCommon(cmd, o->common);
+  cmd->add_option("--by", o->by, "Group by the node's leaf switch or its rack")
+      ->check(CLI::IsMember({"leaf", "rack"}));
+  cmd->add_flag("-N,--long", o->long_format,
+                "One line per node (with the health rules behind its verdict) instead of one per "
+                "group and state");
   cmd->callback([o, &exit_code] {
     exit_code = WithClient(o->common, [&](const ApiClient& client) {
       Result<json> nodes = client.Get("/api/v1/nodes");
       if (!nodes.ok()) return Fail(nodes.status());
+      if (!nodes->contains("nodes") || !(*nodes)["nodes"].is_array()) {
+        return Fail(InternalError("the daemon's node list has no 'nodes' array"));
+      }
+      // Where each node hangs (leaf, rack) and why it has its verdict: /api/v1/health, from the
+      // same daemon. An older daemon without it gets the list ungrouped.
+      std::map<std::string, json> health;
+      if (Result<json> h = client.Get("/api/v1/health"); h.ok() && h->contains("nodes")) {
+        for (const json& n : (*h)["nodes"]) {
+          if (n.is_object() && n.contains("node")) health[Str(n, "node")] = n;
+        }
+      }
       if (o->common.json_output) {
-        std::cout << nodes->dump(2) << "\n";
+        json out = *nodes;
+        for (json& n : out["nodes"]) {
+          auto it = health.find(Str(n, "node"));
+          if (it == health.end()) continue;
+          for (const char* key : {"leaf", "rack", "domain", "signals", "verdicts"}) {
+            if (it->second.contains(key)) n[key] = it->second[key];
+          }
+        }
+        std::cout << out.dump(2) << "\n";
         return static_cast<int>(kExitOk);
       }
-      // Grouped by the switch the node hangs from, when the daemon says it.
-      std::map<std::string, std::vector<const json*>> groups;
-      for (const json& n : (*nodes)["nodes"]) groups[Str(n, "leaf", "")].push_back(&n);
-      Table t({"GROUP", "NODE", "HEALTH", "ADMIN", "GPUS", "ALLOC", "FREE", "JOBS", "REASON"});
-      for (const auto& [group, list] : groups) {
-        for (const json* n : list) {
+      auto group_of = [&](const json& n) {
+        auto it = health.find(Str(n, "node"));
+        if (it == health.end()) return std::string("-");
+        std::string g = Str(it->second, o->by == "rack" ? "rack" : "leaf");
+        if (g == "-" && o->by == "rack") g = Str(it->second, "domain");  // an NVL72 rack
+        return g;
+      };
+      const std::string group_header = o->by == "rack" ? "RACK" : "LEAF";
+      if (o->long_format) {
+        Table t({group_header, "NODE", "STATE", "GPUS", "ALLOC", "FREE", "JOBS", "WHY", "REASON"});
+        std::vector<std::pair<std::string, const json*>> rows;
+        for (const json& n : (*nodes)["nodes"]) rows.emplace_back(group_of(n), &n);
+        std::stable_sort(rows.begin(), rows.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (const auto& [group, n] : rows) {
           const int gpus = n->value("gpus", 0), alloc = n->value("gpus_allocated", 0);
-          t.Add({group.empty() ? "-" : group, Str(*n, "node"), Str(*n, "health"), Str(*n, "admin"),
-                 std::to_string(gpus), std::to_string(alloc), std::to_string(gpus - alloc),
+          std::string why = fmt::format(
+              "{}", fmt::join(n->value("active_rules", std::vector<std::string>{}), ","));
+          t.Add({group, Str(*n, "node"), NodeState(*n), std::to_string(gpus), std::to_string(alloc),
+                 std::to_string(gpus - alloc),
                  n->contains("jobs") ? std::to_string((*n)["jobs"].size()) : "0",
-                 Str(*n, "reason")});
+                 why.empty() ? "-" : why, Str(*n, "reason")});
         }
+        t.Print(std::cout);
+        return static_cast<int>(kExitOk);
+      }
+      // sinfo's default view: one line per group and state, with the nodes as a hostlist.
+      struct Line {
+        std::vector<std::string> names;
+        int gpus = 0, alloc = 0;
+        std::vector<std::string> reasons;
+      };
+      std::map<std::pair<std::string, std::string>, Line> lines;
+      for (const json& n : (*nodes)["nodes"]) {
+        Line& l = lines[{group_of(n), NodeState(n)}];
+        l.names.push_back(Str(n, "node"));
+        l.gpus += n.value("gpus", 0);
+        l.alloc += n.value("gpus_allocated", 0);
+        std::string reason = Str(n, "reason", "");
+        if (!reason.empty() &&
+            std::find(l.reasons.begin(), l.reasons.end(), reason) == l.reasons.end()) {
+          l.reasons.push_back(reason);
+        }
+      }
+      Table t({group_header, "STATE", "NODES", "GPUS", "ALLOC", "FREE", "REASON", "NODELIST"});
+      for (const auto& [key, l] : lines) {
+        t.Add({key.first, key.second, std::to_string(l.names.size()), std::to_string(l.gpus),
+               std::to_string(l.alloc), std::to_string(l.gpus - l.alloc),
+               l.reasons.empty() ? "-" : fmt::format("{}", fmt::join(l.reasons, "; ")),
+               topo::CompressHostlist(l.names)});
       }
       t.Print(std::cout);
       return static_cast<int>(kExitOk);

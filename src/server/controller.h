@@ -23,12 +23,17 @@
 #include <vector>
 
 #include "core/status.h"
+#include "health/health.h"
 #include "perf/system.h"
 #include "server/http/job_spec.h"
 #include "server/metrics.h"
 #include "server/store/job_store.h"
+#include "topology/cluster.h"
 
 namespace baton::server {
+
+// One node's telemetry sample: DCGM field name -> value (see health/health.h).
+using TelemetrySample = std::map<std::string, double, std::less<>>;
 
 // Where a running job sits, as the API shows it.
 struct PlacementView {
@@ -50,6 +55,19 @@ struct NodeView {
   int gpus = 0;
   int gpus_allocated = 0;
   std::vector<JobId> jobs;
+  // The node's latest telemetry sample, of the fields the health rules read; empty until one
+  // arrives.
+  TelemetrySample signals;
+};
+
+// A tenant's limits as the scheduler's configuration states them (for the dashboard's tenants
+// view): the tenancy policy's hard quota, the `quota` plugin's guarantee and borrowing, the `drf`
+// queue's weight. Absent: not configured (unlimited; weight 1).
+struct TenantLimits {
+  std::optional<std::int64_t> quota_gpus;
+  std::optional<std::int64_t> guaranteed_gpus;
+  std::optional<std::int64_t> borrowable_gpus;
+  double weight = 1;
 };
 
 // The cluster as the dashboard draws it: every node with its switch path (top tier first), its
@@ -67,9 +85,6 @@ struct ClusterView {
   std::vector<Node> nodes;
   std::map<JobId, std::string> job_tenants;
 };
-
-// One node's telemetry sample: DCGM field name -> value (see health/health.h).
-using TelemetrySample = std::map<std::string, double, std::less<>>;
 
 class Controller {
  public:
@@ -129,6 +144,18 @@ class Controller {
   virtual Result<perf::SystemSpec> PlanningSystem() const {
     return UnavailableError("no scheduler is running (no cluster to plan on)");
   }
+  // The cluster's structure (switch tree, NVLink and failure domains; its allocation state is not
+  // kept up to date), immutable and alive as long as the controller: for pricing a placement with
+  // the perf model on an HTTP thread and for grouping nodes by rack. Null without a scheduler.
+  virtual const topo::Cluster* Structure() const { return nullptr; }
+  // The rules telemetry is judged by (their conditions explain a node's verdict). Immutable.
+  virtual const std::vector<health::Rule>& HealthRules() const {
+    static const std::vector<health::Rule> kNone;
+    return kNone;
+  }
+  // Per tenant (by name; "*": every tenant not listed) what the scheduler's configuration says
+  // about it. Immutable; empty without a scheduler or without any tenant configured.
+  virtual std::map<std::string, TenantLimits> TenantLimitsByName() const { return {}; }
 };
 
 // Does nothing: jobs stay queued. The daemon's default until a scheduler is wired in.

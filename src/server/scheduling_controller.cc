@@ -613,6 +613,14 @@ void SchedulingController::Handle(TelemetryIn& in) {
   {
     std::lock_guard lock(snapshot_mu_);
     active_rules_[in.node] = a.active_rules;
+    // Only what the rules read: a sample may name any number of fields; the rules bound this.
+    TelemetrySample& kept = signals_[in.node];
+    kept.clear();
+    for (const health::Rule& rule : options_.health_rules) {
+      for (const health::Condition& c : rule.all_of) {
+        if (auto it = in.sample.find(c.field); it != in.sample.end()) kept[c.field] = it->second;
+      }
+    }
   }
   bool restored_cleared = false;
   if (auto it = restored_health_.find(in.node); it != restored_health_.end()) {
@@ -990,6 +998,7 @@ void SchedulingController::PublishSnapshot() {
       summarized_counts_ = c.counts();
     }
     for (auto& [id, rules] : active_rules_) nodes[id.value()].active_rules = rules;
+    for (auto& [id, sample] : signals_) nodes[id.value()].signals = sample;
     placements_ = std::move(placements);
     nodes_ = std::move(nodes);
     job_tenants_ = std::move(job_tenants);

@@ -38,6 +38,7 @@
 #include "sched/framework/scheduler.h"
 #include "server/controller.h"
 #include "server/executors/executor.h"
+#include "server/tenant_limits.h"
 #include "topology/cluster.h"
 
 namespace baton::server {
@@ -94,6 +95,11 @@ class SchedulingController final : public Controller {
   ClusterView Cluster() const override;
   std::int64_t StateVersion() const override { return cycles(); }
   Result<perf::SystemSpec> PlanningSystem() const override { return planning_system_; }
+  const topo::Cluster* Structure() const override { return admission_cluster_.get(); }
+  const std::vector<health::Rule>& HealthRules() const override { return options_.health_rules; }
+  std::map<std::string, TenantLimits> TenantLimitsByName() const override {
+    return TenantLimitsOf(options_.config);
+  }
 
   // Cycles run so far (for tests).
   std::int64_t cycles() const;
@@ -211,6 +217,8 @@ class SchedulingController final : public Controller {
   std::string topology_summary_;  // rewritten when the GPU counts change
   topo::GpuCounts summarized_counts_;
   std::map<topo::NodeId, std::vector<std::string>> active_rules_;
+  // Each node's latest sample of the fields the health rules read.
+  std::map<topo::NodeId, TelemetrySample> signals_;
   std::map<JobId, std::string> job_tenants_;  // of jobs holding GPUs
   std::int64_t cycles_ = 0;
 };

@@ -46,10 +46,16 @@ out=$("$baton" nodes 2>&1)
 check "nodes needs the admin role: exit 4" 4 $? "$out" '^baton: .*admin'
 
 out=$("$baton" nodes --token "$admin_token" 2>&1)
-check "nodes as admin" 0 $? "$out" 'NODE +HEALTH'
+check "nodes as admin, by leaf" 0 $? "$out" '^leaf1 +healthy +4 +32 +[0-9]+ +[0-9]+ +- +n\[01-04\]'
+out=$("$baton" nodes --by rack --token "$admin_token" 2>&1)
+check "nodes by rack" 0 $? "$out" '^RACK +STATE +NODES +GPUS +ALLOC +FREE +REASON +NODELIST'
+out=$("$baton" nodes -N --token "$admin_token" 2>&1)
+check "nodes, one line per node" 0 $? "$out" '^LEAF +NODE +STATE +GPUS'
 node=$(awk 'NR==2 {print $2}' <<<"$out")
 out=$("$baton" drain "$node" --reason "bad fan" --token "$admin_token" 2>&1)
 check "drain" 0 $? "$out" "^node $node: draining"
+out=$("$baton" nodes --token "$admin_token" 2>&1)
+check "nodes shows the drain reason" 0 $? "$out" " drain +1 +8 +[0-9]+ +[0-9]+ +bad fan +$node"
 out=$("$baton" resume "$node" --token "$admin_token" 2>&1)
 check "resume" 0 $? "$out" "^node $node: active"
 

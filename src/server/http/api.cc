@@ -18,6 +18,7 @@
 #include "perf/request.h"
 #include "perf/search.h"
 #include "server/http/dashboard.h"
+#include "server/http/dashboard_api.h"
 #include "server/http/dcgm.h"
 #include "server/http/job_spec.h"
 #include "server/http/web_assets.h"
@@ -840,6 +841,11 @@ struct Api::Routes {
       }
       StartEventStream(api.controller_, api.open_streams_, res);
     });
+    // The job, tenants and nodes views' data (http/dashboard_api.h).
+    for (DashboardRoute& r : DashboardRoutes(api.store_, api.controller_)) {
+      Add("GET", r.pattern, r.label, r.admin_only ? Access::kAdmin : Access::kAuthenticated,
+          [h = std::move(r.handler)](R req, B, W res, P who) { h(req, res, who); });
+    }
     Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, B, W res, P) {
       res.status = 200;
       res.set_content(std::string(OpenApiJson()), "application/json");

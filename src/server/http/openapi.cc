@@ -117,6 +117,57 @@ std::string_view OpenApiJson() {
         }
       }
     },
+    "/api/v1/jobs/{id}/placement": {
+      "parameters": [{"$ref": "#/components/parameters/JobId"}],
+      "get": {
+        "summary": "Where a job runs (or last ran) and what that costs: its GPUs, the level they span, the level a compact placement of as many GPUs would span and, for a job with a plan, the planner's step-time breakdown on its placement and on the compact one with the slowdown between them. Another tenant's job is 404.",
+        "operationId": "jobPlacement",
+        "responses": {
+          "200": {"description": "Placement", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["job", "placed", "plan"],
+            "properties": {"job": {"type": "integer", "format": "int64"}, "placed": {"type": "boolean"},
+                           "source": {"type": "string", "enum": ["scheduler", "stored"]},
+                           "gpus": {"type": "integer"}, "level": {"type": "string"}, "compact_level": {"type": "string"},
+                           "nodes": {"type": "array", "items": {"type": "object"}},
+                           "plan": {"type": "object", "nullable": true,
+                                    "properties": {"model": {"type": "string"}, "plan": {"type": "object"},
+                                                   "estimate": {"type": "object"}, "compact_estimate": {"type": "object"},
+                                                   "slowdown": {"type": "number", "nullable": true}}},
+                           "plan_note": {"type": "string"}}}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/tenants": {
+      "get": {
+        "summary": "Per tenant: quota, guarantee and weight from the scheduler config, GPUs in use, GPUs queued and fair share (weighted max-min share of the cluster given every tenant's demand and quota), now and sampled every interval_s over the last capacity samples. A tenant sees only itself.",
+        "operationId": "tenants",
+        "responses": {
+          "200": {"description": "Tenants", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["interval_s", "capacity", "cluster_gpus", "tenants", "history"],
+            "properties": {"interval_s": {"type": "number"}, "capacity": {"type": "integer"},
+                           "cluster_gpus": {"type": "integer"}, "pending_truncated": {"type": "boolean"},
+                           "tenants": {"type": "array", "items": {"type": "object"}},
+                           "history": {"type": "object"}}}}}},
+          "401": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/health": {
+      "get": {
+        "summary": "The health rules, and every node's verdict with the rule conditions behind it, its latest telemetry values, and its leaf, rack and NVLink domain. Admin only.",
+        "operationId": "health",
+        "responses": {
+          "200": {"description": "Health", "content": {"application/json": {"schema": {
+            "type": "object", "required": ["rules", "nodes"],
+            "properties": {"rules": {"type": "array", "items": {"type": "object"}},
+                           "nodes": {"type": "array", "items": {"type": "object"}}}}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
     "/api/v1/nodes": {
       "get": {
         "summary": "Every node of the cluster with its health (from telemetry and admin state), allocation and jobs; without a scheduler, only nodes with an administrative state. Admin only.",

@@ -161,7 +161,7 @@ class FragmentationPlugin final : public PackingPlacement {
   //   exponent 1 (GPU-weighted): 95.03 %; 0.5: 95.07 %; 0.75 and 1.5 worse (1.5: 94.51 %).
   //   host 0: 95.03 %, 1: 95.71 %, 3: 95.85 %, 6: 95.85 %, 12: 95.86 %: a plateau from 3; 6 is
   //   its middle.
-  //   fit (best-fit blend): off; a sweep of it was not completed, so it stays an argument only.
+  //   fit (best-fit blend), with host 6: 0: 95.85 %, 0.05: 95.84 %, 0.5: 95.80 %: off.
   static constexpr double kDefaultExponent = 1.0;
   static constexpr double kDefaultFit = 0.0;
   static constexpr double kDefaultHost = 6.0;

@@ -4,7 +4,12 @@
 // arrived demand, and the wall time of one full replay on one thread (median over the seeds).
 //
 //   packing_bench [pods=PATH] [nodes=PATH] [seeds=42-51] [policies=fragmentation,best-fit,
-//                 random-fit] [csv=PATH]
+//                 random-fit] [csv=PATH] [html=PATH]
+//
+// variant=multi-gpu|shared replaces the pod list by a variant resampled from it
+// (sim::VariantPods: 10 % of pods with 2+ GPUs, or 70 % GPU shares; see bench/sim/README.md).
+// csv= writes every curve (policy, seeds, arrived %, allocated %, fragmentation %); html= the
+// same as a self-contained page with the charts (sim/packing/packing_report.h).
 //
 // FGD's published allocation at 100 % arrived demand (seeds 42-51): Random 86.30 %, BestFit
 // 92.86 %, FGD 95.23 %.
@@ -18,6 +23,7 @@
 
 #include "core/strings.h"
 #include "sim/packing/packing.h"
+#include "sim/packing/packing_report.h"
 #include "sim/workload/openb.h"
 
 namespace {
@@ -27,6 +33,20 @@ double ThreadSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+constexpr double kStep = 0.05;      // curve resolution, as FGD's plots
+constexpr double kTune = 1.3;       // FGD's tune-up: pods to 1.3x the GPU capacity
+constexpr std::size_t kAt100 = 19;  // the point at 100 % arrived demand (20 x kStep)
+
+bool Write(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) {
+    std::fprintf(stderr, "cannot write '%s'\n", path.c_str());
+    return false;
+  }
+  return true;
 }
 
 double Median(std::vector<double> v) {
@@ -42,7 +62,9 @@ int main(int argc, char** argv) {
                                              {"nodes", dir + "openb_node_list_gpu_node.csv"},
                                              {"seeds", "42-51"},
                                              {"policies", "fragmentation,best-fit,random-fit"},
-                                             {"csv", ""}};
+                                             {"csv", ""},
+                                             {"html", ""},
+                                             {"variant", ""}};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     const auto eq = a.find('=');
@@ -58,6 +80,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", (!nodes.ok() ? nodes.status() : pods.status()).ToString().c_str());
     return 1;
   }
+  if (!args["variant"].empty()) {
+    auto v = baton::sim::VariantPods(*pods, args["variant"]);
+    if (!v.ok()) {
+      std::fprintf(stderr, "%s\n", v.status().ToString().c_str());
+      return 2;
+    }
+    *pods = std::move(v).value();
+    args["pods"] += " (variant " + args["variant"] + ")";
+  }
   const auto range = baton::Split(args["seeds"], '-');
   const auto lo = baton::ParseInt64(range[0]);
   const auto hi = range.size() > 1 ? baton::ParseInt64(range[1]) : lo;
@@ -67,18 +98,7 @@ int main(int argc, char** argv) {
   }
   std::printf("openb packing: %zu nodes, %zu pods in the list, seeds %lld-%lld\n", nodes->size(),
               pods->size(), static_cast<long long>(*lo), static_cast<long long>(*hi));
-  std::ofstream csv;
-  if (!args["csv"].empty()) {
-    csv.open(args["csv"]);
-    csv << "policy,arrived_pct,allocated_pct,fragmentation_pct\n";
-  }
-  struct Summary {
-    std::string policy;
-    double at100;
-    double frag100;
-    double median_s;
-  };
-  std::vector<Summary> summaries;
+  std::vector<baton::sim::PackingCurve> curves;
   for (std::string_view policy : baton::Split(args["policies"], ',')) {
     std::vector<baton::sim::PackingResult> runs;
     std::vector<double> seconds;
@@ -95,38 +115,40 @@ int main(int argc, char** argv) {
       }
       runs.push_back(std::move(r).value());
     }
+    baton::sim::PackingCurve curve = baton::sim::MeanCurve(std::string(policy), runs, kStep, kTune);
+    curve.replay_seconds = Median(seconds);
     std::printf("\n%s (mean of %zu seeds; replay median %.2f s CPU on one thread)\n",
-                std::string(policy).c_str(), runs.size(), Median(seconds));
-    std::printf("  arrived %%  allocated %%  fragmentation %%\n");
-    double at100 = 0;
-    double frag100 = 0;
-    for (int step = 1; step <= 26; ++step) {
-      const double at = 0.05 * step;
-      double alloc = 0;
-      double frag = 0;
+                curve.policy.c_str(), runs.size(), curve.replay_seconds);
+    std::printf("  skipped by 100 %% arrived, %% of capacity: shares");
+    for (std::size_t k = 0; k < 9; ++k) {
+      double sum = 0;
       for (const auto& r : runs) {
-        alloc += r.AllocationAt(at);
-        frag += r.FragmentationAt(at);
+        sum += static_cast<double>(r.skipped_milli_by_gpus[k]) /
+               static_cast<double>(r.gpu_capacity_milli);
       }
-      alloc /= static_cast<double>(runs.size());
-      frag /= static_cast<double>(runs.size());
-      if (step == 20) {
-        at100 = alloc;
-        frag100 = frag;
-      }
-      std::printf("  %8.0f  %11.2f  %15.2f\n", at * 100, alloc * 100, frag * 100);
-      if (csv.is_open()) {
-        csv << policy << ',' << at * 100 << ',' << alloc * 100 << ',' << frag * 100 << '\n';
-      }
+      if (k > 0) std::printf(", %zu-GPU", k);
+      std::printf(" %.2f", 100 * sum / static_cast<double>(runs.size()));
     }
-    summaries.push_back({std::string(policy), at100, frag100, Median(seconds)});
+    std::printf("\n  arrived %%  allocated %%  fragmentation %%\n");
+    for (const auto& p : curve.points) {
+      std::printf("  %8.0f  %11.2f  %15.2f\n", p.arrived * 100, p.allocated * 100,
+                  p.fragmentation * 100);
+    }
+    curves.push_back(std::move(curve));
+  }
+  if (!args["csv"].empty() && !Write(args["csv"], baton::sim::PackingCsv(curves))) return 1;
+  if (!args["html"].empty() &&
+      !Write(args["html"],
+             baton::sim::PackingHtml({args["nodes"], args["pods"], args["seeds"]}, curves))) {
+    return 1;
   }
   std::printf(
       "\nallocation at 100 %% arrived demand (FGD paper: Random 86.30, BestFit 92.86, "
       "FGD 95.23)\n");
-  for (const auto& s : summaries) {
-    std::printf("  %-14s %6.2f %%  (fragmentation %5.2f %%, replay %.2f s)\n", s.policy.c_str(),
-                s.at100 * 100, s.frag100 * 100, s.median_s);
+  for (const auto& c : curves) {
+    const baton::sim::PackingPoint& p = c.points[kAt100];
+    std::printf("  %-14s %6.2f %%  (fragmentation %5.2f %%, replay %.2f s)\n", c.policy.c_str(),
+                p.allocated * 100, p.fragmentation * 100, c.replay_seconds);
   }
   return 0;
 }

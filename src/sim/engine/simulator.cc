@@ -514,6 +514,10 @@ Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int
   g.gpus = t.gpus;
   g.gpus_per_task = t.gpus <= node_gpus ? 0 : LargestDivisorAtMost(t.gpus, node_gpus);
   if (!t.gpu_type.empty()) g.gpu_types = {t.gpu_type};
+  if (!t.gpu_types.empty()) g.gpu_types = t.gpu_types;
+  if (t.gpus == 1 && t.gpu_milli > 0 && t.gpu_milli < 1000) g.gpu_milli = t.gpu_milli;
+  g.cpu_milli = t.cpu_milli;
+  g.memory_mib = t.memory_mib;
   g.priority = t.priority;
   g.grace_period = config.grace_period;
   switch (config.estimate) {

@@ -80,6 +80,41 @@ std::vector<OpenbPod> TunedArrivals(std::span<const OpenbPod> pods, std::int64_t
   return out;
 }
 
+std::vector<OpenbPod> ResampledPods(std::span<const OpenbPod> pods, bool (*heavy)(const OpenbPod&),
+                                    double p, std::size_t count, std::uint64_t seed) {
+  std::vector<const OpenbPod*> yes;
+  std::vector<const OpenbPod*> no;
+  for (const OpenbPod& pod : pods) (heavy(pod) ? yes : no).push_back(&pod);
+  std::vector<OpenbPod> out;
+  if (pods.empty()) return out;
+  Rng rng(seed);
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const bool pick_yes = no.empty() || (!yes.empty() && rng.Uniform() < p);
+    const auto& from = pick_yes ? yes : no;
+    out.push_back(*from[static_cast<std::size_t>(
+        rng.UniformInt(0, static_cast<std::int64_t>(from.size()) - 1))]);
+    out.back().name += fmt::format("-v{}", i);
+  }
+  return out;
+}
+
+Result<std::vector<OpenbPod>> VariantPods(std::span<const OpenbPod> pods, std::string_view name) {
+  // Seed 7: any fixed seed; the variants are lists, not experiments over seeds.
+  constexpr std::uint64_t kSeed = 7;
+  if (name == "multi-gpu") {
+    return ResampledPods(
+        pods, [](const OpenbPod& p) { return p.num_gpu >= 2; }, 0.1, pods.size(), kSeed);
+  }
+  if (name == "shared") {
+    return ResampledPods(
+        pods, [](const OpenbPod& p) { return p.num_gpu == 1 && p.gpu_milli < 1000; }, 0.7,
+        pods.size(), kSeed);
+  }
+  return InvalidArgumentError(
+      fmt::format("unknown variant '{}' (expected multi-gpu or shared)", Printable(name)));
+}
+
 Result<PackingResult> RunPacking(std::span<const OpenbNode> nodes, std::span<const OpenbPod> pods,
                                  const PackingOptions& options) {
   if (!(options.tune > 0) || options.tune > 100) {
@@ -163,6 +198,10 @@ Result<PackingResult> RunPacking(std::span<const OpenbNode> nodes, std::span<con
       allocated += pod.TotalGpuMilli();
     } else {
       ++r.skipped;
+      if (arrived <= capacity && pod.num_gpu > 0) {
+        const int k = pod.gpu_milli < 1000 ? 0 : std::min(pod.num_gpu, 8);
+        r.skipped_milli_by_gpus[static_cast<std::size_t>(k)] += pod.TotalGpuMilli();
+      }
       // Skipped: an arrival that does not fit leaves (rejected ones are already gone).
       if (scheduler->job(jid) != nullptr) events.push_back(sched::Event::Cancel(jid));
     }

@@ -9,9 +9,11 @@
 // cancelled (skipped). The driver only samples, feeds and measures.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -43,6 +45,9 @@ struct PackingResult {
   std::int64_t skipped = 0;
   std::int64_t gpu_capacity_milli = 0;
   double seconds_in_scheduler = 0;  // not measured here: filled by benchmarks
+  // GPU thousandths skipped while arrived demand was at most the capacity, by request: [0] GPU
+  // shares, [k] pods of k whole GPUs (k <= 8; more counts in [8]).
+  std::array<std::int64_t, 9> skipped_milli_by_gpus{};
   // Allocation when arrived demand first reaches `at` x capacity (linear between points).
   double AllocationAt(double at) const;
   double FragmentationAt(double at) const;
@@ -53,6 +58,16 @@ struct PackingResult {
 // `seed`. A list already above the target is shuffled and cut where it reaches it.
 std::vector<OpenbPod> TunedArrivals(std::span<const OpenbPod> pods, std::int64_t gpu_capacity_milli,
                                     double tune, std::uint64_t seed);
+
+// A variant pod list drawn from `pods`, for checks beyond the published lists: `count` pods, each
+// drawn uniformly with replacement from those `heavy` selects with probability `p`, else from the
+// others (from all pods when one side is empty); names get a "-vN" suffix. Deterministic in
+// `seed`. Built-in variants (VariantPods): "multi-gpu" (p 0.1 of pods with 2+ GPUs; they are 1.1 %
+// of the default list's pods) and "shared" (p 0.7 of GPU shares; 38 % in the default list).
+std::vector<OpenbPod> ResampledPods(std::span<const OpenbPod> pods, bool (*heavy)(const OpenbPod&),
+                                    double p, std::size_t count, std::uint64_t seed);
+// The named variant of `pods` ("multi-gpu" or "shared"), as many pods as `pods`, seed 7.
+Result<std::vector<OpenbPod>> VariantPods(std::span<const OpenbPod> pods, std::string_view name);
 
 // Replays the protocol. Fragmentation at each point is the expected fragmentation of the cluster
 // measured against the request mix of all the arrivals (sched::FragmentationModel), over the

@@ -11,6 +11,11 @@
 namespace baton::sim {
 namespace {
 
+// Sanity bounds of one job's host requests (2^40 milli-cores or MiB: far above any node) and of
+// its list of accepted GPU types.
+constexpr std::int64_t kMaxHostAmount = std::int64_t{1} << 40;
+constexpr std::size_t kMaxNames = 64;
+
 // baton JSONL: one object per line; see ToJsonl for the keys.
 class JsonlReader final : public LineReader {
  public:
@@ -69,6 +74,21 @@ class JsonlReader final : public LineReader {
         } else {
           if (v < -1'000'000 || v > 1'000'000) return bad("out of range");
           j.priority = static_cast<int>(v);
+        }
+      } else if (key == "cpu_milli" || key == "memory_mib") {
+        if (!value.is_number_integer()) return bad("must be an integer");
+        auto v = value.get<std::int64_t>();
+        if (v < 0 || v > kMaxHostAmount) {
+          return bad(fmt::format("{} is out of range (0..{})", v, kMaxHostAmount));
+        }
+        (key == "cpu_milli" ? j.cpu_milli : j.memory_mib) = v;
+      } else if (key == "gpu_types") {
+        if (!value.is_array() || value.size() > kMaxNames) {
+          return bad(fmt::format("must be an array of at most {} strings", kMaxNames));
+        }
+        for (const auto& t : value) {
+          if (!t.is_string() || t.get<std::string>().empty()) return bad("must hold names");
+          j.gpu_types.push_back(t.get<std::string>());
         }
       } else {
         return bad("unknown field");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -11,9 +12,9 @@
 #include "core/strings.h"
 
 namespace baton::sim {
-namespace {
+namespace {}  // namespace
 
-std::vector<std::string_view> SplitCsv(std::string_view line) {
+std::vector<std::string_view> SplitOpenbCsv(std::string_view line) {
   std::vector<std::string_view> out;
   std::size_t start = 0;
   for (;;) {
@@ -25,6 +26,8 @@ std::vector<std::string_view> SplitCsv(std::string_view line) {
   }
   return out;
 }
+
+namespace {
 
 // Reads `in` line by line; calls `row(line_number, fields)` for each data line after the header,
 // whose column names are mapped to their index in `columns`.
@@ -47,7 +50,7 @@ Status ReadCsv(std::istream& in, std::string_view file, const OpenbLimits& limit
     }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (Trim(line).empty()) continue;
-    auto fields = SplitCsv(line);
+    auto fields = SplitOpenbCsv(line);
     if (header) {
       header = false;
       width = fields.size();
@@ -125,58 +128,113 @@ Result<std::vector<OpenbNode>> ReadOpenbNodes(std::istream& in, std::string_view
   return out;
 }
 
+Result<OpenbPodColumns> OpenbPodColumns::FromHeader(std::span<const std::string_view> names) {
+  OpenbPodColumns c;
+  c.width_ = names.size();
+  std::map<std::string_view, int> at;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!at.emplace(names[i], static_cast<int>(i)).second) {
+      return InvalidArgumentError(
+          fmt::format("header: column '{}' appears twice", Printable(names[i])));
+    }
+  }
+  auto find = [&](std::string_view name) {
+    auto it = at.find(name);
+    return it == at.end() ? -1 : it->second;
+  };
+  struct Need {
+    std::string_view name;
+    int* index;
+  };
+  for (Need n : {Need{"name", &c.name_}, Need{"cpu_milli", &c.cpu_}, Need{"memory_mib", &c.memory_},
+                 Need{"num_gpu", &c.gpus_}, Need{"gpu_milli", &c.milli_}}) {
+    *n.index = find(n.name);
+    if (*n.index < 0) return InvalidArgumentError(fmt::format("header lacks column '{}'", n.name));
+  }
+  c.spec_ = find("gpu_spec");
+  c.qos_ = find("qos");
+  c.phase_ = find("pod_phase");
+  c.created_ = find("creation_time");
+  c.deleted_ = find("deletion_time");
+  c.scheduled_ = find("scheduled_time");
+  return c;
+}
+
+Result<OpenbPod> OpenbPodColumns::Parse(std::span<const std::string_view> f) const {
+  if (f.size() != width_) {
+    return InvalidArgumentError(
+        fmt::format("expected {} fields (as the header), found {}", width_, f.size()));
+  }
+  OpenbPod p;
+  p.name = std::string(f[name_]);
+  if (p.name.empty()) return InvalidArgumentError("field 'name': empty");
+  ASSIGN_OR_RETURN(p.cpu_milli, Int("cpu_milli", f[cpu_], 0, kMaxCpuMilli));
+  ASSIGN_OR_RETURN(p.memory_mib, Int("memory_mib", f[memory_], 0, kMaxMemoryMib));
+  ASSIGN_OR_RETURN(std::int64_t gpus, Int("num_gpu", f[gpus_], 0, topo::kMaxGpusPerNode));
+  ASSIGN_OR_RETURN(std::int64_t milli, Int("gpu_milli", f[milli_], 0, 1000));
+  p.num_gpu = static_cast<int>(gpus);
+  p.gpu_milli = static_cast<int>(milli);
+  if ((p.num_gpu == 0) != (p.gpu_milli == 0)) {
+    return InvalidArgumentError(fmt::format(
+        "field 'gpu_milli': {} with num_gpu {} (both or neither must be 0)", milli, gpus));
+  }
+  if (p.num_gpu > 1 && p.gpu_milli != 1000) {
+    return InvalidArgumentError(fmt::format(
+        "field 'gpu_milli': a share ({}) of a GPU needs num_gpu 1, got {}", milli, gpus));
+  }
+  if (spec_ >= 0 && !f[spec_].empty()) {
+    for (std::string_view m : Split(f[spec_], '|')) {
+      m = Trim(m);
+      if (m.empty()) return InvalidArgumentError("field 'gpu_spec': empty model in the list");
+      if (std::find(p.gpu_spec.begin(), p.gpu_spec.end(), m) == p.gpu_spec.end()) {
+        p.gpu_spec.emplace_back(m);
+      }
+    }
+  }
+  if (qos_ >= 0) p.qos = std::string(f[qos_]);
+  if (phase_ >= 0) p.phase = std::string(f[phase_]);
+  // Times: seconds within ten years (the simulator's horizon), empty when unknown.
+  constexpr double kMaxSeconds = 10.0 * 365 * 86400;
+  auto time = [&](int col, std::string_view field, std::optional<double>* out) -> Status {
+    if (col < 0 || f[col].empty()) return Status::Ok();
+    auto v = ParseDouble(f[col]);
+    if (!v || !std::isfinite(*v)) {
+      return InvalidArgumentError(
+          fmt::format("field '{}': '{}' is not a number", field, Printable(f[col])));
+    }
+    if (*v < 0 || *v > kMaxSeconds) {
+      return InvalidArgumentError(
+          fmt::format("field '{}': {} is out of range (0 up to the 10-year horizon, {} s)", field,
+                      *v, kMaxSeconds));
+    }
+    *out = *v;
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(time(created_, "creation_time", &p.creation_time));
+  RETURN_IF_ERROR(time(deleted_, "deletion_time", &p.deletion_time));
+  RETURN_IF_ERROR(time(scheduled_, "scheduled_time", &p.scheduled_time));
+  return p;
+}
+
 Result<std::vector<OpenbPod>> ReadOpenbPods(std::istream& in, std::string_view file,
                                             OpenbLimits limits) {
   static constexpr std::string_view kRequired[] = {"name", "cpu_milli", "memory_mib", "num_gpu",
                                                    "gpu_milli"};
   std::map<std::string, int> col;
   std::vector<OpenbPod> out;
-  int spec = -1;
-  int qos = -1;
-  int phase = -1;
-  bool looked = false;
-  RETURN_IF_ERROR(ReadCsv(
-      in, file, limits, kRequired, &col, [&](const std::vector<std::string_view>& f) -> Status {
-        if (!looked) {
-          looked = true;
-          auto find = [&](const char* name) {
-            auto it = col.find(name);
-            return it == col.end() ? -1 : it->second;
-          };
-          spec = find("gpu_spec");
-          qos = find("qos");
-          phase = find("pod_phase");
-        }
-        OpenbPod p;
-        p.name = std::string(f[col["name"]]);
-        if (p.name.empty()) return InvalidArgumentError("field 'name': empty");
-        ASSIGN_OR_RETURN(p.cpu_milli, Int("cpu_milli", f[col["cpu_milli"]], 0, kMaxCpuMilli));
-        ASSIGN_OR_RETURN(p.memory_mib, Int("memory_mib", f[col["memory_mib"]], 0, kMaxMemoryMib));
-        ASSIGN_OR_RETURN(std::int64_t gpus,
-                         Int("num_gpu", f[col["num_gpu"]], 0, topo::kMaxGpusPerNode));
-        ASSIGN_OR_RETURN(std::int64_t milli, Int("gpu_milli", f[col["gpu_milli"]], 0, 1000));
-        p.num_gpu = static_cast<int>(gpus);
-        p.gpu_milli = static_cast<int>(milli);
-        if ((p.num_gpu == 0) != (p.gpu_milli == 0)) {
-          return InvalidArgumentError(fmt::format(
-              "field 'gpu_milli': {} with num_gpu {} (both or neither must be 0)", milli, gpus));
-        }
-        if (p.num_gpu > 1 && p.gpu_milli != 1000) {
-          return InvalidArgumentError(fmt::format(
-              "field 'gpu_milli': a share ({}) of a GPU needs num_gpu 1, got {}", milli, gpus));
-        }
-        if (spec >= 0 && !f[spec].empty()) {
-          for (std::string_view m : Split(f[spec], '|')) {
-            m = Trim(m);
-            if (m.empty()) return InvalidArgumentError("field 'gpu_spec': empty model in the list");
-            p.gpu_spec.emplace_back(m);
-          }
-        }
-        if (qos >= 0) p.qos = std::string(f[qos]);
-        if (phase >= 0) p.phase = std::string(f[phase]);
-        out.push_back(std::move(p));
-        return Status::Ok();
-      }));
+  std::optional<OpenbPodColumns> columns;
+  RETURN_IF_ERROR(ReadCsv(in, file, limits, kRequired, &col,
+                          [&](const std::vector<std::string_view>& f) -> Status {
+                            if (!columns) {
+                              std::vector<std::string_view> names(col.size());
+                              for (const auto& [name, i] : col)
+                                names[static_cast<std::size_t>(i)] = name;
+                              ASSIGN_OR_RETURN(columns, OpenbPodColumns::FromHeader(names));
+                            }
+                            ASSIGN_OR_RETURN(OpenbPod p, columns->Parse(f));
+                            out.push_back(std::move(p));
+                            return Status::Ok();
+                          }));
   return out;
 }
 

@@ -5,11 +5,14 @@
 // names the columns, `name,cpu_milli,memory_mib,num_gpu,gpu_milli` are required, the others
 // optional, unknown ones ignored. Every pod is kept, never-scheduled and CPU-only ones included
 // (they are demand). Input is bounded (line length, line count) and every error names
-// file:line and the field.
+// file:line and the field. This is the one parser of openb pod rows: the packing protocol reads
+// lists through ReadOpenbPods, the event simulator's `openb` trace format through
+// OpenbPodColumns.
 #pragma once
 
 #include <cstdint>
 #include <istream>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,9 +40,31 @@ struct OpenbPod {
   std::vector<std::string> gpu_spec;  // accepted GPU models (`A|B`); empty: any
   std::string qos;
   std::string phase;
+  // Seconds since the trace's start, when the list has the column and the row a value.
+  std::optional<double> creation_time;
+  std::optional<double> deletion_time;
+  std::optional<double> scheduled_time;
   // GPU thousandths the pod asks for in all: num_gpu x gpu_milli.
   std::int64_t TotalGpuMilli() const { return std::int64_t{num_gpu} * gpu_milli; }
 };
+
+// The columns of a pod list, from its header, and the parser of one row.
+class OpenbPodColumns {
+ public:
+  // Errors: a column named twice, a required column missing.
+  static Result<OpenbPodColumns> FromHeader(std::span<const std::string_view> names);
+  std::size_t width() const { return width_; }
+  // One data row (as many fields as the header). Errors name the field.
+  Result<OpenbPod> Parse(std::span<const std::string_view> fields) const;
+
+ private:
+  std::size_t width_ = 0;
+  int name_ = -1, cpu_ = -1, memory_ = -1, gpus_ = -1, milli_ = -1;  // required
+  int spec_ = -1, qos_ = -1, phase_ = -1, created_ = -1, deleted_ = -1, scheduled_ = -1;
+};
+
+// Splits a CSV line at commas, trimming each field (openb has no quoting).
+std::vector<std::string_view> SplitOpenbCsv(std::string_view line);
 
 struct OpenbLimits {
   std::size_t max_line_bytes = 4096;

@@ -32,6 +32,26 @@ TEST(OpenbTest, ReadsFullAndShortPodListsKeepingEveryPod) {
   EXPECT_EQ((*pods)[0].TotalGpuMilli(), 8000);
 }
 
+TEST(OpenbTest, ColumnsParseRowsInAnyOrderAndKeepTimes) {
+  const std::vector<std::string_view> header = {"gpu_milli",  "num_gpu",   "name",
+                                                "memory_mib", "cpu_milli", "creation_time",
+                                                "gpu_spec",   "extra"};
+  auto cols = OpenbPodColumns::FromHeader(header);
+  ASSERT_TRUE(cols.ok()) << cols.status().ToString();
+  auto p = cols->Parse(SplitOpenbCsv("250, 1, p0, 100, 2000, 42.5, A|B|A, whatever"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->name, "p0");
+  EXPECT_EQ(p->gpu_milli, 250);
+  EXPECT_EQ(p->gpu_spec, (std::vector<std::string>{"A", "B"}));  // duplicates once
+  ASSERT_TRUE(p->creation_time.has_value());
+  EXPECT_DOUBLE_EQ(*p->creation_time, 42.5);
+  EXPECT_FALSE(p->deletion_time.has_value());
+  auto bad = cols->Parse(SplitOpenbCsv("250,1,p0,100,2000,-1,,x"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("creation_time"), std::string::npos);
+  EXPECT_FALSE(OpenbPodColumns::FromHeader(std::vector<std::string_view>{"name"}).ok());
+}
+
 TEST(OpenbTest, ErrorsNameFileLineAndField) {
   auto err = [](std::string text) {
     std::istringstream in(std::move(text));

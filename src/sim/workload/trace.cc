@@ -10,48 +10,62 @@
 
 #include "core/strings.h"
 #include "sim/workload/line_reader.h"
+#include "sim/workload/openb.h"
 #include "sim/workload/readers.h"
 
 namespace baton::sim {
 namespace {
 
-// Alibaba openb pods: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,
-// creation_time,deletion_time,scheduled_time. gpu_milli is the fraction of each GPU.
+// Alibaba openb pods, through the one openb row parser (openb.h): the header names the columns
+// (the full list or a variant with fewer), creation_time is required here (the submit time). A
+// pod's run time is deletion - scheduled; a pod never scheduled is kept (it is demand) with the
+// time it waited, deletion - creation, counted as an estimated duration. CPU-only pods and pods
+// with no deletion time are filtered (the event simulator runs GPU jobs of known length).
 class OpenbReader final : public LineReader {
  public:
   using LineReader::LineReader;
 
  protected:
   Result<std::optional<TraceJob>> Parse(std::string_view line) override {
-    if (line_number() == 1 && line.starts_with("name,")) return std::optional<TraceJob>();
-    ASSIGN_OR_RETURN(auto f, Fields(line, ',', 11));
-    TraceJob j;
-    j.id = std::string(Trim(f[0]));
-    if (j.id.empty()) return InvalidArgumentError("field 'name': empty");
-    ASSIGN_OR_RETURN(std::int64_t gpus, Integer("num_gpu", f[3]));
-    ASSIGN_OR_RETURN(std::int64_t milli, Integer("gpu_milli", f[4]));
-    ASSIGN_OR_RETURN(double created, Number("creation_time", f[8]));
-    RETURN_IF_ERROR(GpuCount("num_gpu", gpus));
-    if (milli < 0 || milli > 1000) {
-      return InvalidArgumentError(
-          fmt::format("field 'gpu_milli': {} is out of range (0..1000)", milli));
+    const auto fields = SplitOpenbCsv(line);
+    if (!columns_) {
+      if (!fields.empty() && fields[0] == "name") {
+        ASSIGN_OR_RETURN(columns_, OpenbPodColumns::FromHeader(fields));
+        return std::optional<TraceJob>();
+      }
+      // No header: the full list's eleven columns, in the published order.
+      static constexpr std::string_view kFull[] = {
+          "name", "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
+          "qos",  "pod_phase", "creation_time", "deletion_time", "scheduled_time"};
+      ASSIGN_OR_RETURN(columns_, OpenbPodColumns::FromHeader(kFull));
     }
-    RETURN_IF_ERROR(NonNegative("creation_time", created));
-    if (gpus == 0 || milli == 0) return Filtered();  // CPU-only pod
-    std::string_view scheduled = Trim(f[10]);
-    std::string_view deleted = Trim(f[9]);
-    if (scheduled.empty() || deleted.empty()) return Filtered();  // never started / never ended
-    ASSIGN_OR_RETURN(double start, Number("scheduled_time", scheduled));
-    ASSIGN_OR_RETURN(double end, Number("deletion_time", deleted));
-    if (end < start) return InvalidArgumentError("field 'deletion_time': before scheduled_time");
-    j.submit = Seconds(created);
-    j.duration = Seconds(end - start);
-    j.gpus = static_cast<int>(gpus);
-    j.gpu_milli = gpus == 1 ? static_cast<int>(milli) : 1000;
-    j.gpu_type = std::string(Trim(f[5]));
-    j.kind = std::string(Trim(f[6]));
+    ASSIGN_OR_RETURN(OpenbPod p, columns_->Parse(fields));
+    if (!p.creation_time) return InvalidArgumentError("field 'creation_time': missing");
+    if (p.num_gpu == 0) return Filtered();    // CPU-only pod
+    if (!p.deletion_time) return Filtered();  // never ended: no length
+    TraceJob j;
+    j.id = p.name;
+    const double start = p.scheduled_time ? *p.scheduled_time : *p.creation_time;
+    if (*p.deletion_time < start) {
+      return InvalidArgumentError(
+          fmt::format("field 'deletion_time': before {}",
+                      p.scheduled_time ? "scheduled_time" : "creation_time"));
+    }
+    if (!p.scheduled_time) CountEstimatedDuration();
+    j.submit = Seconds(*p.creation_time);
+    j.duration = Seconds(*p.deletion_time - start);
+    j.gpus = p.num_gpu;
+    j.gpu_milli = p.gpu_milli;
+    j.cpu_milli = p.cpu_milli;
+    j.memory_mib = p.memory_mib;
+    j.gpu_types = p.gpu_spec;
+    j.gpu_type = p.gpu_spec.size() == 1 ? p.gpu_spec[0] : "";
+    j.kind = p.qos;
     return std::optional<TraceJob>(std::move(j));
   }
+
+ private:
+  std::optional<OpenbPodColumns> columns_;
 };
 
 class OwningReader final : public TraceReader {
@@ -250,6 +264,9 @@ std::string ToJsonl(const TraceJob& job) {
   if (job.gpu_milli != 1000) o["gpu_milli"] = job.gpu_milli;
   if (!job.tenant.empty()) o["tenant"] = job.tenant;
   if (!job.gpu_type.empty()) o["gpu_type"] = job.gpu_type;
+  if (!job.gpu_types.empty()) o["gpu_types"] = job.gpu_types;
+  if (job.cpu_milli) o["cpu_milli"] = job.cpu_milli;
+  if (job.memory_mib) o["memory_mib"] = job.memory_mib;
   if (!job.kind.empty()) o["kind"] = job.kind;
   if (job.total_steps) o["total_steps"] = job.total_steps;
   if (job.priority) o["priority"] = job.priority;

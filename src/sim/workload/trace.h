@@ -38,6 +38,9 @@ struct TraceJob {
   int gpu_milli = 1000;                   // per GPU: 1000 = whole; less = a shared fraction (openb)
   std::string tenant;                     // user, group or virtual cluster
   std::string gpu_type;                   // requested GPU model, when the trace says
+  std::vector<std::string> gpu_types;     // accepted GPU models (openb `A|B`); empty: gpu_type
+  std::int64_t cpu_milli = 0;             // per task; 0: unstated
+  std::int64_t memory_mib = 0;            // per task; 0: unstated
   std::string kind;                       // model / job type, when the trace says
   std::int64_t total_steps = 0;           // training steps (Philly/Gavel), 0 when unknown
   int priority = 0;

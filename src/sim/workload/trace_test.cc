@@ -123,6 +123,18 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   EXPECT_EQ(openb.jobs[0].duration->value(), 90);
   EXPECT_EQ(openb.stats.filtered, 2);
   EXPECT_EQ(openb.stats.malformed, 1);
+  // The same parser as the packing protocol's: a variant list with fewer columns, a pod never
+  // scheduled kept with the time it waited, gpu_spec with several models, CPU and memory.
+  auto variant = Read("openb",
+                      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,"
+                      "deletion_time\n"
+                      "q0,6000,12288,1,460,V100M16|V100M32,10,70\n");
+  ASSERT_EQ(variant.jobs.size(), 1u) << variant.stats.malformed;
+  EXPECT_EQ(variant.jobs[0].duration->value(), 60);
+  EXPECT_EQ(variant.jobs[0].cpu_milli, 6000);
+  EXPECT_EQ(variant.jobs[0].memory_mib, 12288);
+  EXPECT_EQ(variant.jobs[0].gpu_types, (std::vector<std::string>{"V100M16", "V100M32"}));
+  EXPECT_EQ(variant.stats.estimated_durations, 1);
 
   TraceJob j;
   j.id = "x";
@@ -138,6 +150,24 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   EXPECT_EQ(jsonl.stats.warnings[0], "t:2: field 'gpus': 0 GPUs is out of range (1..1000000)");
   EXPECT_EQ(jsonl.stats.warnings[1], "t:3: field 'gpu': unknown field");
   EXPECT_EQ(jsonl.stats.warnings[2], "t:4: not valid JSON");
+
+  // Host resources and accepted types round-trip; bad ones name the field.
+  TraceJob r = j;
+  r.gpus = 1;
+  r.gpu_milli = 500;
+  r.cpu_milli = 8000;
+  r.memory_mib = 16384;
+  r.gpu_types = {"T4", "P100"};
+  auto res = Read("jsonl", ToJsonl(r) +
+                               "\n{\"gpus\": 1, \"cpu_milli\": -1}\n"
+                               "{\"gpus\": 1, \"memory_mib\": 1.5}\n"
+                               "{\"gpus\": 1, \"gpu_types\": [3]}\n");
+  ASSERT_EQ(res.jobs.size(), 1u);
+  EXPECT_EQ(ToJsonl(res.jobs[0]), ToJsonl(r));
+  ASSERT_EQ(res.stats.warnings.size(), 3u);
+  EXPECT_NE(res.stats.warnings[0].find("field 'cpu_milli'"), std::string::npos);
+  EXPECT_NE(res.stats.warnings[1].find("field 'memory_mib'"), std::string::npos);
+  EXPECT_NE(res.stats.warnings[2].find("field 'gpu_types'"), std::string::npos);
 }
 
 TEST(TraceTest, BinaryAndOverlongLinesAreMalformedNotFatal) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "core/strings.h"
@@ -98,13 +100,32 @@ NodeFree FreeOf(const ClusterState& state, topo::NodeId node) {
 }
 
 void FragmentationModel::Observe(const RequestKind& kind, double weight) {
-  if (!(weight > 0)) return;
+  if (kind.gpus > 0) {
+    req_cpu_ += static_cast<double>(kind.cpu_milli);
+    req_mem_ += static_cast<double>(kind.memory_mib);
+    req_milli_ += static_cast<double>(kind.gpus) * kind.milli;
+    if (req_milli_ > kDecayAt) req_cpu_ *= 0.5, req_mem_ *= 0.5, req_milli_ *= 0.5;
+  }
+  if (!(weight > 0) || !std::isfinite(weight)) return;
   total_ += weight;
+  if (total_ > kDecayAt) {
+    total_ = 0;
+    for (double& c : counts_) total_ += (c *= 0.5);
+  }
   for (std::size_t i = 0; i < kinds_.size(); ++i) {
     if (kinds_[i] == kind) {
       counts_[i] += weight;
       return;
     }
+  }
+  if (kinds_.size() >= max_kinds_) {  // replace the kind of least weight
+    const auto least = static_cast<std::size_t>(std::min_element(counts_.begin(), counts_.end()) -
+                                                counts_.begin());
+    total_ -= counts_[least];
+    kinds_.erase(kinds_.begin() + static_cast<std::ptrdiff_t>(least));
+    counts_.erase(counts_.begin() + static_cast<std::ptrdiff_t>(least));
+    class_of_.erase(class_of_.begin() + static_cast<std::ptrdiff_t>(least));
+    // Classes stay: at most one per (gpus, milli) pair a kind ever had, 8 x 1000 at most.
   }
   int cls = -1;
   for (std::size_t i = 0; i < classes_.size(); ++i) {
@@ -154,9 +175,29 @@ double FragmentationModel::Fragmentation(const NodeFree& n) const {
     const int p = c < table ? part[c] : class_part(classes_[c]);
     const bool ok = p >= 0 && n.cpu >= kind.cpu_milli && n.memory >= kind.memory_mib &&
                     AcceptsGpu(kind.accepted, n.gpu);
-    sum += counts_[k] * (ok ? p : total);
+    if (!ok) {
+      sum += counts_[k] * total;
+      continue;
+    }
+    sum += counts_[k] * p;
   }
   return sum;
+}
+
+double FragmentationModel::HostStranded(const NodeFree& n) const {
+  if (req_milli_ <= 0) return 0;
+  double free = 0;
+  for (int i = 0; i < n.gpus; ++i) free += n.milli[i];
+  double usable = free;
+  if (n.cpu_capacity > 0 && req_cpu_ > 0) {
+    usable = std::min(
+        usable, static_cast<double>(std::max<std::int64_t>(0, n.cpu)) * req_milli_ / req_cpu_);
+  }
+  if (n.memory_capacity > 0 && req_mem_ > 0) {
+    usable = std::min(
+        usable, static_cast<double>(std::max<std::int64_t>(0, n.memory)) * req_milli_ / req_mem_);
+  }
+  return free - usable;
 }
 
 PluginStatus PackingPlacement::Propose(const PluginContext& ctx, const JobInfo& job,
@@ -291,25 +332,56 @@ PluginStatus PackingPlacement::Propose(const PluginContext& ctx, const JobInfo& 
 
 Result<std::unique_ptr<Plugin>> FragmentationPlugin::Create(const PluginArgs& args) {
   auto p = std::make_unique<FragmentationPlugin>();
-  for (const auto& [key, value] : args) {
-    if (key != "weigh") return InvalidArgumentError(fmt::format("unknown argument '{}'", key));
-    if (value != "requests" && value != "gpus") {
-      return InvalidArgumentError(
-          fmt::format("argument 'weigh': expected requests or gpus, got '{}'", Printable(value)));
+  auto number = [](std::string_view key, const std::string& value, double hi) -> Result<double> {
+    auto v = ParseDouble(value);
+    if (!v || !(*v >= 0) || *v > hi) {
+      return InvalidArgumentError(fmt::format("argument '{}': expected a number in 0..{}, got '{}'",
+                                              key, hi, Printable(value)));
     }
-    p->weigh_gpus_ = value == "gpus";
+    return *v;
+  };
+  for (const auto& [key, value] : args) {
+    if (key == "weigh") {
+      if (value != "requests" && value != "gpus") {
+        return InvalidArgumentError(
+            fmt::format("argument 'weigh': expected requests or gpus, got '{}'", Printable(value)));
+      }
+      p->exponent_ = value == "gpus" ? 1.0 : 0.0;
+    } else if (key == "exponent") {
+      ASSIGN_OR_RETURN(p->exponent_, number(key, value, 4));
+    } else if (key == "fit") {
+      ASSIGN_OR_RETURN(p->fit_, number(key, value, 100));
+    } else if (key == "host") {
+      ASSIGN_OR_RETURN(p->host_, number(key, value, 100));
+    } else {
+      return InvalidArgumentError(fmt::format("unknown argument '{}'", Printable(key)));
+    }
   }
   return std::unique_ptr<Plugin>(std::move(p));
 }
 
 void FragmentationPlugin::Begin(const PluginContext&, const JobInfo& job) {
   if (!seen_.insert(job.admission).second) return;
+  if (seen_ring_.size() < kSeenCapacity) {
+    seen_ring_.push_back(job.admission);
+  } else {
+    seen_.erase(seen_ring_[seen_next_]);
+    seen_ring_[seen_next_] = job.admission;
+    seen_next_ = (seen_next_ + 1) % kSeenCapacity;
+  }
   const RequestKind kind = KindOf(job);
-  model_.Observe(kind, weigh_gpus_ ? static_cast<double>(kind.gpus) * kind.milli : 1.0);
+  const double gpus = static_cast<double>(kind.gpus) * kind.milli / kMilliPerGpu;
+  model_.Observe(kind, exponent_ == 0 ? 1.0 : std::pow(gpus, exponent_));
 }
 
 double FragmentationPlugin::Cost(const NodeFree& before, const Choice& c) {
-  return model_.Fragmentation(c.after) - model_.Fragmentation(before);
+  // Fragmentation growth per unit of observed weight (GPU thousandths), plus the best-fit term:
+  // the node's capacity left (shares of its GPUs and CPU, 0..2) in GPU thousandths.
+  const double growth = (model_.Fragmentation(c.after) - model_.Fragmentation(before)) /
+                        std::max(1e-9, model_.observed());
+  double cost = growth + fit_ * Left(c.after) * kMilliPerGpu;
+  if (host_ > 0) cost += host_ * (model_.HostStranded(c.after) - model_.HostStranded(before));
+  return cost;
 }
 
 double BestFitPlugin::Cost(const NodeFree&, const Choice& c) { return Left(c.after); }

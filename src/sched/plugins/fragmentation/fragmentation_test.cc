@@ -86,6 +86,72 @@ TEST(FragmentationModelTest, CountsFreeCapacityEachKindCannotUse) {
   EXPECT_DOUBLE_EQ(m.Fragmentation(n), 0);
 }
 
+TEST(FragmentationModelTest, KeepsAtMostMaxKindsReplacingTheLightest) {
+  FragmentationModel m(2);
+  RequestKind a;
+  a.gpus = 1;
+  a.milli = 1000;
+  RequestKind b = a;
+  b.milli = 500;
+  RequestKind c = a;
+  c.milli = 250;
+  m.Observe(a, 3);
+  m.Observe(b, 1);
+  m.Observe(c, 2);  // the table is full: b (weight 1) leaves, its weight with it
+  EXPECT_EQ(m.kinds(), 2u);
+  EXPECT_DOUBLE_EQ(m.observed(), 5);
+  NodeFree n;
+  n.gpus = 1;
+  n.cpu = 1;
+  n.memory = 1;
+  n.milli[0] = 400;
+  // a cannot use 400 free (3 x 400); c can (0); b, had it stayed, could not.
+  EXPECT_DOUBLE_EQ(m.Fragmentation(n), 3 * 400);
+}
+
+TEST(FragmentationModelTest, HostStrandedIsTheGpuTheMixCannotFeedWithCpuOrMemory) {
+  FragmentationModel m;
+  RequestKind k;
+  k.gpus = 1;
+  k.milli = 1000;
+  k.cpu_milli = 10000;  // 10 cores per GPU
+  k.memory_mib = 1000;
+  m.Observe(k);
+  RequestKind cpu_only;
+  cpu_only.gpus = 0;
+  cpu_only.milli = 0;
+  cpu_only.cpu_milli = 50000;  // CPU-only requests do not set the ratio
+  m.Observe(cpu_only);
+  NodeFree n;
+  n.gpus = 4;
+  n.cpu_capacity = 64000;
+  n.memory_capacity = 1 << 20;
+  n.cpu = 25000;  // feeds 2.5 GPUs
+  n.memory = 1 << 20;
+  for (int i = 0; i < 4; ++i) n.milli[i] = 1000;
+  EXPECT_DOUBLE_EQ(m.HostStranded(n), 1500);
+  n.memory = 2000;  // feeds 2 GPUs
+  EXPECT_DOUBLE_EQ(m.HostStranded(n), 2000);
+  n.cpu_capacity = 0;  // undeclared CPU is never the limit
+  n.memory_capacity = 0;
+  EXPECT_DOUBLE_EQ(m.HostStranded(n), 0);
+}
+
+TEST(FragmentationPluginTest, RefusesBadArguments) {
+  EXPECT_TRUE(FragmentationPlugin::Create({{"exponent", "0.5"}, {"fit", "0"}, {"host", "1"}}).ok());
+  for (PluginArgs bad : std::vector<PluginArgs>{{{"exponent", "-1"}},
+                                                {{"exponent", "x"}},
+                                                {{"fit", "1000"}},
+                                                {{"host", "nan"}},
+                                                {{"weigh", "cpu"}},
+                                                {{"colour", "red"}}}) {
+    auto r = FragmentationPlugin::Create(bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(bad.begin()->first), std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(FragmentationPluginTest, HalfGpuJobsShareOneGpuWhileAGangAvoidsIt) {
   auto s = Make("fragmentation");
   auto d = s->RunCycle({At(0), std::vector<Event>{Event::Submit(Share(1, 500))}});

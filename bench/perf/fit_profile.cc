@@ -4,6 +4,7 @@
 //   baton plan validate --cv source
 // do, with the same library calls, and prints both reports.
 //   fit_profile DATA_DIR OUT.yaml [--no-cv]
+//   fit_profile DATA_DIR --validate [PROFILE.yaml]   (only `baton plan validate`'s report)
 #include <fmt/format.h>
 
 #include <cstring>
@@ -19,6 +20,29 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string dir = argv[1];
+  if (std::strcmp(argv[2], "--validate") == 0) {
+    auto runs = LoadPublishedTables(DevTables(dir));
+    if (!runs.ok()) {
+      fmt::print(stderr, "{}\n", runs.status().ToString());
+      return 1;
+    }
+    SystemProfile profile = BuiltinProfile();
+    if (argc > 3) {
+      auto loaded = LoadProfile(argv[3]);
+      if (!loaded.ok()) {
+        fmt::print(stderr, "{}\n", loaded.status().ToString());
+        return 1;
+      }
+      profile = *loaded;
+    }
+    auto rep = RunValidationWithProfile(*runs, profile);
+    if (!rep.ok()) {
+      fmt::print(stderr, "{}\n", rep.status().ToString());
+      return 1;
+    }
+    fmt::print("{}", FormatValidationReport(*rep));
+    return 0;
+  }
   bool cv = !(argc > 3 && std::strcmp(argv[3], "--no-cv") == 0);
   auto runs = LoadPublishedTables(DevTables(dir));
   if (!runs.ok()) {

@@ -527,6 +527,25 @@ std::vector<BucketError> ErrorBreakdown(const std::vector<ValidationRow>& rows) 
     b.bias /= b.rows;
     b.mae /= b.rows;
   }
+  // Sequence buckets shortest first (the rest stay in first-seen order within a dimension).
+  auto seq_rank = [](const BucketError& b) {
+    if (b.dimension != "sequence" && b.dimension != "long-context") return 0;
+    const char* order[] = {"<=8k", "8k-32k", "32k-128k", ">128k"};
+    for (int i = 0; i < 4; ++i) {
+      if (b.bucket == order[i]) return i;
+    }
+    return 4;
+  };
+  auto dim_rank = [](const BucketError& b) {
+    const char* dims[] = {"source", "parallelism", "sequence", "gpu", "dtype", "long-context"};
+    for (int i = 0; i < 6; ++i) {
+      if (b.dimension == dims[i]) return i;
+    }
+    return 6;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const BucketError& a, const BucketError& b) {
+    return dim_rank(a) * 10 + seq_rank(a) < dim_rank(b) * 10 + seq_rank(b);
+  });
   return out;
 }
 

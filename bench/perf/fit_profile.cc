@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}\n", found.status().ToString());
       return 1;
     }
+    UncertaintyBand band = EstimateBand(ActiveProfile(), *model, *system, sh.gpus);
+    fmt::print("band +-{:.1f}%{}{}\n", 100 * band.relative,
+               band.extrapolated ? "  EXTRAPOLATION: " : "", band.why);
     for (const RankedPlan& r : found->top) {
       fmt::print("{:.3f} s  MFU {:.1f}% (causal {:.1f}%)  {}\n", r.estimate.step.value(),
                  100 * r.estimate.mfu, 100 * r.estimate.mfu_causal, PlanToString(r.plan));
@@ -81,6 +84,14 @@ int main(int argc, char** argv) {
       return 1;
     }
     fmt::print("{}", FormatValidationReport(*rep));
+    InstallProfile(profile);  // vTrain's estimates take the family constants from it
+    {
+      auto vt = ValidateVtrain(dir + "/../../../shared/data/published/vtrain-single-node.csv");
+      if (vt.ok()) {
+        fmt::print("vTrain: {} points, mean |error| {:.1f}%, median {:+.1f}%, max {:.1f}%\n",
+                   vt->points, 100 * vt->mae, 100 * vt->median, 100 * vt->max);
+      }
+    }
     return 0;
   }
   bool cv = !(argc > 3 && std::strcmp(argv[3], "--no-cv") == 0);

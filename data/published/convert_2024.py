@@ -17,7 +17,7 @@ import sys
 SRC, DST = sys.argv[1], sys.argv[2]
 
 OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
-            "gbs,mbs,gpus,gpu,hbm_gib,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
+            "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
             "mfu_attention,flops,mfu_peak,tp_overlap,grads,assumptions").split(",")
 
@@ -121,7 +121,9 @@ def convert(r, skipped):
         o["gpu"] = "H100-SXM"
         if "96" in g or "95GB" in g:
             o["hbm_gib"] = "94.5"
-            a.append("H100 96 GB HBM2e part: 94.5 GiB usable by the driver; compute as H100 SXM (lower TDP not modelled)")
+            o["power_w"] = "500"
+            a.append("H100 96 GB HBM2e part at 500 W: 94.5 GiB usable by the driver; "
+                     "tensor cores clocked as a 700 W H100 SXM capped at 500 W")
     else:
         skipped.append((rid, f"gpu '{g}' not in the catalogue"))
         return None

@@ -79,6 +79,8 @@ EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const System
     gemm_peak = peak_flops;
     attn_peak = peak_flops;
   }
+  gemm_peak *= s.clock_scale;
+  attn_peak *= s.clock_scale;
   hbm_bytes_per_s = s.gpu.hbm_bandwidth.value() * s.calib.hbm_efficiency;
   tier_count = std::max(1, s.tier_count);
   for (int i = 0; i < kMaxTiers; ++i) {

@@ -415,3 +415,34 @@ TEST(EstimatorTest, FlashBackwardIsTwoAndAHalfForwards) {
 
 }  // namespace
 }  // namespace baton::perf
+
+namespace baton::perf {
+namespace {
+
+// A part capped below its rated power (torchtitan's 500 W H100s) runs its tensor cores at
+// (P / R)^(1/3) of the datasheet clock; MFU still divides by the datasheet peak.
+TEST(EstimatorTest, PowerCapSlowsTheTensorCores) {
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 8;
+  auto rated = SystemFromShort(sh);
+  sh.power_limit_w = 500;
+  auto capped = SystemFromShort(sh);
+  ASSERT_TRUE(rated.ok() && capped.ok());
+  EXPECT_DOUBLE_EQ(rated->clock_scale, 1.0);
+  EXPECT_NEAR(capped->clock_scale, std::cbrt(500.0 / 700.0), 1e-12);
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.dp = 8, .mbs = 1, .zero = 3};
+  plan.recompute = Recompute::kFull;
+  StepEstimate a = EstimateOf(m, plan, FlashTraining(8), *rated);
+  StepEstimate b = EstimateOf(m, plan, FlashTraining(8), *capped);
+  EXPECT_GT(b.compute.value(), a.compute.value() * 1.05);
+  EXPECT_LE(b.compute.value(), a.compute.value() / capped->clock_scale * 1.0001);
+  sh.power_limit_w = -1;
+  auto bad = SystemFromShort(sh);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("power_limit_w"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton::perf

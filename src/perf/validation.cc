@@ -148,6 +148,14 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     }
     r.system.hbm_gib = *hbm;
   }
+  if (!Trim(get("power_w")).empty()) {
+    auto w = ParseDouble(Trim(get("power_w")));
+    if (!w || !(*w > 0) || *w > 5000) {
+      return InvalidArgumentError(
+          fmt::format("column power_w: '{}' is not in (0, 5000]", Printable(get("power_w"))));
+    }
+    r.system.power_limit_w = *w;
+  }
   ASSIGN_OR_RETURN(r.plan.tp, IntField(get("tp"), "tp"));
   ASSIGN_OR_RETURN(r.plan.pp, IntField(get("pp"), "pp"));
   ASSIGN_OR_RETURN(r.plan.dp, IntField(get("dp"), "dp"));

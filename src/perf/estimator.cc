@@ -79,6 +79,8 @@ EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const System
     gemm_peak = peak_flops;
     attn_peak = peak_flops;
   }
+  gemm_peak *= s.clock_scale;
+  attn_peak *= s.clock_scale;
   hbm_bytes_per_s = s.gpu.hbm_bandwidth.value() * s.calib.hbm_efficiency;
   tier_count = std::max(1, s.tier_count);
   for (int i = 0; i < kMaxTiers; ++i) {
@@ -301,6 +303,13 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     case Recompute::kFull:
       layer_act = 2 * tokens * h / sp_div;
       break;
+    case Recompute::kOps:
+      // The layer input, the attention output and the odd matmuls' outputs in call order (q, k,
+      // v, o, w1, w3, w2 with SwiGLU: q, v, w1, w2; q, k, v, o, fc1, fc2: q, v, fc1), in bf16
+      // (torchtitan's _save_list policy: every second mm is recomputed).
+      layer_act = 2 * tokens *
+                  (h / sp_div + h / t + h / t + kvd / t + ffn / t + (mats == 3 ? h / sp_div : 0.0));
+      break;
     case Recompute::kSelective:
       scores = 0;
       [[fallthrough]];
@@ -381,10 +390,19 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double logits_fwd = 2 * tokens * h * vocab / t / gemm_rate(std::min(h, vocab / t)) +
                       12 * tokens * vocab / t / hbm;
   double fwd = layers_fwd + logits_fwd;
-  double bwd = 2 * fwd;
+  // The backward pass costs twice the forward for every GEMM; a fused attention kernel's costs
+  // 2.5 times its forward (FlashAttention-2 recomputes Q K^T and the softmax: 5 matrix products
+  // against the forward's 2; Dao 2023, and the kernel charts in data/published/attention.csv
+  // count forward+backward as 3.5 x the forward FLOPs, the rate the flash_* constants fit).
+  const double attn_bwd = flash ? 2.5 : 2.0;
+  double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core;
+  // Per-op checkpointing reruns the even matmuls (k, o and w3 or fc2) and the element-wise ops.
+  const double ops_rc_flops = 2 * tokens * (h * kvd + h * h + h * ffn) / t;
   double rc = plan.recompute == Recompute::kFull        ? layers_fwd
               : plan.recompute == Recompute::kSelective ? stage_layers * t_attn_core
-                                                        : 0.0;
+              : plan.recompute == Recompute::kOps
+                  ? stage_layers * (ops_rc_flops / rate + norm_bytes / hbm)
+                  : 0.0;
 
   // ---- Communication per micro-batch.
   GroupSpans rank_order;
@@ -403,7 +421,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // The ring passes K and V of the local chunk cp - 1 times per layer; each transfer hides only
   // behind the attention step running at the same time (the previous chunk's), never behind
   // the GEMMs, which need the attention output. The backward pass sends K, V and their
-  // gradients (twice the bytes) behind attention steps that take twice as long.
+  // gradients (twice the bytes) behind attention steps that take 2.5 times as long.
   double cp_layer = 0, cp_layer_bwd = 0;
   if (plan.cp > 1) {
     double chunk = 2 * 2 * tokens * kvd / t;  // K and V of the local chunk
@@ -411,8 +429,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     double hop_bwd = P2pTime(ctx, cp_g, 2 * chunk);
     cp_layer = std::max(0.0, hop - t_attn_step_diag) +
                (plan.cp - 2) * std::max(0.0, hop - t_attn_step_off);
-    cp_layer_bwd = std::max(0.0, hop_bwd - 2 * t_attn_step_diag) +
-                   (plan.cp - 2) * std::max(0.0, hop_bwd - 2 * t_attn_step_off);
+    cp_layer_bwd = std::max(0.0, hop_bwd - attn_bwd * t_attn_step_diag) +
+                   (plan.cp - 2) * std::max(0.0, hop_bwd - attn_bwd * t_attn_step_off);
   }
   double ep_layer = 0;
   if (plan.ep > 1) {
@@ -517,6 +535,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double layer_share = 1 - 2 * seq * h * vocab / fwd_seq;
   if (plan.recompute == Recompute::kFull) rc_flops = gbs * fwd_seq * layer_share;
   if (plan.recompute == Recompute::kSelective) rc_flops = gbs * 4 * seq * seq * h * m.layers;
+  if (plan.recompute == Recompute::kOps) {
+    rc_flops = gbs * seq * m.layers * 2 * (h * kvd + h * h + h * ffn);
+  }
   out->model_flops_per_step = Flops(model_flops);
   out->hardware_flops_per_step = Flops(model_flops + rc_flops);
   double world = plan.gpus();

@@ -16,16 +16,18 @@ std::string_view RecomputeName(Recompute r) {
       return "selective";
     case Recompute::kFull:
       return "full";
+    case Recompute::kOps:
+      return "ops";
   }
   return "?";
 }
 
 Result<Recompute> ParseRecompute(std::string_view name) {
-  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull, Recompute::kOps}) {
     if (EqualsIgnoreCase(Trim(name), RecomputeName(r))) return r;
   }
   return InvalidArgumentError(
-      fmt::format("plan.recompute: '{}' is not none, selective or full", Printable(name)));
+      fmt::format("plan.recompute: '{}' is not none, selective, full or ops", Printable(name)));
 }
 
 std::string_view RankOrderName(RankOrder o) {

@@ -13,7 +13,11 @@
 
 namespace baton::perf {
 
-enum class Recompute : std::uint8_t { kNone, kSelective, kFull };
+// kSelective: Megatron's selective recomputation (core attention only, Korthikanti et al.);
+// kOps: per-op selective activation checkpointing as torchtitan runs it (selective_ac_option =
+// "op"): every layer is checkpointed, but the outputs of every other matmul and of the attention
+// kernel are saved, so the recomputation reruns only the even matmuls and the element-wise ops.
+enum class Recompute : std::uint8_t { kNone, kSelective, kFull, kOps };
 
 // Megatron-LM rank orders (the first name varies fastest): the default, and the one
 // --use-tp-pp-dp-mapping selects.

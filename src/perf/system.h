@@ -90,7 +90,14 @@ struct SystemSpec {
   std::array<NetworkTier, kMaxTiers> tiers{};
   int tier_count = 0;
   Calibration calib;
+  // Tensor-core rate relative to the datasheet's, for parts run below their rated board power
+  // (SystemFromShort: power_limit_w). MFU still divides by the datasheet peak.
+  double clock_scale = 1.0;
 };
+
+// Rated board power of a catalogue GPU in watts (NVIDIA datasheets: A100 SXM 400, H100 / H800 /
+// H200 SXM 700, B200 1,000, GB200 1,200 per GPU); 0 when not known.
+double RatedPowerW(std::string_view gpu_name);
 
 // From a topology: GPU type from the (first) node shape, tiers from the NVLink domain and switch
 // structure, bandwidth/latency from Cluster::Link. `gpus` = 0 means every GPU of the cluster.
@@ -107,6 +114,11 @@ struct ShortSystem {
   int nodes_per_leaf = 32;
   double oversubscription = 1.0;
   double hbm_gib = 0;  // overrides the GPU's HBM (GiB) when > 0 (the 96 GB H100 parts)
+  // Board power the GPUs run at when below their rating (torchtitan's 500 W H100s), 0 = rated.
+  // Dynamic power goes as f V^2 and V with f, so a GEMM-bound part capped at P of its rated R
+  // clocks at (P / R)^(1/3) (500 of 700 W: 0.89); static power is ignored, so this is the least
+  // the cap can cost.
+  double power_limit_w = 0;
 };
 Result<SystemSpec> SystemFromShort(const ShortSystem& s);
 

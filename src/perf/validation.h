@@ -30,7 +30,11 @@ enum class Metric {
 //  causal    the same with attention over the causal half (Llama 3, Megatron-Bridge >= 25.09)
 //  6n        6 x parameters but the token embedding + 12 L h s per token (torchtitan)
 //  6n-total  6 x every parameter + 12 L h s per token (torchtitan at 1ea476e9f, IBM fms-fsdp)
-enum class FlopConvention { kFull, kCausal, kSixN, kSixNTotal };
+//  full-mha  `full` with the K and V projections counted at full width, as if every head had its
+//            own K and V (NVIDIA dgxc v25.01's Nemotron-4 MFU: its printed MFU over its step time
+//            implies 1.129 x / 1.172 x the GQA count for 15B / 340B, exactly what
+//            NeMo's formula gives with query_groups = heads; data/published/README.md)
+enum class FlopConvention { kFull, kCausal, kSixN, kSixNTotal, kFullMha };
 std::string_view MetricName(Metric m);  // the CSV's names: "iteration_time_s", ...
 bool IsMemoryMetric(Metric m);
 
@@ -85,9 +89,30 @@ struct GroupError {
   double max = 0;
 };
 
+// Signed (bias) and absolute error of the performance rows that share one property of the run:
+// a convention or mechanism the model gets wrong shows as a bias in one bucket.
+struct BucketError {
+  std::string dimension;  // "source", "parallelism", "sequence", "gpu", "dtype", "long-context"
+  std::string bucket;     // "fsdp", "8k-32k", "hopper", ...
+  int rows = 0;
+  double bias = 0;  // mean of (predicted - published) / published
+  double mae = 0;
+  double max = 0;
+};
+// "fsdp" (ZeRO-3), "cp" (context parallel), "3d" (tp or pp > 1) or "dp".
+std::string_view ParallelismKind(const ParallelPlan& plan);
+// "<=8k", "8k-32k", "32k-128k", ">128k".
+std::string_view SequenceBucket(int seq);
+// The long-context rows of the acceptance: NeMo's long-sequence table and torchtitan's CP runs.
+bool IsLongContextRun(const PublishedRun& run);
+// Every dimension's buckets, in a fixed order, over the performance rows.
+std::vector<BucketError> ErrorBreakdown(const std::vector<ValidationRow>& rows);
+std::string FormatBreakdown(const std::vector<BucketError>& buckets);
+
 struct ValidationReport {
   std::vector<ValidationRow> rows;
-  std::vector<GroupError> groups;  // performance rows, by group, in first-seen order
+  std::vector<BucketError> breakdown;  // ErrorBreakdown(rows)
+  std::vector<GroupError> groups;      // performance rows, by group, in first-seen order
   double perf_p90 = 0;
   int oom_rows = 0;     // rows that ran but the memory model calls out of memory
   double perf_mae = 0;  // iteration time / TFLOP/s / MFU rows

@@ -90,6 +90,34 @@ std::string_view UnknownStartName(UnknownStart u) {
 QueueForecast Scheduler::Forecast(TimePoint now, const ForecastOptions& options) const {
   now = std::max(now, last_now_);
   std::unique_ptr<Scheduler> copy = Clone();
+  return Project(*copy, now, options, JobId(), nullptr);
+}
+
+Result<WhatIfAnswer> Scheduler::WhatIf(TimePoint now, GangJob job, int max_cycles) const {
+  now = std::max(now, last_now_);
+  std::unique_ptr<Scheduler> copy = Clone();
+  job.id = jobs_.empty() ? JobId(1) : JobId(jobs_.rbegin()->first.value() + 1);
+  job.submit_time = TimePoint{};
+  Decisions admitted;
+  copy->Apply(Event::Submit(job), now, &admitted);
+  if (!admitted.rejections.empty()) {
+    return InvalidArgumentError(admitted.rejections.front().reason);
+  }
+  WhatIfAnswer answer;
+  const QueueForecast f =
+      Project(*copy, now, {.jobs = {job.id}, .max_cycles = max_cycles}, job.id, &answer.placement);
+  for (const JobForecast& j : f.jobs) {
+    if (j.job == job.id) answer.forecast = j;
+  }
+  if (!answer.placement.empty()) {
+    answer.gpu = state_.cluster().shape_of(answer.placement.nodes.front().node).gpu;
+  }
+  return answer;
+}
+
+QueueForecast Scheduler::Project(Scheduler& s, TimePoint now, const ForecastOptions& options,
+                                 JobId watch, Placement* watched) {
+  Scheduler* copy = &s;
   QueueForecast out;
   out.now = now;
 
@@ -133,6 +161,7 @@ QueueForecast Scheduler::Forecast(TimePoint now, const ForecastOptions& options)
   }
   auto record_binds = [&](const Decisions& d, TimePoint t) {
     for (const Bind& b : d.binds) {
+      if (watched != nullptr && b.job == watch && watched->empty()) *watched = b.placement;
       auto it = index.find(b.job);
       if (it == index.end() || out.jobs[it->second].estimated_start) continue;
       out.jobs[it->second].estimated_start = t;

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "sched/framework/job.h"
 #include "sched/framework/plugin_status.h"
+#include "sched/framework/types.h"
 
 namespace baton::sched {
 
@@ -59,6 +60,15 @@ struct QueueForecast {
   TimePoint now;
   std::vector<JobForecast> jobs;  // every pending job, by position
   int cycles = 0;                 // projected scheduling cycles run (1 = only `now`)
+};
+
+// Scheduler::WhatIf's answer for a job not submitted.
+struct WhatIfAnswer {
+  JobForecast forecast;  // its position, estimated start and waiting kind, had it been submitted
+  // Where the scheduler would start it (the projected cycle that binds it); empty when the start
+  // is unknown.
+  Placement placement;
+  const topo::GpuSpec* gpu = nullptr;  // the GPU type of that placement; null when empty
 };
 
 struct ForecastOptions {

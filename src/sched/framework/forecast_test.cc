@@ -84,6 +84,31 @@ TEST(ForecastTest, EstimateEqualsActualStartWhenJobsEndAtTheirEstimates) {
   }
 }
 
+// A job that is not submitted: where and when it would start. E (8 GPUs for 10 s) ends before
+// C's reservation at 150, so backfill starts it at 100 next to B, ahead of D.
+TEST(ForecastTest, WhatIfAnswersForAJobNotSubmitted) {
+  auto s = Make(SmallTree(4), AllocateBackfill());
+  s->RunCycle({At(0), std::vector<Event>{Event::Submit(Timed(1, 32, 100))}});
+  s->RunCycle(
+      {At(10), std::vector<Event>{Event::Submit(Timed(2, 16, 50)), Event::Submit(Timed(3, 32, 30)),
+                                  Event::Submit(Timed(4, 8, 200))}});
+  const std::uint64_t version = s->state().version();
+  Result<WhatIfAnswer> a = s->WhatIf(At(20), Timed(99, 8, 10));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->forecast.position, 4);
+  EXPECT_EQ(a->forecast.estimated_start, At(100));
+  EXPECT_EQ(a->placement.gpus(), 8);
+  ASSERT_NE(a->gpu, nullptr);
+  EXPECT_EQ(a->gpu, s->state().cluster().shape_of(a->placement.nodes[0].node).gpu);
+  // Nothing changed: no job 5 (or 99), same allocation.
+  EXPECT_EQ(s->jobs().size(), 4u);
+  EXPECT_EQ(s->state().version(), version);
+  // A spec the scheduler refuses is an error naming the field.
+  Result<WhatIfAnswer> bad = s->WhatIf(At(20), Timed(7, 64, 10));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("gpus"), std::string::npos) << bad.status().ToString();
+}
+
 // Forecasting twice, and then running the same cycles, gives the same decisions as a scheduler
 // that never forecast.
 TEST(ForecastTest, ChangesNothing) {

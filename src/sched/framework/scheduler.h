@@ -80,6 +80,11 @@ class Scheduler {
   // plus one cycle per projected end, at most options.max_cycles (bench/sim/eta_bench.cc).
   // Not thread-safe with RunCycle: call it between cycles, on the driver's thread.
   QueueForecast Forecast(TimePoint now, const ForecastOptions& options = {}) const;
+  // What Forecast would say about `job` had it been submitted at `now`, and where it would start:
+  // the copy admits it as a Submit event would (its id is replaced by an unused one; a spec the
+  // scheduler refuses is InvalidArgument with the scheduler's reason) and the projection stops
+  // once it starts or after `max_cycles`. Changes nothing; same cost bound as Forecast.
+  Result<WhatIfAnswer> WhatIf(TimePoint now, GangJob job, int max_cycles = 2000) const;
 
   const ClusterState& state() const { return state_; }
   const JobTable& jobs() const { return jobs_; }
@@ -95,6 +100,10 @@ class Scheduler {
   static Result<std::vector<std::unique_ptr<Action>>> MakeActions(const SchedulerConfig& config);
   // An independent scheduler in this one's state (see Forecast): no timer, waiting notes on.
   std::unique_ptr<Scheduler> Clone() const;
+  // Forecast on `copy` (a Clone, possibly with extra jobs admitted); the placement of job
+  // `watch` (if valid), when a projected cycle binds it, goes to `*watched`.
+  static QueueForecast Project(Scheduler& copy, TimePoint now, const ForecastOptions& options,
+                               JobId watch, Placement* watched);
   // The pending jobs (ascending id) and their records, as a cycle's Session takes them.
   void CollectPending(std::vector<JobId>* ids, std::vector<JobInfo*>* jobs);
   void Apply(const Event& e, TimePoint now, Decisions* out);

@@ -58,7 +58,7 @@ check "  ...estimated start when pretrain ends (+3600 s, got +$delta s)" 0 \
   $(( delta >= 3590 && delta <= 3610 ? 0 : 1 ))
 out=$("$baton" jobs 2>&1)
 check "jobs shows position, estimated start and kind" 0 $? "$out" \
-  "^$late +late +team-a +queued +24 +- +- +2 +[0-9T:-]+Z +reservation"
+  "^$late +late +team-a +queued +24 +- +- +2 +[0-9T:.-]+Z +reservation"
 out=$("$baton" job "$late" 2>&1)
 check "job shows the forecast" 0 $? "$out" '^queue position 2  estimated start .*Z  waiting for reservation'
 "$baton" cancel "$big" "$late" >/dev/null 2>&1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the `baton` client against a real daemon: starts `baton serve` (dry-run
 # executor, embedded SQLite, the 16-node test cluster) on a free loopback port, then submits,
-# lists, shows and cancels a job with the client only, and checks the one-line errors and exit
+# lists, shows and cancels a job with the client only (queued jobs with their queue position,
+# estimated start and waiting kind), and checks the one-line errors and exit
 # codes for bad input, an unreachable daemon, a rejected token and a missing role.
 # Usage: client_e2e.sh BATON_BINARY SOURCE_DIR
 set -uo pipefail

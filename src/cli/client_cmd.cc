@@ -119,6 +119,13 @@ std::string LevelOf(const json& job) {
   return "-";
 }
 
+// A pending job's estimated start: the daemon's RFC 3339 time, "unknown" when the scheduler
+// forecast the job but cannot date it (a job holding the GPUs it needs has no runtime estimate).
+std::string StartOf(const json& job) {
+  if (job.contains("estimated_start")) return Str(job, "estimated_start");
+  return job.contains("queue_position") ? "unknown" : "-";
+}
+
 std::string GpusOf(const json& job) {
   const json spec = job.value("spec", json::object());
   return spec.is_object() && spec.contains("gpus") ? spec["gpus"].dump() : "-";
@@ -301,10 +308,12 @@ void RegisterJobs(CLI::App& app, int& exit_code) {
           std::cout << json{{"jobs", jobs}}.dump(2) << "\n";
           return static_cast<int>(kExitOk);
         }
-        Table t({"ID", "NAME", "TENANT", "STATE", "GPUS", "LEVEL", "NODES", "REASON"});
+        Table t({"ID", "NAME", "TENANT", "STATE", "GPUS", "LEVEL", "NODES", "POS", "START", "WAIT",
+                 "REASON"});
         for (const json& j : jobs) {
           t.Add({Str(j, "id"), Str(j, "name"), Str(j, "tenant"), Str(j, "state"), GpusOf(j),
-                 LevelOf(j), NodesOf(j), Str(j, "waiting_reason")});
+                 LevelOf(j), NodesOf(j), Str(j, "queue_position"), StartOf(j),
+                 Str(j, "waiting_kind"), Str(j, "waiting_reason")});
         }
         t.Print(std::cout);
         return static_cast<int>(kExitOk);
@@ -343,6 +352,10 @@ void RegisterJob(CLI::App& app, int& exit_code) {
                                Str(j, "updated_at"));
       if (j.contains("waiting_reason"))
         std::cout << "waiting: " << Str(j, "waiting_reason") << "\n";
+      if (j.contains("queue_position") || j.contains("waiting_kind")) {
+        std::cout << fmt::format("queue position {}  estimated start {}  waiting for {}\n",
+                                 Str(j, "queue_position"), StartOf(j), Str(j, "waiting_kind"));
+      }
       std::cout << "spec: " << (j.contains("spec") ? j["spec"].dump() : "-") << "\n";
       if (j.contains("placement")) {
         const json& p = j["placement"];

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "health/health.h"
 #include "perf/system.h"
@@ -45,6 +46,21 @@ struct PlacementView {
   std::string level;            // the lowest topology level containing the gang ("leaf", ...)
   std::string phase;            // the scheduler's phase ("pending", "running", "terminating")
   std::string waiting;          // pending: why it is not placed yet ("topology: no leaf has ...")
+  // Pending: the scheduler's forecast (sched::Scheduler::Forecast) as of the latest cycle.
+  int queue_position = 0;                    // 1-based place in the queue; 0: none
+  std::optional<TimePoint> estimated_start;  // nullopt: unknown
+  std::string waiting_kind;                  // sched::WaitingKindName ("quota", ...); empty: none
+};
+
+// The scheduler's answer for a job not submitted (POST /api/v1/whatif).
+struct WhatIfView {
+  int queue_position = 0;                    // where it would enter the queue (1-based)
+  std::optional<TimePoint> estimated_start;  // nullopt: unknown
+  std::string waiting_kind;                  // why it would wait; "starting": it would fit now
+  std::string gpu_type;                      // of the placement it would get; empty: unknown
+  std::vector<PlacementView::NodeGpus> nodes;
+  std::string level;                  // the lowest level containing that placement
+  std::optional<double> step_time_s;  // the planner's step time there (jobs with a plan)
 };
 
 // A node as the API shows it: health from telemetry and admin state, and what is allocated.
@@ -133,6 +149,12 @@ class Controller {
   // no cluster to check: OK.
   virtual Status Admit(const JobSpec& /*spec*/, std::string* /*field*/) const {
     return Status::Ok();
+  }
+  // What the scheduler would do with `spec` (validated, tenant set) were it submitted now:
+  // sched::Scheduler::WhatIf on the live state. Changes nothing; may wait for the scheduling
+  // cycle in progress. InvalidArgument for a spec the scheduler or planner refuses.
+  virtual Result<WhatIfView> WhatIf(const JobSpec& /*spec*/) {
+    return UnavailableError("no scheduler is running");
   }
   // The cluster with its allocation; empty without a scheduler.
   virtual ClusterView Cluster() const { return {}; }

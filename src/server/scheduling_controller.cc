@@ -928,6 +928,7 @@ void SchedulingController::Loop() {
       if (stopping_) break;
       inputs.swap(inbox_);
     }
+    std::lock_guard work(work_mu_);
     for (Input& in : inputs) std::visit([this](auto& x) { Handle(x); }, in);
     inputs.clear();
     // Nodes first: a job that died with its node is requeued by the node's failure.
@@ -935,7 +936,11 @@ void SchedulingController::Loop() {
     for (const ExitReport& exit : executor_->Poll()) HandleExit(exit);
     TimePoint now = clock_.Now();
     bool due = wake_at_ && *wake_at_ <= now;
-    if (events_.empty() && !due) continue;
+    if (events_.empty() && !due) {
+      // A forecast skipped to bound its cost is made up when the loop is idle.
+      if (forecast_stale_ && UpdateForecast(now)) PublishSnapshot();
+      continue;
+    }
     std::vector<sched::Event> events;
     events.swap(events_);
     auto start = std::chrono::steady_clock::now();
@@ -944,9 +949,31 @@ void SchedulingController::Loop() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_->cycle.WithLabels({}).Observe(seconds);
     wake_at_ = d.wake_at;
+    UpdateForecast(now);
     ApplyDecisions(d, now);
   }
   executor_->StopAll();
+}
+
+bool SchedulingController::UpdateForecast(TimePoint now) {
+  if (options_.forecast_max_cycles <= 0) {
+    forecast_.clear();
+    return false;
+  }
+  // At most ~10 % of the loop's time: after a forecast that took t, the next waits 10 t.
+  const auto start = std::chrono::steady_clock::now();
+  if (start < next_forecast_) {
+    forecast_stale_ = true;
+    return false;
+  }
+  sched::QueueForecast f = scheduler_->Forecast(now, {.max_cycles = options_.forecast_max_cycles});
+  forecast_.clear();
+  for (sched::JobForecast& j : f.jobs) forecast_.emplace(j.job, std::move(j));
+  const auto took = std::chrono::steady_clock::now() - start;
+  next_forecast_ = start + 10 * took;
+  forecast_stale_ = false;
+  metrics_->step.WithLabels({"forecast"}).Observe(std::chrono::duration<double>(took).count());
+  return true;
 }
 
 void SchedulingController::PublishSnapshot() {
@@ -962,6 +989,11 @@ void SchedulingController::PublishSnapshot() {
     if (info.phase == sched::JobPhase::kPending) {
       if (auto it = waiting_now_.find(StoreId(sid)); it != waiting_now_.end()) {
         v.waiting = it->second;
+      }
+      if (auto it = forecast_.find(sid); it != forecast_.end()) {
+        v.queue_position = it->second.position;
+        v.estimated_start = it->second.estimated_start;
+        v.waiting_kind = sched::WaitingKindName(it->second.kind);
       }
     }
     if (!info.placement.empty()) {
@@ -1012,6 +1044,34 @@ void SchedulingController::PublishSnapshot() {
   for (std::string_view h : {"healthy", "suspect", "draining", "down"}) {
     metrics_->nodes.WithLabels({h}).Set(by_health[std::string(h)]);
   }
+}
+
+Result<WhatIfView> SchedulingController::WhatIf(const JobSpec& spec) {
+  JobRecord record;
+  record.tenant = spec.tenant.value_or("default");
+  record.name = spec.name;
+  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec));
+  std::lock_guard work(work_mu_);
+  RETURN_IF_ERROR(AttachPlan(spec, job));
+  ASSIGN_OR_RETURN(
+      sched::WhatIfAnswer a,
+      scheduler_->WhatIf(clock_.Now(), job, std::max(1, options_.forecast_max_cycles)));
+  WhatIfView v;
+  v.queue_position = a.forecast.position;
+  v.estimated_start = a.forecast.estimated_start;
+  v.waiting_kind = sched::WaitingKindName(a.forecast.kind);
+  if (!a.placement.empty()) {
+    const topo::Cluster& c = cluster();
+    if (a.gpu != nullptr) v.gpu_type = a.gpu->name;
+    v.level = topo::LevelName(a.placement.span);
+    for (const auto& n : a.placement.nodes)
+      v.nodes.push_back({c.node(n.node).name, MaskBits(n.mask)});
+    if (job.has_plan) {
+      v.step_time_s = planner_->compact_step(job.plan_key).value() *
+                      planner_->Slowdown(job, sched::RankOrder(a.placement));
+    }
+  }
+  return v;
 }
 
 Status SchedulingController::Admit(const JobSpec& spec, std::string* field) const {

@@ -21,6 +21,7 @@
 // never wait for a cycle. Start and Stop are called once each, by the Server.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -62,6 +63,12 @@ struct SchedulingControllerOptions {
   // A job the executor reports lost (its node failed, the resource manager preempted it) is
   // requeued at most this many times, then failed.
   int max_lost_requeues = 3;
+  // After each cycle the scheduler forecasts every pending job's queue position, estimated
+  // start and waiting kind (sched::Scheduler::Forecast), bounded by this many projected cycles
+  // and to about 10 % of the loop's time (a forecast that took t is not redone within 10 t; the
+  // idle loop makes up a skipped one); 0 turns the forecast off. Its cost shows in
+  // baton_scheduler_step_duration_seconds{step="forecast"}.
+  int forecast_max_cycles = 500;
 };
 
 class SchedulingController final : public Controller {
@@ -80,6 +87,7 @@ class SchedulingController final : public Controller {
   void OnJobSubmitted(const JobRecord& job) override;
   void OnJobCancelRequested(const JobRecord& job) override;
   void OnNodeAdminChanged(const NodeAdminState& node) override;
+  Result<WhatIfView> WhatIf(const JobSpec& spec) override;
   Status Telemetry(std::string_view node, const TelemetrySample& sample) override;
 
   Status CheckTenantPolicy(std::string_view tenant, int priority) const override {
@@ -127,6 +135,10 @@ class SchedulingController final : public Controller {
                        const Clock& clock);
   void Enqueue(Input input);
   void Loop();
+  // Recomputes forecast_ after a cycle at `now` (see SchedulingControllerOptions), unless the
+  // last one was too recent for its cost (then forecast_stale_ is set and the idle loop makes
+  // it up). Returns whether it did.
+  bool UpdateForecast(TimePoint now);
   Status Reload();
   // Handlers run on the controller thread; they append scheduler events to `events_`.
   void Handle(Submitted& in);
@@ -209,6 +221,12 @@ class SchedulingController final : public Controller {
   std::set<JobId> cancelling_;                                // user cancelled while running
   std::map<JobId, std::string> waiting_reason_;               // last "waiting" event per job
   std::map<JobId, std::string> waiting_now_;                  // pending jobs' latest reasons
+  std::map<sched::JobId, sched::JobForecast> forecast_;       // pending jobs, latest cycle
+  bool forecast_stale_ = false;                               // a cycle ran since the last forecast
+  std::chrono::steady_clock::time_point next_forecast_;       // not before (bounds its cost)
+  // Held by the loop while it works (not while it waits), and by WhatIf: the scheduler and the
+  // planner are used by one thread at a time.
+  std::mutex work_mu_;
 
   // Snapshot for queries.
   mutable std::mutex snapshot_mu_;

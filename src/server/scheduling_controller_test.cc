@@ -187,6 +187,58 @@ TEST(ControllerTest, CancelStopsARunningJobAndFreesItsGpus) {
       WaitFor([&] { return api.Get("/api/v1/topology").value("gpus_allocated", -1) == 0; }));
 }
 
+// Issue 16 item 2: queued jobs carry the scheduler's forecast. A fills the cluster for an hour;
+// B (512 GPUs) and C (8 GPUs, no runtime estimate) both start when A ends by its estimate.
+TEST(ControllerTest, QueuedJobsShowPositionEstimatedStartAndWaitingKind) {
+  fs::path dir = TempDir("forecast");
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  std::int64_t a = api.Submit(
+      R"({"name": "a", "gpus": 1024, "estimated_runtime_s": 3600, "grace_period_s": 0})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(a) == "running"; }));
+  json running = api.Get("/api/v1/jobs/" + std::to_string(a));
+  EXPECT_FALSE(running.contains("queue_position")) << running.dump();
+  std::int64_t b = api.Submit(R"({"name": "b", "gpus": 512, "estimated_runtime_s": 100})");
+  std::int64_t c = api.Submit(R"({"name": "c", "gpus": 8})");
+  json jb, jc;
+  ASSERT_TRUE(WaitFor([&] {
+    jb = api.Get("/api/v1/jobs/" + std::to_string(b));
+    jc = api.Get("/api/v1/jobs/" + std::to_string(c));
+    return jb.contains("estimated_start") && jc.contains("estimated_start");
+  })) << jb.dump()
+      << jc.dump();
+  EXPECT_EQ(jb["queue_position"], 1);
+  EXPECT_EQ(jc["queue_position"], 2);
+  EXPECT_EQ(jb["waiting_kind"], "capacity");
+  EXPECT_EQ(jc["waiting_kind"], "capacity");
+  EXPECT_EQ(jb["estimated_start"], jc["estimated_start"]);
+  std::string start = jb["estimated_start"];
+  EXPECT_EQ(start.back(), 'Z') << start;
+  // The same fields in the list.
+  json list = api.Get("/api/v1/jobs?state=queued");
+  ASSERT_EQ(list["jobs"].size(), 2u) << list.dump();
+  for (const json& j : list["jobs"]) EXPECT_TRUE(j.contains("waiting_kind")) << j.dump();
+
+  // Issue 17 item 2: the what-if for a job not submitted, here one with a plan: third in the
+  // queue, starting with B and C, on H100s, with the planner's step time on that placement.
+  json w = api.Send("POST", "/api/v1/whatif",
+                    R"({"name": "w", "gpus": 64, "estimated_runtime_s": 100,
+                        "plan": {"model": "llama3-8b"}})");
+  EXPECT_EQ(w["http_status"], 200) << w.dump();
+  EXPECT_EQ(w["queue_position"], 3) << w.dump();
+  EXPECT_EQ(w["estimated_start"], jb["estimated_start"]) << w.dump();
+  EXPECT_EQ(w["gpu_type"], "H100-SXM") << w.dump();
+  EXPECT_EQ(w["placement"]["gpus"], 64) << w.dump();
+  EXPECT_GT(w.value("step_time_s", 0.0), 0.0) << w.dump();
+  // Nothing was stored.
+  EXPECT_EQ(api.Get("/api/v1/jobs?state=queued")["jobs"].size(), 2u);
+  // A spec the cluster can never run is refused as a submit would be.
+  json bad = api.Send("POST", "/api/v1/whatif", R"({"name": "x", "gpus": 4096})");
+  EXPECT_EQ(bad["http_status"], 400) << bad.dump();
+  api.Send("DELETE", "/api/v1/jobs/" + std::to_string(a), "");
+}
+
 // The planner on the daemon's cluster (superpod-h100: 1,024 H100s): an estimate with its
 // breakdown, a search with its top plans, and bad requests answered 4xx naming the field.
 TEST(ControllerTest, PlanEndpointsEstimateAndSearchOnTheDaemonsCluster) {

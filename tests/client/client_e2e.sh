@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the `baton` client against a real daemon: starts `baton serve` (dry-run
 # executor, embedded SQLite, the 16-node test cluster) on a free loopback port, then submits,
-# lists, shows and cancels a job with the client only, and checks the one-line errors and exit
+# lists, shows and cancels a job with the client only (queued jobs with their queue position,
+# estimated start and waiting kind), and checks the one-line errors and exit
 # codes for bad input, an unreachable daemon, a rejected token and a missing role.
 # Usage: client_e2e.sh BATON_BINARY SOURCE_DIR
 set -uo pipefail
@@ -34,6 +35,34 @@ check "queue --json" 0 $? "$out" '"jobs"'
 
 out=$("$baton" job "$id" 2>&1)
 check "job shows spec and events" 0 $? "$out" 'queued'
+
+# Estimated start and why-pending (issue 16 item 2). fake16 has 128 GPUs; pretrain (16, 1 h) and
+# eval (4, no estimate) hold 20. `big` (112) needs pretrain's GPUs: it starts when pretrain ends
+# by its estimate. `late` (24 GPUs for 2 h) would fit now, but ends after big's reservation, which
+# leaves at most 16 GPUs outside it: it waits behind the reservation until big (10 min) ends.
+submitted_at=$(date -u +%s)
+big=$("$baton" submit --name big --gpus 112 --time 600 --json 2>&1 | sed -nE 's/^  "id": ([0-9]+),?$/\1/p')
+late=$("$baton" submit --name late --gpus 24 --time 7200 --json 2>&1 | sed -nE 's/^  "id": ([0-9]+),?$/\1/p')
+for _ in $(seq 50); do  # the forecast follows the next scheduling cycle
+  out=$("$baton" job "$late" --json 2>&1)
+  grep -q '"waiting_kind"' <<<"$out" && break
+  sleep 0.1
+done
+check "a job behind a reservation: position 2, kind reservation" 0 $? "$out" \
+  '"queue_position": 2'
+check "  ...waiting_kind reservation" 0 0 "$out" '"waiting_kind": "reservation"'
+out=$("$baton" job "$big" --json 2>&1)
+check "the blocked head job: position 1, kind capacity" 0 $? "$out" '"waiting_kind": "capacity"'
+start=$(sed -nE 's/^  "estimated_start": "(.*)",?$/\1/p' <<<"$out")
+delta=$(( $(date -u -d "$start" +%s) - submitted_at ))
+check "  ...estimated start when pretrain ends (+3600 s, got +$delta s)" 0 \
+  $(( delta >= 3590 && delta <= 3610 ? 0 : 1 ))
+out=$("$baton" jobs 2>&1)
+check "jobs shows position, estimated start and kind" 0 $? "$out" \
+  "^$late +late +team-a +queued +24 +- +- +2 +[0-9T:.-]+Z +reservation"
+out=$("$baton" job "$late" 2>&1)
+check "job shows the forecast" 0 $? "$out" '^queue position 2  estimated start .*Z  waiting for reservation'
+"$baton" cancel "$big" "$late" >/dev/null 2>&1
 
 out=$("$baton" cancel "$id" 2>&1)
 check "cancel" 0 $? "$out" "^job $id: (cancelled|cancelling)"

@@ -19,8 +19,8 @@ class Action {
   virtual void Execute(Session& session) = 0;
 };
 
-// The built-in actions by name: admit, allocate, backfill, preempt, reclaim, resize (see
-// actions.cc). NotFound for others.
+// The built-in actions by name: admit, allocate, backfill, preempt, reclaim, resize (one file each
+// in this folder; the table is action.cc). NotFound for others.
 Result<std::unique_ptr<Action>> MakeAction(std::string_view name);
 
 }  // namespace baton::sched

@@ -129,6 +129,30 @@ ClusterState::ClusterState(topo::Cluster cluster)
   version_ = 0;
 }
 
+ClusterState::ClusterState(const ClusterState& o)
+    : cluster_(o.cluster_.Clone()),
+      switch_slots_(o.switch_slots_),
+      domain_slots_(o.domain_slots_),
+      node_free_(o.node_free_),
+      switch_free_(o.switch_free_),
+      domain_free_(o.domain_free_),
+      root_slots_(o.root_slots_),
+      root_free_(o.root_free_),
+      roots_(o.roots_),
+      by_tier_(o.by_tier_),
+      leaf_domains_(o.leaf_domains_),
+      buckets_(o.buckets_),
+      multi_node_domains_(o.multi_node_domains_),
+      max_node_gpus_(o.max_node_gpus_),
+      version_(o.version_),
+      attributes_(o.attributes_),
+      shares_(o.shares_),
+      shared_mask_(o.shared_mask_),
+      host_(o.host_),
+      gpu_offset_(o.gpu_offset_),
+      share_milli_(o.share_milli_),
+      node_version_(o.node_version_) {}
+
 void ClusterState::Update(topo::NodeId id, int free_before) {
   const topo::Node& n = cluster_.node(id);
   const int free_after =

@@ -126,6 +126,9 @@ class ClusterState {
   explicit ClusterState(topo::Cluster cluster);
   ClusterState(ClusterState&&) = default;
   ClusterState& operator=(ClusterState&&) = default;
+  // An independent copy (cluster, allocation, shares, host use, health, version): what-if work
+  // (Scheduler::Forecast) runs on it and leaves this one untouched. Never copied by accident.
+  ClusterState Clone() const { return ClusterState(*this); }
 
   const topo::Cluster& cluster() const { return cluster_; }
 
@@ -214,6 +217,7 @@ class ClusterState {
   std::uint64_t version() const { return version_; }
 
  private:
+  ClusterState(const ClusterState& other);
   void Update(topo::NodeId node, int free_before);
   void SetShareMilli(topo::GpuRef gpu, const GpuShareAmount& used);
 

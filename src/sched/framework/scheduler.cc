@@ -55,12 +55,9 @@ bool BadNodesLeaveRoom(const JobInfo& job, const topo::Cluster& c) {
 
 }  // namespace
 
-Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
-                                                     SchedulerOptions options) {
+Result<PluginSet> Scheduler::MakePlugins(const SchedulerConfig& config,
+                                         const SchedulerOptions& options) {
   const PluginRegistry& registry = options.registry ? *options.registry : BuiltinPlugins();
-  if (config.preempt_by == PreemptBy::kLasBand && config.queue_sort != QueueSort::kLas) {
-    return InvalidArgumentError("field 'preempt_by': las-band requires queue_sort: las");
-  }
   ASSIGN_OR_RETURN(PluginSet plugins,
                    BuildPluginSet(config, registry, PluginDeps{options.estimator}));
   // The tenancy policy's quotas hold whatever plugins the config lists.
@@ -72,15 +69,55 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, Sche
     plugins.filters.push_back({q, q, 1.0});
     plugins.reserves.push_back({q, q, 1.0});
   }
+  return plugins;
+}
+
+Result<std::vector<std::unique_ptr<Action>>> Scheduler::MakeActions(const SchedulerConfig& config) {
   std::vector<std::unique_ptr<Action>> actions;
   for (std::size_t i = 0; i < config.actions.size(); ++i) {
     auto a = MakeAction(config.actions[i]);
     if (!a.ok()) return a.status().WithPrefix(fmt::format("field 'actions[{}]'", i));
     actions.push_back(std::move(a).value());
   }
+  return actions;
+}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
+                                                     SchedulerOptions options) {
+  if (config.preempt_by == PreemptBy::kLasBand && config.queue_sort != QueueSort::kLas) {
+    return InvalidArgumentError("field 'preempt_by': las-band requires queue_sort: las");
+  }
+  ASSIGN_OR_RETURN(PluginSet plugins, MakePlugins(config, options));
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Action>> actions, MakeActions(config));
   return std::unique_ptr<Scheduler>(new Scheduler(ClusterState(std::move(cluster)),
                                                   std::move(config), options, std::move(plugins),
                                                   std::move(actions)));
+}
+
+std::unique_ptr<Scheduler> Scheduler::Clone() const {
+  // Both succeeded for the same config and options when this scheduler was created.
+  Result<PluginSet> plugins = MakePlugins(config_, options_);
+  CHECK(plugins.ok()) << plugins.status().ToString();
+  Result<std::vector<std::unique_ptr<Action>>> actions = MakeActions(config_);
+  CHECK(actions.ok()) << actions.status().ToString();
+  SchedulerOptions options = options_;
+  options.timer = nullptr;
+  options.waiting_notes = true;
+  std::unique_ptr<Scheduler> copy(new Scheduler(
+      state_.Clone(), config_, options, std::move(plugins).value(), std::move(actions).value()));
+  copy->jobs_ = jobs_;
+  copy->last_now_ = last_now_;
+  copy->admitted_ = admitted_;
+  copy->queue_order_ = queue_order_;
+  return copy;
+}
+
+void Scheduler::CollectPending(std::vector<JobId>* ids, std::vector<JobInfo*>* jobs) {
+  for (auto& [id, job] : jobs_) {
+    if (job.phase != JobPhase::kPending) continue;
+    ids->push_back(id);
+    jobs->push_back(&job);
+  }
 }
 
 Scheduler::Scheduler(ClusterState state, SchedulerConfig config, SchedulerOptions options,

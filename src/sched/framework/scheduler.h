@@ -25,6 +25,7 @@
 #include "core/status.h"
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/config.h"
+#include "sched/framework/forecast.h"
 #include "sched/framework/registry.h"
 #include "sched/framework/session.h"
 #include "sched/framework/types.h"
@@ -63,6 +64,28 @@ class Scheduler {
   // `now` is treated as the last one seen).
   Decisions RunCycle(const CycleInput& input);
 
+  // The queue as the scheduler itself would work it off if nothing new arrived and every job
+  // ended at its estimate (start + estimated_runtime; a running job already past its estimate
+  // ends at `now`, as backfill's reservations assume; a terminating victim at its deadline): a
+  // copy of the scheduler (state, job table, freshly built plugins and actions) runs RunCycle at
+  // `now` and then at each estimated end or wake-up in turn, and a job's estimated start is the
+  // first cycle that binds it. So the estimate comes from the same actions, reservations and
+  // plugins as real cycles, and equals the actual start when those assumptions hold (see
+  // forecast_test.cc). Kinds and positions are read at `now` (forecast.h). `now` earlier than
+  // the last cycle's counts as that.
+  //
+  // Changes nothing in this scheduler (const; the copy is discarded) and is deterministic.
+  // Plugins that learn across cycles (the fragmentation model's observed mix, the random
+  // placement's generator) start fresh in the copy. Cost: one copy of the state and job table
+  // plus one cycle per projected end, at most options.max_cycles (bench/sim/eta_bench.cc).
+  // Not thread-safe with RunCycle: call it between cycles, on the driver's thread.
+  QueueForecast Forecast(TimePoint now, const ForecastOptions& options = {}) const;
+  // What Forecast would say about `job` had it been submitted at `now`, and where it would start:
+  // the copy admits it as a Submit event would (its id is replaced by an unused one; a spec the
+  // scheduler refuses is InvalidArgument with the scheduler's reason) and the projection stops
+  // once it starts or after `max_cycles`. Changes nothing; same cost bound as Forecast.
+  Result<WhatIfAnswer> WhatIf(TimePoint now, GangJob job, int max_cycles = 2000) const;
+
   const ClusterState& state() const { return state_; }
   const JobTable& jobs() const { return jobs_; }
   const JobInfo* job(JobId id) const;
@@ -71,6 +94,18 @@ class Scheduler {
  private:
   Scheduler(ClusterState state, SchedulerConfig config, SchedulerOptions options, PluginSet plugins,
             std::vector<std::unique_ptr<Action>> actions);
+  // The configured plugins (with the tenancy policy's quota plugin) and actions.
+  static Result<PluginSet> MakePlugins(const SchedulerConfig& config,
+                                       const SchedulerOptions& options);
+  static Result<std::vector<std::unique_ptr<Action>>> MakeActions(const SchedulerConfig& config);
+  // An independent scheduler in this one's state (see Forecast): no timer, waiting notes on.
+  std::unique_ptr<Scheduler> Clone() const;
+  // Forecast on `copy` (a Clone, possibly with extra jobs admitted); the placement of job
+  // `watch` (if valid), when a projected cycle binds it, goes to `*watched`.
+  static QueueForecast Project(Scheduler& copy, TimePoint now, const ForecastOptions& options,
+                               JobId watch, Placement* watched);
+  // The pending jobs (ascending id) and their records, as a cycle's Session takes them.
+  void CollectPending(std::vector<JobId>* ids, std::vector<JobInfo*>* jobs);
   void Apply(const Event& e, TimePoint now, Decisions* out);
   // Frees a running or terminating job's GPUs and adds its service to attained_gpu_seconds.
   void ReleaseJob(JobInfo& job, TimePoint now);

@@ -136,6 +136,10 @@ json JobJson(const JobRecord& j, const Controller& controller) {
   if (!IsTerminal(j.state)) {
     if (std::optional<PlacementView> p = controller.JobPlacement(j.id)) {
       if (!p->waiting.empty()) out["waiting_reason"] = p->waiting;
+      // The scheduler's forecast (sched/framework/forecast.h) for a pending job.
+      if (p->queue_position > 0) out["queue_position"] = p->queue_position;
+      if (p->estimated_start) out["estimated_start"] = Rfc3339(*p->estimated_start);
+      if (!p->waiting_kind.empty()) out["waiting_kind"] = p->waiting_kind;
       if (!p->nodes.empty()) out["placement"] = PlacementJson(*p);
     }
   }
@@ -572,6 +576,52 @@ struct Api::Routes {
     SendJson(res, 201, JobJson(r->job, api.controller_));
   }
 
+  // POST /api/v1/whatif: the job spec of a submit, answered with what the scheduler would do with
+  // it now (queue position, estimated start, GPU type, placement, the planner's step time there).
+  // Stores nothing and changes nothing. The same checks as a submit, answered the same way.
+  void WhatIf(const httplib::Request& req, std::string_view body, httplib::Response& res,
+              const Principal& who) {
+    Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
+    if (!format.ok()) {
+      SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE", format.status().message(), "Content-Type");
+      return;
+    }
+    std::string field;
+    Result<JobSpec> spec = ParseJobSpec(body, *format, &field);
+    if (!spec.ok()) return SendError(res, 400, "INVALID_ARGUMENT", spec.status().message(), field);
+    if (spec->tenant && *spec->tenant != who.tenant && who.role != Role::kAdmin) {
+      SendError(res, 403, "PERMISSION_DENIED",
+                who.name + " may only ask about jobs of tenant " + who.tenant, "tenant");
+      return;
+    }
+    if (!spec->tenant) spec->tenant = who.tenant;
+    if (Status admitted = api.controller_.Admit(*spec, &field); !admitted.ok()) {
+      return SendError(res, 400, "INVALID_ARGUMENT", admitted.message(), field);
+    }
+    if (Status allowed = api.controller_.CheckTenantPolicy(*spec->tenant, spec->priority);
+        !allowed.ok()) {
+      return SendError(res, 400, "INVALID_ARGUMENT", allowed.message(), "priority");
+    }
+    if (spec->plan) {
+      if (Status planned = CheckPlan(*spec, &field); !planned.ok()) {
+        return SendError(res, 400, "INVALID_ARGUMENT", planned.message(), field);
+      }
+    }
+    Result<WhatIfView> w = api.controller_.WhatIf(*spec);
+    if (!w.ok()) return SendStatus(res, w.status());
+    json out = {{"queue_position", w->queue_position}, {"waiting_kind", w->waiting_kind}};
+    if (w->estimated_start) out["estimated_start"] = Rfc3339(*w->estimated_start);
+    if (!w->gpu_type.empty()) out["gpu_type"] = w->gpu_type;
+    if (!w->nodes.empty()) {
+      PlacementView p;
+      p.nodes = w->nodes;
+      p.level = w->level;
+      out["placement"] = PlacementJson(p);
+    }
+    if (w->step_time_s) out["step_time_s"] = *w->step_time_s;
+    SendJson(res, 200, out);
+  }
+
   void List(const httplib::Request& req, httplib::Response& res, const Principal& who) {
     JobFilter filter;
     for (const auto& [name, value] : req.params) {
@@ -878,6 +928,8 @@ struct Api::Routes {
         [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kEstimate); });
     Add("POST", "/api/v1/plan/search", "/api/v1/plan/search", Access::kAuthenticated,
         [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kSearch); });
+    Add("POST", "/api/v1/whatif", "/api/v1/whatif", Access::kAuthenticated,
+        [this](R req, B body, W res, P who) { WhatIf(req, body, res, who); });
     Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
         "/api/v1/nodes/{node}:{action}", Access::kAdmin,
         [this](R req, B body, W res, P who) { SetNode(req, body, res, who); });

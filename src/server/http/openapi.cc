@@ -273,6 +273,28 @@ std::string_view OpenApiJson() {
         }
       }
     },
+    "/api/v1/whatif": {
+      "post": {
+        "summary": "What the scheduler would do with a job submitted now; stores and changes nothing",
+        "description": "Takes a submit's job spec (same checks). Answers from the scheduler's own reservation logic on its live state (Scheduler::WhatIf): queue_position, waiting_kind, estimated_start (absent when unknown), gpu_type and placement it would start on, and step_time_s, the planner's step time on that placement for a job with a plan.",
+        "operationId": "whatIf",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JobSpec"}}, "application/yaml": {"schema": {"$ref": "#/components/schemas/JobSpec"}}}},
+        "responses": {
+          "200": {"description": "The answer", "content": {"application/json": {"schema": {"type": "object", "required": ["queue_position", "waiting_kind"], "properties": {
+            "queue_position": {"type": "integer", "minimum": 1},
+            "waiting_kind": {"type": "string"},
+            "estimated_start": {"type": "string", "format": "date-time"},
+            "gpu_type": {"type": "string"},
+            "placement": {"$ref": "#/components/schemas/Placement"},
+            "step_time_s": {"type": "number"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"},
+          "401": {"$ref": "#/components/responses/Error"},
+          "403": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
     "/api/v1/nodes/{node}:{action}": {
       "parameters": [
         {"name": "node", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}},
@@ -403,6 +425,9 @@ std::string_view OpenApiJson() {
           "idempotency_key": {"type": "string"},
           "spec": {"$ref": "#/components/schemas/JobSpec"},
           "waiting_reason": {"type": "string", "description": "Pending jobs: why the scheduler has not placed it yet"},
+          "queue_position": {"type": "integer", "minimum": 1, "description": "Pending jobs: 1-based place in the scheduler's queue order"},
+          "estimated_start": {"type": "string", "format": "date-time", "description": "Pending jobs: when the scheduler's own reservation logic expects it to start if running jobs end at their estimates; absent when unknown (a job holding the GPUs it needs has no estimated_runtime)"},
+          "waiting_kind": {"type": "string", "enum": ["starting", "quota", "fragmentation", "topology", "constraint", "health", "reservation", "priority", "capacity", "preempting", "backoff"], "description": "Pending jobs: the kind of thing it waits for"},
           "placement": {"$ref": "#/components/schemas/Placement"}
         }
       },

@@ -98,6 +98,7 @@ class Engine {
         }
         sched::Decisions d = sched_->RunCycle({TimePoint{Seconds(t)}, events});
         ++result_.summary.cycles;
+        if (config_.after_cycle) config_.after_cycle(*sched_, TimePoint{Seconds(t)}, d);
         Apply(t, d);
       }
       if (config_.progress && result_.summary.events >= next_progress_) {

@@ -33,6 +33,10 @@
 #include "sim/workload/trace.h"
 #include "topology/cluster.h"
 
+namespace baton::sched {
+class Scheduler;
+}  // namespace baton::sched
+
 namespace baton::sim {
 
 // Where backfill's runtime estimate (GangJob::estimated_runtime) comes from.
@@ -92,6 +96,12 @@ struct SimConfig {
   std::uint64_t seed = 1;
   // Time series resolution for plots (averages are exact, integrated over every event).
   Seconds sample_interval = Hours(1);
+  // Called after every scheduling cycle, before its decisions are carried out, with the scheduler
+  // (read-only: e.g. for Scheduler::Forecast) and the cycle's time and decisions. Scheduler job
+  // ids are 1 + the job's index in submit order (SimResult::jobs). May be empty.
+  std::function<void(const sched::Scheduler& scheduler, TimePoint now,
+                     const sched::Decisions& decisions)>
+      after_cycle;
   // Called every progress_every events (and at the end) when set.
   std::function<void(const SimProgress&)> progress;
   std::int64_t progress_every = 100000;

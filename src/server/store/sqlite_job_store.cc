@@ -183,6 +183,14 @@ constexpr const char* kMigrations[] = {
       value TEXT NOT NULL
     );
     )sql",
+    // v3 → v4: the scheduler's history (one line per scheduling cycle, sched/history), which
+    // `baton serve export` writes out and `baton sim --replay-daemon` replays.
+    R"sql(
+    CREATE TABLE scheduler_history (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: an export cursor stays valid
+      line TEXT NOT NULL
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == SqliteJobStore::kSchemaVersion);
 
@@ -264,6 +272,7 @@ struct SqliteJobStore::Writer {
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt find_key, insert_job, insert_event, update_state, upsert_node, delete_node;
   Stmt set_placement, set_bad_nodes, upsert_health, delete_health;
+  Stmt insert_history, prune_history;
 
   Status Prepare() {
     sqlite3* db = conn->db;
@@ -306,6 +315,10 @@ struct SqliteJobStore::Writer {
                                    "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(node) DO UPDATE SET "
                                    "condition = ?2, rules = ?3, updated_us = ?4"));
     ASSIGN_OR_RETURN(delete_health, Stmt::Prepare(db, "DELETE FROM node_health WHERE node = ?1"));
+    ASSIGN_OR_RETURN(insert_history,
+                     Stmt::Prepare(db, "INSERT INTO scheduler_history (line) VALUES (?1)"));
+    ASSIGN_OR_RETURN(prune_history,
+                     Stmt::Prepare(db, "DELETE FROM scheduler_history WHERE seq <= ?1"));
     return Status::Ok();
   }
 
@@ -717,6 +730,34 @@ Result<std::vector<NodeHealthState>> SqliteJobStore::ListNodeHealth() {
       ASSIGN_OR_RETURN(n.rules, NamesFromJson(s.Text(2)));
       n.updated_at = FromMicros(s.Int(3));
       out.push_back(std::move(n));
+    }
+    return out;
+  });
+}
+
+Status SqliteJobStore::AppendHistory(std::string_view text, std::int64_t keep) {
+  if (keep < 0) return InvalidArgumentError("history: keep must be >= 0");
+  return writes_.Write([&](Writer& w) -> Status {
+    RETURN_IF_ERROR(w.insert_history.Reset().Bind(1, text).Run());
+    const std::int64_t seq = sqlite3_last_insert_rowid(w.conn->db);
+    // With the primary key this deletes at most the few lines that fell out of the window.
+    if (keep > 0 && seq > keep) RETURN_IF_ERROR(w.prune_history.Reset().Bind(1, seq - keep).Run());
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<HistoryLine>> SqliteJobStore::History(std::int64_t after, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgumentError("limit must be in 1..10000");
+  return WithReader([&](Connection& c) -> Result<std::vector<HistoryLine>> {
+    ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(c.db,
+                                           "SELECT seq, line FROM scheduler_history WHERE seq > "
+                                           "?1 ORDER BY seq LIMIT ?2"));
+    s.Bind(1, after).Bind(2, limit);
+    std::vector<HistoryLine> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      out.push_back({s.Int(0), s.Text(1)});
     }
     return out;
   });

@@ -522,7 +522,8 @@ void KeepDecisions(const Decisions& d, Cycle& out) {
   for (const Bind& b : d.binds) out.binds.push_back({b.job, b.placement});
   for (const Replacement& r : d.replacements) out.replacements.push_back({r.job, r.placement});
   for (const Resize& r : d.resizes) out.resizes.push_back({r.job, r.placement});
-  for (const Preemption& p : d.preemptions) out.preemptions.emplace_back(p.victim, p.for_job);
+  for (const Preemption& p : d.preemptions)
+    out.preemptions.push_back({p.victim, p.for_job, p.release_at});
   for (const Rejection& r : d.rejections) out.rejections.push_back(r.job);
   for (const Requeue& r : d.requeues) out.requeues.push_back(r.job);
 }
@@ -540,8 +541,9 @@ std::string EncodeCycle(const topo::Cluster& cluster, std::int64_t run, std::int
   if (!kept.resizes.empty()) o["resized"] = PlacedJson(cluster, kept.resizes);
   if (!kept.preemptions.empty()) {
     json p = json::array();
-    for (const auto& [victim, by] : kept.preemptions) {
-      p.push_back(json::array({victim.value(), by.value()}));
+    for (const Preempted& x : kept.preemptions) {
+      p.push_back(
+          json::array({x.victim.value(), x.for_job.value(), x.release_at.since_epoch.value()}));
     }
     o["preempted"] = std::move(p);
   }
@@ -679,14 +681,16 @@ Result<std::optional<Reader::Item>> Reader::Next() {
     if (!resized.ok()) return fail(resized.status());
     c.resizes = *std::move(resized);
     if (const json* p = f.Find("preempted")) {
-      if (!p->is_array()) return Error("preempted", "must be an array of [victim, for_job]");
+      if (!p->is_array())
+        return Error("preempted", "must be an array of [victim, for_job, release_at]");
       for (const json& x : *p) {
-        if (!x.is_array() || x.size() != 2 || !x[0].is_number_unsigned() ||
-            !x[1].is_number_unsigned()) {
-          return Error("preempted", "must be an array of [victim, for_job]");
+        if (!x.is_array() || x.size() != 3 || !x[0].is_number_unsigned() ||
+            !x[1].is_number_unsigned() || !x[2].is_number() || !std::isfinite(x[2].get<double>()) ||
+            x[2].get<double>() < 0) {
+          return Error("preempted", "must be an array of [victim, for_job, release_at]");
         }
-        c.preemptions.emplace_back(JobId(x[0].get<std::uint64_t>()),
-                                   JobId(x[1].get<std::uint64_t>()));
+        c.preemptions.push_back({JobId(x[0].get<std::uint64_t>()), JobId(x[1].get<std::uint64_t>()),
+                                 TimePoint{Seconds(x[2].get<double>())}});
       }
     }
     Result<std::vector<JobId>> rejected = IdsFrom(f, "rejected");

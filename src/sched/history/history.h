@@ -55,6 +55,14 @@ struct Placed {
   bool operator==(const Placed&) const = default;
 };
 
+// A preemption a cycle decided: the victim keeps its GPUs until release_at.
+struct Preempted {
+  JobId victim;
+  JobId for_job;
+  TimePoint release_at;
+  auto operator<=>(const Preempted&) const = default;
+};
+
 // One RunCycle: its input and what it decided.
 struct Cycle {
   std::int64_t run = 0;
@@ -64,7 +72,7 @@ struct Cycle {
   std::vector<Placed> binds;
   std::vector<Placed> replacements;
   std::vector<Placed> resizes;
-  std::vector<std::pair<JobId, JobId>> preemptions;  // (victim, for_job)
+  std::vector<Preempted> preemptions;
   std::vector<JobId> rejections;
   std::vector<JobId> requeues;
 };

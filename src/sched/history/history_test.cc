@@ -89,7 +89,7 @@ TEST(History, EveryEventAndDecisionRoundTrips) {
   d.binds.push_back({JobId(9), p, true});
   d.replacements.push_back({JobId(10), topo::NodeId(1), topo::NodeId(2), p, 0});
   d.resizes.push_back({JobId(11), p});
-  d.preemptions.push_back({JobId(12), JobId(9), TimePoint{}, 0});
+  d.preemptions.push_back({JobId(12), JobId(9), TimePoint{Seconds(1764590031.5)}, 0});
   d.rejections.push_back({JobId(13), "admission", "too big", RejectionKind::kInvalid});
   d.requeues.push_back({JobId(14), "node down", 0});
   const TimePoint now{Seconds(1764590001.000001)};
@@ -148,7 +148,7 @@ TEST(History, EveryEventAndDecisionRoundTrips) {
   EXPECT_EQ(got.binds[0], (Placed{JobId(9), p}));
   EXPECT_EQ(got.replacements[0], (Placed{JobId(10), p}));
   EXPECT_EQ(got.resizes[0], (Placed{JobId(11), p}));
-  EXPECT_EQ(got.preemptions[0], std::make_pair(JobId(12), JobId(9)));
+  EXPECT_EQ(got.preemptions[0], (Preempted{JobId(12), JobId(9), TimePoint{Seconds(1764590031.5)}}));
   EXPECT_EQ(got.rejections, std::vector<JobId>{JobId(13)});
   EXPECT_EQ(got.requeues, std::vector<JobId>{JobId(14)});
 }

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -60,6 +61,14 @@ struct SchedulingControllerOptions {
   // A job the executor reports lost (its node failed, the resource manager preempted it) is
   // requeued at most this many times, then failed.
   int max_lost_requeues = 3;
+  // The scheduling history (sched/history/history.h) kept in the store: the newest this many
+  // lines (one per cycle, plus one per daemon start); older ones are deleted as new ones come.
+  // 0: no history is recorded. At a few hundred bytes a cycle, 200,000 lines are some 100 MB.
+  std::int64_t history_lines = 200'000;
+  // The scheduler config's YAML text, recorded with each daemon start in the history so that a
+  // replay runs the same config. Empty: `config` is the daemon's default (data/scheduler/
+  // daemon.yaml).
+  std::string config_yaml;
 };
 
 class SchedulingController final : public Controller {
@@ -129,6 +138,11 @@ class SchedulingController final : public Controller {
   void HandleExit(const ExitReport& exit);
   void HandleNodeReport(const NodeReport& report);
   void ApplyDecisions(const sched::Decisions& d, TimePoint now);
+  // Writes the cycle's inputs and placements to the store's history before they are applied
+  // (a write-ahead record: a crash after it starts a new run in the history, whose adoptions
+  // carry on from what the store holds). A failed write is logged; the gap it leaves in the
+  // cycle numbers makes a replay of that run stop there rather than diverge silently.
+  void RecordCycle(TimePoint now, std::span<const sched::Event> events, const sched::Decisions& d);
   void Launch(JobId id, const sched::Placement& placement, TimePoint now);
   void SetNodeHealth(topo::NodeId node);
   // The health rules' verdict on a node, worsened by one restored from before a restart.
@@ -202,6 +216,8 @@ class SchedulingController final : public Controller {
   std::set<JobId> cancelling_;                                // user cancelled while running
   std::map<JobId, std::string> waiting_reason_;               // last "waiting" event per job
   std::map<JobId, std::string> waiting_now_;                  // pending jobs' latest reasons
+  std::int64_t history_run_ = 0;                              // this start's run in the history
+  std::int64_t history_cycle_ = 0;                            // cycles recorded in this run
 
   // Snapshot for queries.
   mutable std::mutex snapshot_mu_;

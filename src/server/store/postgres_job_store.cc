@@ -722,4 +722,22 @@ Result<std::vector<HistoryLine>> PostgresJobStore::History(std::int64_t after, i
                     });
 }
 
+Result<std::vector<HistoryLine>> PostgresJobStore::ReadHistory(const std::string& url,
+                                                               std::int64_t after, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgumentError("limit must be in 1..10000");
+  try {
+    pqxx::connection c(url);
+    pqxx::nontransaction q(c);
+    std::vector<HistoryLine> out;
+    for (const pqxx::row& row : q.exec_params(
+             "SELECT seq, line FROM scheduler_history WHERE seq > $1 ORDER BY seq LIMIT $2", after,
+             limit)) {
+      out.push_back({row[0].as<std::int64_t>(), row[1].as<std::string>()});
+    }
+    return out;
+  } catch (...) {
+    return CurrentExceptionStatus("read the scheduler history from " + WithoutPassword(url));
+  }
+}
+
 }  // namespace baton::server

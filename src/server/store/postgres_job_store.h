@@ -60,6 +60,11 @@ class PostgresJobStore final : public JobStore {
   // build), kInternal (an unexpected server error). Messages never contain the password.
   static Result<std::unique_ptr<PostgresJobStore>> Open(const PostgresStoreOptions& options);
 
+  // The history of the database at `url` (as History), read over a plain connection that takes
+  // no lock: for `baton export` while a daemon holds the database.
+  static Result<std::vector<HistoryLine>> ReadHistory(const std::string& url, std::int64_t after,
+                                                      int limit);
+
   // Finishes every queued write, stops the committer, records a clean shutdown and closes the
   // connections. Callers must not be inside a method concurrently.
   ~PostgresJobStore() override;

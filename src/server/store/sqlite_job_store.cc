@@ -763,4 +763,34 @@ Result<std::vector<HistoryLine>> SqliteJobStore::History(std::int64_t after, int
   });
 }
 
+Result<std::vector<HistoryLine>> SqliteJobStore::ReadHistory(const std::string& path,
+                                                             std::int64_t after, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgumentError("limit must be in 1..10000");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return NotFoundError(path + ": no such database");
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> owned(db, sqlite3_close);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "open " + path);
+  sqlite3_busy_timeout(db, 5000);
+  ASSIGN_OR_RETURN(std::int64_t version, QueryInt(db, "PRAGMA user_version"));
+  if (version < 4) {
+    return FailedPreconditionError(
+        fmt::format("{}: schema v{} has no scheduling history (v4 and later do)", path, version));
+  }
+  ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db,
+                                         "SELECT seq, line FROM scheduler_history WHERE seq > ?1 "
+                                         "ORDER BY seq LIMIT ?2"));
+  s.Bind(1, after).Bind(2, limit);
+  std::vector<HistoryLine> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back({s.Int(0), s.Text(1)});
+  }
+  return out;
+}
+
 }  // namespace baton::server

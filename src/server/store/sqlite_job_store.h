@@ -64,6 +64,12 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<HistoryLine>> History(std::int64_t after, int limit) override;
   const OpenReport& open_report() const override { return report_; }
 
+  // The history of the database at `path` (as History), read through a read-only connection
+  // that takes no lock: for `baton export` while a daemon holds the database. Errors:
+  // kNotFound (no such file), kFailedPrecondition (a schema without the history, v3 or older).
+  static Result<std::vector<HistoryLine>> ReadHistory(const std::string& path, std::int64_t after,
+                                                      int limit);
+
   // Write transactions committed so far (each one fsync). Thread-safe; for tests and benchmarks.
   std::int64_t transactions_committed() const { return writes_.transactions_committed(); }
 

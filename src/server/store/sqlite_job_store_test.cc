@@ -201,6 +201,20 @@ TEST_F(SqliteJobStoreTest, MigratesAVersion3Database) {
   EXPECT_EQ(store->History(0, 10).value().size(), 1u);
 }
 
+// `baton export` reads the history of a database a daemon holds (locked), without the lock.
+TEST_F(SqliteJobStoreTest, HistoryIsReadableWhileTheDatabaseIsLocked) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AppendHistory("first", 0).ok());
+  ASSERT_TRUE(store->AppendHistory("second", 0).ok());
+  auto lines = SqliteJobStore::ReadHistory(path_, 0, 10);
+  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[1].text, "second");
+  EXPECT_EQ(SqliteJobStore::ReadHistory(path_ + "-none", 0, 10).status().code(),
+            StatusCode::kNotFound);
+}
+
 // Issue 15: the lock was on a side file "<path>.lock", so a second daemon reaching the same
 // database by another name (a symlink) opened it too.
 TEST_F(SqliteJobStoreTest, SecondOpenThroughAnotherNameIsRefused) {

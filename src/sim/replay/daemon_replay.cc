@@ -409,15 +409,6 @@ Result<WhatIfReport> WhatIf(Reader& history, const sched::SchedulerConfig& confi
     if (!idle) idle_wakes = 0;
   }
   report.replayed = Measure(b, gpus, b_preemptions);
-  for (auto& [id, j] : b) {
-    const JobTimes& x = a.at(id);
-    if (x.outcome != j.outcome || x.end != j.end)
-      fprintf(stderr, "job %lu A %d %f %f B %d %f %f\n", (unsigned long)id.value(), (int)x.outcome,
-              x.first_start ? x.first_start->since_epoch.value() : -1,
-              x.end ? x.end->since_epoch.value() : -1, (int)j.outcome,
-              j.first_start ? j.first_start->since_epoch.value() : -1,
-              j.end ? j.end->since_epoch.value() : -1);
-  }
   return report;
 }
 

@@ -28,6 +28,13 @@ Status Run(const ExportOptions& o) {
   if (postgres && !server::IsPostgresUrl(o.store)) {
     return InvalidArgumentError("--store must be a postgresql:// URL");
   }
+  constexpr int kPage = 2000;
+  auto read = [&](std::int64_t after) {
+    return postgres ? server::PostgresJobStore::ReadHistory(o.store, after, kPage)
+                    : server::SqliteJobStore::ReadHistory(o.db, after, kPage);
+  };
+  // The first page before anything is written: a missing or old database leaves no file.
+  ASSIGN_OR_RETURN(std::vector<server::HistoryLine> page, read(0));
   std::ofstream file;
   std::ostream* out = &std::cout;
   if (o.out != "-") {
@@ -36,16 +43,12 @@ Status Run(const ExportOptions& o) {
     out = &file;
   }
   *out << sched::history::HeaderLine() << '\n';
-  std::int64_t after = 0, lines = 0;
-  constexpr int kPage = 2000;
+  std::int64_t lines = 0;
   while (true) {
-    ASSIGN_OR_RETURN(std::vector<server::HistoryLine> page,
-                     postgres ? server::PostgresJobStore::ReadHistory(o.store, after, kPage)
-                              : server::SqliteJobStore::ReadHistory(o.db, after, kPage));
     for (const server::HistoryLine& l : page) *out << l.text << '\n';
     lines += static_cast<std::int64_t>(page.size());
     if (page.size() < static_cast<std::size_t>(kPage)) break;
-    after = page.back().seq;
+    ASSIGN_OR_RETURN(page, read(page.back().seq));
   }
   out->flush();
   if (!*out) return InternalError(fmt::format("{}: write failed", o.out));

@@ -3,7 +3,7 @@
 # executor, embedded SQLite, the 16-node test cluster, its default scheduler config), submits
 # JOBS jobs of mixed sizes, runtimes, tenants and priorities through the HTTP API in bursts,
 # cancels some (queued and running), drains a node and resumes it midway, waits until every job
-# has ended, exports the daemon's scheduling history (`baton export`) and replays it
+# has ended (restarting the daemon once on the way), exports the daemon's scheduling history (`baton export`) and replays it
 # (`baton sim --replay-daemon`), which must reproduce every placement. Then a what-if replay
 # under strict FIFO must run too.
 #
@@ -31,18 +31,21 @@ cat >"$work/auth.yaml" <<EOT
 principals:
   - {name: ops, role: admin, token: "$token"}
 EOT
-"$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup "$speedup" \
-  --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
-pid=$!
-port=""
-for _ in $(seq 300); do
-  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "the daemon did not start listening"; exit 1; }
-url="http://127.0.0.1:$port"
+start() {  # a daemon on the database; sets pid, port, url
+  "$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup "$speedup" \
+    --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
+  pid=$!
+  port=""
+  for _ in $(seq 300); do
+    port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
+    [[ -n $port ]] && break
+    kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
+    sleep 0.1
+  done
+  [[ -n $port ]] || { echo "the daemon did not start listening"; exit 1; }
+  url="http://127.0.0.1:$port"
+}
+start
 export BATON_URL=$url BATON_TOKEN=$token XDG_CONFIG_HOME="$work/config"
 
 # One curl per burst: a config file of requests on one keep-alive connection per worker.
@@ -85,8 +88,13 @@ for ((b = 0; b < bursts && submitted < jobs; b++)); do
   done
   if ((b == bursts / 3)); then "$baton" drain "$node" --reason "replay test" >/dev/null || exit 1; fi
   if ((b == 2 * bursts / 3)); then "$baton" resume "$node" >/dev/null || exit 1; fi
+  if ((b == bursts / 2)); then  # a daemon restart: the history gets a second run
+    kill -TERM "$pid"; wait "$pid" 2>/dev/null
+    start
+    export BATON_URL=$url
+  fi
 done
-echo "submitted $submitted jobs, cancel requests $cancelled, drained and resumed $node"
+echo "submitted $submitted jobs, cancel requests $cancelled, drained and resumed $node, restarted the daemon once"
 
 # Wait until nothing is queued, running or being cancelled.
 count() {

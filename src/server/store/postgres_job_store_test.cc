@@ -227,6 +227,19 @@ TEST_F(PostgresJobStoreTest, MigratesAVersion2Database) {
   EXPECT_EQ(store->History(0, 10).value().size(), 1u);
 }
 
+// `baton export` reads the history while a daemon holds the database's lock.
+TEST_F(PostgresJobStoreTest, HistoryIsReadableWhileADaemonHoldsTheDatabase) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AppendHistory("first", 0).ok());
+  ASSERT_TRUE(store->AppendHistory("second", 0).ok());
+  auto lines = PostgresJobStore::ReadHistory(backend_.url(), 0, 10);
+  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[1].text, "second");
+  EXPECT_EQ(PostgresJobStore::ReadHistory(backend_.url(), (*lines)[0].seq, 10)->size(), 1u);
+}
+
 TEST_F(PostgresJobStoreTest, RefusesANewerSchema) {
   ASSERT_NE(Open(), nullptr);
   Sql("INSERT INTO schema_version VALUES (99, 0)");

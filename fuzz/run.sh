@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 targets=(fuzz_cluster_yaml fuzz_slurm_topology fuzz_job_spec fuzz_plan_request fuzz_dcgm
          fuzz_trace_itp fuzz_trace_philly fuzz_trace_swf fuzz_trace_openb fuzz_trace_jsonl
-         fuzz_failure_trace fuzz_sites)
+         fuzz_failure_trace fuzz_sites fuzz_daemon_history)
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target "${targets[@]}"
 status=0

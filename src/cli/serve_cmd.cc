@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "core/bounded_input.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -51,6 +52,7 @@ struct ServeOptions {
   std::string demo_token;
   double demo_rate = 2;  // submissions per second
   std::string log_format = "text";
+  std::int64_t history_lines = server::SchedulingControllerOptions{}.history_lines;
 };
 
 // Submits synthetic jobs (mixed sizes, tenants, priorities, runtimes) until `stop`.
@@ -155,8 +157,12 @@ Status Run(const ServeOptions& o) {
                        : topo::LoadClusterFile(o.topology));
   server::SchedulingControllerOptions co;
   if (!o.scheduler_config.empty()) {
-    // The loader `baton sim --scheduler-config` uses too: size-checked, bounded YAML.
-    ASSIGN_OR_RETURN(co.config, sched::LoadSchedulerConfigFile(o.scheduler_config));
+    // What sched::LoadSchedulerConfigFile (the loader `baton sim --scheduler-config` uses) does,
+    // keeping the text: the scheduling history records it, so a replay runs the same config.
+    ASSIGN_OR_RETURN(
+        co.config_yaml,
+        ReadFileBounded(o.scheduler_config, sched::kMaxSchedulerConfigSize, "scheduler config"));
+    ASSIGN_OR_RETURN(co.config, sched::ParseSchedulerConfig(co.config_yaml, o.scheduler_config));
     // Jobs with a plan still get their planner slowdown in their events, but placements are
     // ranked by it only through the `planner` score.
     if (std::none_of(co.config.plugins.begin(), co.config.plugins.end(),
@@ -167,6 +173,8 @@ Status Run(const ServeOptions& o) {
           o.scheduler_config);
     }
   }
+  if (o.history_lines < 0) return InvalidArgumentError("--history-lines must be >= 0");
+  co.history_lines = o.history_lines;
   SystemClock clock;
   ASSIGN_OR_RETURN(std::unique_ptr<server::Executor> executor,
                    server::CreateExecutor(*kind, settings, clock));
@@ -242,6 +250,10 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--demo-rate", o->demo_rate, "--demo submissions per second")
       ->capture_default_str();
   cmd->add_option("--log-format", o->log_format, "text or json")->capture_default_str();
+  cmd->add_option("--history-lines", o->history_lines,
+                  "Scheduling history kept in the store for replay (baton export): the newest N "
+                  "cycles; 0 records none")
+      ->capture_default_str();
   AddProfileOption(cmd);
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/replay_cmd.h"
 #include "core/strings.h"
 #include "planning/planner_estimator.h"
 #include "sched/framework/presets.h"
@@ -56,6 +57,7 @@ struct SimOptions {
   double sample_interval_s = 3600;
   std::string json, csv, html;
   bool quiet = false;
+  std::string replay_daemon;  // a daemon history (baton export) instead of a trace
 };
 
 // A fat-tree of ceil(gpus / gpus_per_node) nodes: 16 nodes per leaf, 8 leaves per spine, core on
@@ -118,6 +120,13 @@ Status Run(const SimOptions& o) {
     policies.push_back({std::filesystem::path(path).stem().string(), std::move(c)});
   }
   if (policies.empty()) return InvalidArgumentError("--policies: give at least one policy");
+  if (!o.replay_daemon.empty()) {
+    if (!o.trace.empty()) return InvalidArgumentError("give --trace or --replay-daemon, not both");
+    // Without a policy named: the recorded config, placement for placement.
+    if (!o.policies_given && o.scheduler_configs.empty()) policies.clear();
+    return RunReplayDaemon(o.replay_daemon, policies);
+  }
+  if (o.trace.empty()) return InvalidArgumentError("--trace is required");
   const bool progress = !o.quiet && isatty(STDERR_FILENO);
   // Pre-training jobs ("pretrain/MODEL", as the synthetic workload writes them) run the planner's
   // best plan for their size; its searches are shared by every policy's run. Every run and the
@@ -230,8 +239,11 @@ void RegisterSimCommand(CLI::App& app, int& exit_code) {
                   "Job trace: ITP CSV, Philly .trace, SWF, openb CSV, JSONL, or a folder of one "
                   "format's files merged (Philly: one file per virtual cluster); or "
                   "synthetic:JOBS for the Acme-calibrated LLM workload "
-                  "(src/sim/workload/synthetic.h)")
-      ->required();
+                  "(src/sim/workload/synthetic.h)");
+  cmd->add_option("--replay-daemon", o->replay_daemon,
+                  "Replay a daemon's scheduling history (baton export) instead of a trace: under "
+                  "the recorded config, comparing every placement; with --policies or "
+                  "--scheduler-config, what those would have done");
   cmd->add_option("--philly-throughputs", o->philly_throughputs,
                   "Gavel's throughputs.csv for a Philly trace (default: the one beside the trace)");
   cmd->add_option("--synthetic-gap-s", o->synthetic_gap_s,

@@ -11,8 +11,10 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "sched/framework/presets.h"
+#include "sched/history/history.h"
 #include "server/http/admission.h"
 #include "server/http/job_spec.h"
+#include "topology/io/cluster_yaml.h"
 #include "topology/summary.h"
 
 namespace baton::server {
@@ -258,6 +260,20 @@ Status SchedulingController::Start(JobStore& store, Registry& metrics) {
   if (store_ != nullptr) return FailedPreconditionError("the controller was already started");
   store_ = &store;
   metrics_ = std::make_unique<Metrics>(metrics);
+  // The history's run line goes before Reload's events reach a cycle: a fresh scheduler over
+  // the cluster as it is now (no cycle has run), so a replay starts from the same state.
+  if (options_.history_lines > 0) {
+    const TimePoint now = clock_.Now();
+    // Runs are numbered by their start in microseconds: distinct across restarts without a
+    // read of the previous run's number.
+    history_run_ = std::max<std::int64_t>(1, std::llround(now.since_epoch.value() * 1e6));
+    sched::history::Run run{history_run_, now, topo::ExportClusterYaml(cluster()),
+                            options_.config_yaml};
+    if (Status s = store_->AppendHistory(sched::history::EncodeRun(run), options_.history_lines);
+        !s.ok()) {
+      LOG_WARN("scheduling history: cannot record this start: {}", s.ToString());
+    }
+  }
   RETURN_IF_ERROR(Reload());
   PublishSnapshot();
   thread_ = std::thread([this] { Loop(); });
@@ -949,6 +965,7 @@ void SchedulingController::Loop() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_->cycle.WithLabels({}).Observe(seconds);
     wake_at_ = d.wake_at;
+    RecordCycle(now, events, d);
     UpdateForecast(now);
     ApplyDecisions(d, now);
   }
@@ -974,6 +991,16 @@ bool SchedulingController::UpdateForecast(TimePoint now) {
   forecast_stale_ = false;
   metrics_->step.WithLabels({"forecast"}).Observe(std::chrono::duration<double>(took).count());
   return true;
+}
+
+void SchedulingController::RecordCycle(TimePoint now, std::span<const sched::Event> events,
+                                       const sched::Decisions& d) {
+  if (options_.history_lines <= 0) return;
+  ++history_cycle_;
+  Status s = store_->AppendHistory(
+      sched::history::EncodeCycle(cluster(), history_run_, history_cycle_, now, events, d),
+      options_.history_lines);
+  if (!s.ok()) LOG_WARN("scheduling history: cycle {}: {}", history_cycle_, s.ToString());
 }
 
 void SchedulingController::PublishSnapshot() {

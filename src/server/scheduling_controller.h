@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -69,6 +70,14 @@ struct SchedulingControllerOptions {
   // idle loop makes up a skipped one); 0 turns the forecast off. Its cost shows in
   // baton_scheduler_step_duration_seconds{step="forecast"}.
   int forecast_max_cycles = 500;
+  // The scheduling history (sched/history/history.h) kept in the store: the newest this many
+  // lines (one per cycle, plus one per daemon start); older ones are deleted as new ones come.
+  // 0: no history is recorded. At a few hundred bytes a cycle, 200,000 lines are some 100 MB.
+  std::int64_t history_lines = 200'000;
+  // The scheduler config's YAML text, recorded with each daemon start in the history so that a
+  // replay runs the same config. Empty: `config` is the daemon's default (data/scheduler/
+  // daemon.yaml).
+  std::string config_yaml;
 };
 
 class SchedulingController final : public Controller {
@@ -148,6 +157,11 @@ class SchedulingController final : public Controller {
   void HandleExit(const ExitReport& exit);
   void HandleNodeReport(const NodeReport& report);
   void ApplyDecisions(const sched::Decisions& d, TimePoint now);
+  // Writes the cycle's inputs and placements to the store's history before they are applied
+  // (a write-ahead record: a crash after it starts a new run in the history, whose adoptions
+  // carry on from what the store holds). A failed write is logged; the gap it leaves in the
+  // cycle numbers makes a replay of that run stop there rather than diverge silently.
+  void RecordCycle(TimePoint now, std::span<const sched::Event> events, const sched::Decisions& d);
   void Launch(JobId id, const sched::Placement& placement, TimePoint now);
   void SetNodeHealth(topo::NodeId node);
   // The health rules' verdict on a node, worsened by one restored from before a restart.
@@ -227,6 +241,8 @@ class SchedulingController final : public Controller {
   // Held by the loop while it works (not while it waits), and by WhatIf: the scheduler and the
   // planner are used by one thread at a time.
   std::mutex work_mu_;
+  std::int64_t history_run_ = 0;    // this start's run in the history
+  std::int64_t history_cycle_ = 0;  // cycles recorded in this run
 
   // Snapshot for queries.
   mutable std::mutex snapshot_mu_;

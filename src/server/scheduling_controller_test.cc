@@ -21,9 +21,11 @@
 #include <sstream>
 #include <thread>
 
+#include "sched/history/history.h"
 #include "server/executors/dry_run_executor.h"
 #include "server/executors/local_executor.h"
 #include "server/server.h"
+#include "server/store/sqlite_job_store.h"
 #include "server/testing/child_daemon.h"
 #include "server/testing/wait_for.h"
 #include "topology/builders/fabrics.h"
@@ -168,6 +170,46 @@ TEST(ControllerTest, SubmittedJobIsPlacedThenFinishes) {
   EXPECT_NE(metrics.find("baton_scheduler_cycle_duration_seconds_count"), std::string::npos);
   EXPECT_NE(metrics.find("baton_scheduler_placements_total{level=\"leaf\"} 1"), std::string::npos)
       << metrics;
+}
+
+// Issue 15 (replay): every cycle's inputs and placements are in the store's history, after a run
+// line with the cluster; the history reads back and holds the job's submission and placement.
+TEST(ControllerTest, EveryCycleIsRecordedInTheHistory) {
+  fs::path dir = TempDir("history");
+  SystemClock clock;
+  InProcess d(dir, DryRun(100, clock));
+  Api api(d.port());
+  std::int64_t id = api.Submit(R"({"name": "llm", "gpus": 16, "estimated_runtime_s": 50})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(id) == "succeeded"; })) << api.State(id);
+  auto lines = SqliteJobStore::ReadHistory((dir / "baton.db").string(), 0, 10000);
+  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+  std::string text = sched::history::HeaderLine() + "\n";
+  for (const HistoryLine& l : *lines) text += l.text + "\n";
+  std::istringstream in(text);
+  sched::history::Reader reader(in, "history");
+  int runs = 0, submits = 0, finishes = 0;
+  std::optional<sched::history::Placed> placed;
+  while (true) {
+    auto item = reader.Next();
+    ASSERT_TRUE(item.ok()) << item.status().ToString();
+    if (!item->has_value()) break;
+    if (std::holds_alternative<sched::history::Reader::RunStart>(**item)) {
+      ++runs;
+      continue;
+    }
+    const auto& c = std::get<sched::history::Reader::CycleRead>(**item).cycle;
+    for (const sched::Event& e : c.events) {
+      submits += e.kind == sched::Event::Kind::kSubmit && e.job.gpus == 16;
+      finishes += e.kind == sched::Event::Kind::kFinish;
+    }
+    if (!c.binds.empty()) placed = c.binds.front();
+  }
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(submits, 1);
+  EXPECT_EQ(finishes, 1);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->job.value(), static_cast<std::uint64_t>(id));
+  EXPECT_EQ(placed->placement.gpus(), 16);
 }
 
 TEST(ControllerTest, CancelStopsARunningJobAndFreesItsGpus) {

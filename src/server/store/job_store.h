@@ -155,6 +155,13 @@ struct NodeAdminState {
   TimePoint updated_at;
 };
 
+// One line of the scheduler's history (the controller's record of a scheduling cycle, in the
+// format of sched/history/history.h; text the store keeps and returns as it was given).
+struct HistoryLine {
+  std::int64_t seq = 0;  // increases with every append, never reused
+  std::string text;
+};
+
 // What the store found when it opened its database; logged by the daemon at start-up.
 struct OpenReport {
   int schema_version_found = 0;  // 0: a new, empty database
@@ -200,6 +207,13 @@ class JobStore {
   // Sets a node's health verdict; condition "healthy" clears it.
   virtual Status SetNodeHealth(const NodeHealthState& state) = 0;
   virtual Result<std::vector<NodeHealthState>> ListNodeHealth() = 0;
+
+  // Appends a line to the scheduling history and, in the same transaction, deletes the oldest
+  // lines beyond the newest `keep` (0: keeps every line), so the history stays bounded. Durable
+  // when it returns OK.
+  virtual Status AppendHistory(std::string_view text, std::int64_t keep) = 0;
+  // History lines with seq > after, oldest first, at most `limit` (1..10000).
+  virtual Result<std::vector<HistoryLine>> History(std::int64_t after, int limit) = 0;
 
   virtual const OpenReport& open_report() const = 0;
 };

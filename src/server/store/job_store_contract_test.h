@@ -387,11 +387,36 @@ TYPED_TEST_P(JobStoreContractTest, NodeHealthVerdictsRoundTripAndClear) {
   EXPECT_FALSE(store->SetNodeHealth({"", "down", {}, {}}).ok());
 }
 
+// The scheduling history keeps lines in order, bounded to the newest `keep`, across a reopen.
+TYPED_TEST_P(JobStoreContractTest, HistoryIsOrderedBoundedAndDurable) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->History(0, 10).value().empty());
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_TRUE(store->AppendHistory("line " + std::to_string(i), 0).ok());
+  }
+  ASSERT_TRUE(store->AppendHistory("line 6", 3).ok());  // keeps lines 4..6
+  store.reset();
+  store = this->Open();
+  ASSERT_NE(store, nullptr);
+  auto lines = store->History(0, 100).value();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].text, "line 4");
+  EXPECT_EQ(lines[2].text, "line 6");
+  EXPECT_LT(lines[0].seq, lines[1].seq);
+  auto rest = store->History(lines[0].seq, 1).value();  // a cursor, one page of one
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].text, "line 5");
+  EXPECT_FALSE(store->History(0, 0).ok());
+  EXPECT_FALSE(store->AppendHistory("x", -1).ok());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
-    JobStoreContractTest, NewDatabaseReportsFreshSchema, SubmitGetAndEvents,
-    PlacementAndBadNodesAreStoredWithTheirTransition, NodeHealthVerdictsRoundTripAndClear,
-    IdempotencyKeyIsPerTenant, TransitionsAreConditionalAndRecorded, ListFiltersAndPages,
-    NodeAdminStateRoundTrips, ReopenReloadsEverything, SecondOpenOfTheSameDatabaseIsRefused,
+    JobStoreContractTest, HistoryIsOrderedBoundedAndDurable, NewDatabaseReportsFreshSchema,
+    SubmitGetAndEvents, PlacementAndBadNodesAreStoredWithTheirTransition,
+    NodeHealthVerdictsRoundTripAndClear, IdempotencyKeyIsPerTenant,
+    TransitionsAreConditionalAndRecorded, ListFiltersAndPages, NodeAdminStateRoundTrips,
+    ReopenReloadsEverything, SecondOpenOfTheSameDatabaseIsRefused,
     KilledWriterIsRecoveredWithEveryAcknowledgedJob, ConcurrentSubmittersShareTransactions,
     ConcurrentRepeatsOfOneKeyMakeOneJob, WithoutGroupCommitEachWriteIsItsOwnTransaction);
 

@@ -149,6 +149,14 @@ constexpr const char* kMigrations[] = {
       updated_us bigint NOT NULL
     );
     )sql",
+    // v2 → v3: the scheduler's history (one line per scheduling cycle, sched/history), which
+    // `baton serve export` writes out and `baton sim --replay-daemon` replays.
+    R"sql(
+    CREATE TABLE scheduler_history (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- never reused
+      line text NOT NULL
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == PostgresJobStore::kSchemaVersion);
 
@@ -176,6 +184,7 @@ constexpr std::pair<const char*, const char*> kReadStatements[] = {
     {"list_nodes", "SELECT node, admin, reason, set_by, updated_us FROM node_admin ORDER BY node"},
     {"list_health",
      "SELECT node, condition, rules::text, updated_us FROM node_health ORDER BY node"},
+    {"history", "SELECT seq, line FROM scheduler_history WHERE seq > $1 ORDER BY seq LIMIT $2"},
 };
 
 constexpr std::pair<const char*, const char*> kWriteStatements[] = {
@@ -206,6 +215,8 @@ constexpr std::pair<const char*, const char*> kWriteStatements[] = {
      "ON CONFLICT (node) DO UPDATE SET condition = EXCLUDED.condition, rules = EXCLUDED.rules, "
      "updated_us = EXCLUDED.updated_us"},
     {"delete_health", "DELETE FROM node_health WHERE node = $1"},
+    {"insert_history", "INSERT INTO scheduler_history (line) VALUES ($1) RETURNING seq"},
+    {"prune_history", "DELETE FROM scheduler_history WHERE seq <= $1"},
 };
 
 #undef BATON_JOB_COLUMNS
@@ -686,6 +697,47 @@ Result<std::vector<NodeHealthState>> PostgresJobStore::ListNodeHealth() {
                       }
                       return out;
                     });
+}
+
+Status PostgresJobStore::AppendHistory(std::string_view text, std::int64_t keep) {
+  if (keep < 0) return InvalidArgumentError("history: keep must be >= 0");
+  return writes_.Write([&](Writer& w) -> Status {
+    const std::int64_t seq =
+        w.tx->exec_prepared1("insert_history", std::string(text))[0].as<std::int64_t>();
+    if (keep > 0 && seq > keep) w.tx->exec_prepared0("prune_history", seq - keep);
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<HistoryLine>> PostgresJobStore::History(std::int64_t after, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgumentError("limit must be in 1..10000");
+  return WithReader("read the scheduler history",
+                    [&](pqxx::connection& c) -> Result<std::vector<HistoryLine>> {
+                      pqxx::nontransaction q(c);
+                      std::vector<HistoryLine> out;
+                      for (const pqxx::row& row : q.exec_prepared("history", after, limit)) {
+                        out.push_back({row[0].as<std::int64_t>(), row[1].as<std::string>()});
+                      }
+                      return out;
+                    });
+}
+
+Result<std::vector<HistoryLine>> PostgresJobStore::ReadHistory(const std::string& url,
+                                                               std::int64_t after, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgumentError("limit must be in 1..10000");
+  try {
+    pqxx::connection c(url);
+    pqxx::nontransaction q(c);
+    std::vector<HistoryLine> out;
+    for (const pqxx::row& row : q.exec_params(
+             "SELECT seq, line FROM scheduler_history WHERE seq > $1 ORDER BY seq LIMIT $2", after,
+             limit)) {
+      out.push_back({row[0].as<std::int64_t>(), row[1].as<std::string>()});
+    }
+    return out;
+  } catch (...) {
+    return CurrentExceptionStatus("read the scheduler history from " + WithoutPassword(url));
+  }
 }
 
 }  // namespace baton::server

@@ -52,13 +52,18 @@ class PostgresJobStore final : public JobStore {
  public:
   // The schema version this build writes (recorded in the schema_version table). Older schemas
   // are migrated on open; a newer one is refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Connects, takes the database's daemon lock, creates or migrates the schema and starts the
   // committer thread. Errors: kInvalidArgument (bad options), kUnavailable (cannot connect),
   // kFailedPrecondition (another daemon holds the database, or its schema is newer than this
   // build), kInternal (an unexpected server error). Messages never contain the password.
   static Result<std::unique_ptr<PostgresJobStore>> Open(const PostgresStoreOptions& options);
+
+  // The history of the database at `url` (as History), read over a plain connection that takes
+  // no lock: for `baton export` while a daemon holds the database.
+  static Result<std::vector<HistoryLine>> ReadHistory(const std::string& url, std::int64_t after,
+                                                      int limit);
 
   // Finishes every queued write, stops the committer, records a clean shutdown and closes the
   // connections. Callers must not be inside a method concurrently.
@@ -75,6 +80,8 @@ class PostgresJobStore final : public JobStore {
   Result<std::vector<NodeAdminState>> ListNodeAdmin() override;
   Status SetNodeHealth(const NodeHealthState& state) override;
   Result<std::vector<NodeHealthState>> ListNodeHealth() override;
+  Status AppendHistory(std::string_view text, std::int64_t keep) override;
+  Result<std::vector<HistoryLine>> History(std::int64_t after, int limit) override;
   const OpenReport& open_report() const override { return report_; }
 
   // The connection string with any password replaced by "***", for logs.

@@ -163,7 +163,7 @@ TEST_F(PostgresJobStoreTest, MigratesAVersion1Database) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->open_report().schema_version_found, 1);
-  EXPECT_EQ(store->open_report().schema_version, 2);
+  EXPECT_EQ(store->open_report().schema_version, PostgresJobStore::kSchemaVersion);
   const JobRecord job = store->Get(1).value();
   EXPECT_EQ(job.name, "legacy");
   EXPECT_EQ(job.state, JobState::kRunning);
@@ -175,6 +175,69 @@ TEST_F(PostgresJobStoreTest, MigratesAVersion1Database) {
   ASSERT_TRUE(store->Transition(1, bind).ok());
   EXPECT_EQ(store->Get(1).value().placement[0].node, "gpu003");
   EXPECT_EQ(store->Get(1).value().attempts, 1);
+}
+
+// Issue 15 (replay): the schema that added the scheduler's history, from a database the previous
+// version (v2) wrote: everything stays, and the history starts empty.
+TEST_F(PostgresJobStoreTest, MigratesAVersion2Database) {
+  // The v2 schema as released (frozen copy).
+  Sql(R"sql(
+    CREATE TABLE schema_version (version integer PRIMARY KEY, applied_us bigint NOT NULL);
+    CREATE TABLE jobs (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tenant text NOT NULL,
+      name text NOT NULL, spec text NOT NULL,
+      state text NOT NULL CHECK (state IN ('queued', 'running', 'cancelling', 'succeeded',
+                                            'failed', 'cancelled')),
+      attempts integer NOT NULL DEFAULT 0, idempotency_key text,
+      created_us bigint NOT NULL, updated_us bigint NOT NULL);
+    CREATE UNIQUE INDEX jobs_idempotency ON jobs (tenant, idempotency_key)
+      WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX jobs_state ON jobs (state, id);
+    CREATE INDEX jobs_tenant_state ON jobs (tenant, state, id);
+    CREATE TABLE job_events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      job_id bigint NOT NULL REFERENCES jobs (id), time_us bigint NOT NULL, kind text NOT NULL,
+      message text NOT NULL);
+    CREATE INDEX job_events_job ON job_events (job_id, id);
+    CREATE TABLE node_admin (node text PRIMARY KEY, admin text NOT NULL, reason text NOT NULL,
+      set_by text NOT NULL, updated_us bigint NOT NULL);
+    CREATE TABLE daemon_session (id integer PRIMARY KEY CHECK (id = 1), open boolean NOT NULL,
+      opened_us bigint NOT NULL);
+    INSERT INTO daemon_session VALUES (1, false, 0);
+    ALTER TABLE jobs ADD COLUMN placement jsonb NOT NULL DEFAULT '[]';
+    ALTER TABLE jobs ADD COLUMN bad_nodes jsonb NOT NULL DEFAULT '[]';
+    CREATE TABLE node_health (node text PRIMARY KEY, condition text NOT NULL,
+      rules jsonb NOT NULL, updated_us bigint NOT NULL);
+    INSERT INTO schema_version VALUES (1, 5), (2, 6);
+    INSERT INTO jobs (tenant, name, spec, state, attempts, idempotency_key, created_us,
+      updated_us, placement) VALUES ('old', 'legacy', '{}', 'running', 1, NULL, 5, 6,
+      '[{"node":"gpu001","mask":255}]');
+    INSERT INTO node_health VALUES ('gpu002', 'down', '["xid-79"]', 7);
+    )sql");
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->open_report().schema_version_found, 2);
+  EXPECT_EQ(store->open_report().schema_version, 3);
+  const JobRecord job = store->Get(1).value();
+  EXPECT_EQ(job.name, "legacy");
+  ASSERT_EQ(job.placement.size(), 1u);
+  EXPECT_EQ(job.placement[0].node, "gpu001");
+  EXPECT_EQ(store->ListNodeHealth().value().size(), 1u);
+  EXPECT_TRUE(store->History(0, 10).value().empty());
+  ASSERT_TRUE(store->AppendHistory(R"({"type":"cycle"})", 0).ok());
+  EXPECT_EQ(store->History(0, 10).value().size(), 1u);
+}
+
+// `baton export` reads the history while a daemon holds the database's lock.
+TEST_F(PostgresJobStoreTest, HistoryIsReadableWhileADaemonHoldsTheDatabase) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AppendHistory("first", 0).ok());
+  ASSERT_TRUE(store->AppendHistory("second", 0).ok());
+  auto lines = PostgresJobStore::ReadHistory(backend_.url(), 0, 10);
+  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[1].text, "second");
+  EXPECT_EQ(PostgresJobStore::ReadHistory(backend_.url(), (*lines)[0].seq, 10)->size(), 1u);
 }
 
 TEST_F(PostgresJobStoreTest, RefusesANewerSchema) {

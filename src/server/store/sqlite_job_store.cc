@@ -183,6 +183,14 @@ constexpr const char* kMigrations[] = {
       value TEXT NOT NULL
     );
     )sql",
+    // v3 → v4: the scheduler's history (one line per scheduling cycle, sched/history), which
+    // `baton serve export` writes out and `baton sim --replay-daemon` replays.
+    R"sql(
+    CREATE TABLE scheduler_history (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: an export cursor stays valid
+      line TEXT NOT NULL
+    );
+    )sql",
 };
 static_assert(std::size(kMigrations) == SqliteJobStore::kSchemaVersion);
 
@@ -264,6 +272,7 @@ struct SqliteJobStore::Writer {
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt find_key, insert_job, insert_event, update_state, upsert_node, delete_node;
   Stmt set_placement, set_bad_nodes, upsert_health, delete_health;
+  Stmt insert_history, prune_history;
 
   Status Prepare() {
     sqlite3* db = conn->db;
@@ -306,6 +315,10 @@ struct SqliteJobStore::Writer {
                                    "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(node) DO UPDATE SET "
                                    "condition = ?2, rules = ?3, updated_us = ?4"));
     ASSIGN_OR_RETURN(delete_health, Stmt::Prepare(db, "DELETE FROM node_health WHERE node = ?1"));
+    ASSIGN_OR_RETURN(insert_history,
+                     Stmt::Prepare(db, "INSERT INTO scheduler_history (line) VALUES (?1)"));
+    ASSIGN_OR_RETURN(prune_history,
+                     Stmt::Prepare(db, "DELETE FROM scheduler_history WHERE seq <= ?1"));
     return Status::Ok();
   }
 
@@ -723,6 +736,64 @@ Result<std::vector<NodeHealthState>> SqliteJobStore::ListNodeHealth() {
     }
     return out;
   });
+}
+
+Status SqliteJobStore::AppendHistory(std::string_view text, std::int64_t keep) {
+  if (keep < 0) return InvalidArgumentError("history: keep must be >= 0");
+  return writes_.Write([&](Writer& w) -> Status {
+    RETURN_IF_ERROR(w.insert_history.Reset().Bind(1, text).Run());
+    const std::int64_t seq = sqlite3_last_insert_rowid(w.conn->db);
+    // With the primary key this deletes at most the few lines that fell out of the window.
+    if (keep > 0 && seq > keep) RETURN_IF_ERROR(w.prune_history.Reset().Bind(1, seq - keep).Run());
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<HistoryLine>> SqliteJobStore::History(std::int64_t after, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgumentError("limit must be in 1..10000");
+  return WithReader([&](Connection& c) -> Result<std::vector<HistoryLine>> {
+    ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(c.db,
+                                           "SELECT seq, line FROM scheduler_history WHERE seq > "
+                                           "?1 ORDER BY seq LIMIT ?2"));
+    s.Bind(1, after).Bind(2, limit);
+    std::vector<HistoryLine> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      out.push_back({s.Int(0), s.Text(1)});
+    }
+    return out;
+  });
+}
+
+Result<std::vector<HistoryLine>> SqliteJobStore::ReadHistory(const std::string& path,
+                                                             std::int64_t after, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgumentError("limit must be in 1..10000");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return NotFoundError(path + ": no such database");
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> owned(db, sqlite3_close);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "open " + path);
+  sqlite3_busy_timeout(db, 5000);
+  ASSIGN_OR_RETURN(std::int64_t version, QueryInt(db, "PRAGMA user_version"));
+  if (version < 4) {
+    return FailedPreconditionError(
+        fmt::format("{}: schema v{} has no scheduling history (v4 and later do)", path, version));
+  }
+  ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db,
+                                         "SELECT seq, line FROM scheduler_history WHERE seq > ?1 "
+                                         "ORDER BY seq LIMIT ?2"));
+  s.Bind(1, after).Bind(2, limit);
+  std::vector<HistoryLine> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back({s.Int(0), s.Text(1)});
+  }
+  return out;
 }
 
 }  // namespace baton::server

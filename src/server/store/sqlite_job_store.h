@@ -38,7 +38,7 @@ class SqliteJobStore final : public JobStore {
  public:
   // The schema version this build writes. Older databases are migrated on open; a newer one is
   // refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating or migrating) the database and starts the committer thread. Errors:
   // kFailedPrecondition (another process holds the database, or the schema is newer than this
@@ -60,7 +60,15 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<NodeAdminState>> ListNodeAdmin() override;
   Status SetNodeHealth(const NodeHealthState& state) override;
   Result<std::vector<NodeHealthState>> ListNodeHealth() override;
+  Status AppendHistory(std::string_view text, std::int64_t keep) override;
+  Result<std::vector<HistoryLine>> History(std::int64_t after, int limit) override;
   const OpenReport& open_report() const override { return report_; }
+
+  // The history of the database at `path` (as History), read through a read-only connection
+  // that takes no lock: for `baton export` while a daemon holds the database. Errors:
+  // kNotFound (no such file), kFailedPrecondition (a schema without the history, v3 or older).
+  static Result<std::vector<HistoryLine>> ReadHistory(const std::string& path, std::int64_t after,
+                                                      int limit);
 
   // Write transactions committed so far (each one fsync). Thread-safe; for tests and benchmarks.
   std::int64_t transactions_committed() const { return writes_.transactions_committed(); }

@@ -140,7 +140,7 @@ TEST_F(SqliteJobStoreTest, MigratesAVersion2Database) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->open_report().schema_version_found, 2);
-  EXPECT_EQ(store->open_report().schema_version, 3);
+  EXPECT_EQ(store->open_report().schema_version, SqliteJobStore::kSchemaVersion);
   const JobRecord job = store->Get(1).value();
   EXPECT_EQ(job.name, "legacy");
   EXPECT_EQ(job.state, JobState::kRunning);
@@ -152,6 +152,67 @@ TEST_F(SqliteJobStoreTest, MigratesAVersion2Database) {
   bind.placement = std::vector<PlacedNode>{{"gpu003", 0xff}};
   ASSERT_TRUE(store->Transition(1, bind).ok());
   EXPECT_EQ(store->Get(1).value().placement[0].node, "gpu003");
+}
+
+// Issue 15 (replay): the schema that added the scheduler's history, from a database the previous
+// version (v3) wrote: everything stays, and the history starts empty.
+TEST_F(SqliteJobStoreTest, MigratesAVersion3Database) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    // The v3 schema as released (frozen copy).
+    const char* v3 = R"sql(
+      CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL,
+        name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0, idempotency_key TEXT,
+        created_us INTEGER NOT NULL, updated_us INTEGER NOT NULL,
+        placement TEXT NOT NULL DEFAULT '', bad_nodes TEXT NOT NULL DEFAULT '');
+      CREATE UNIQUE INDEX jobs_idempotency ON jobs(tenant, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      CREATE TABLE job_events (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),
+        time_us INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
+      CREATE INDEX job_events_job ON job_events(job_id, id);
+      CREATE TABLE node_admin (node TEXT PRIMARY KEY, admin TEXT NOT NULL, reason TEXT NOT NULL,
+        set_by TEXT NOT NULL, updated_us INTEGER NOT NULL);
+      CREATE INDEX jobs_state ON jobs(state, id);
+      CREATE INDEX jobs_tenant_state ON jobs(tenant, state, id);
+      CREATE TABLE node_health (node TEXT PRIMARY KEY, condition TEXT NOT NULL,
+        rules TEXT NOT NULL, updated_us INTEGER NOT NULL);
+      CREATE TABLE store_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO jobs VALUES (1, 'old', 'legacy', '{}', 'running', 1, NULL, 5, 6,
+        '[{"node":"gpu001","mask":255}]', '');
+      INSERT INTO node_health VALUES ('gpu002', 'down', '["xid-79"]', 7);
+      INSERT INTO store_state VALUES ('open', '0');
+      PRAGMA user_version=3;)sql";
+    ASSERT_EQ(sqlite3_exec(db, v3, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->open_report().schema_version_found, 3);
+  EXPECT_EQ(store->open_report().schema_version, 4);
+  const JobRecord job = store->Get(1).value();
+  EXPECT_EQ(job.name, "legacy");
+  ASSERT_EQ(job.placement.size(), 1u);
+  EXPECT_EQ(job.placement[0].node, "gpu001");
+  EXPECT_EQ(store->ListNodeHealth().value().size(), 1u);
+  EXPECT_TRUE(store->History(0, 10).value().empty());
+  ASSERT_TRUE(store->AppendHistory(R"({"type":"cycle"})", 0).ok());
+  EXPECT_EQ(store->History(0, 10).value().size(), 1u);
+}
+
+// `baton export` reads the history of a database a daemon holds (locked), without the lock.
+TEST_F(SqliteJobStoreTest, HistoryIsReadableWhileTheDatabaseIsLocked) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AppendHistory("first", 0).ok());
+  ASSERT_TRUE(store->AppendHistory("second", 0).ok());
+  auto lines = SqliteJobStore::ReadHistory(path_, 0, 10);
+  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[1].text, "second");
+  EXPECT_EQ(SqliteJobStore::ReadHistory(path_ + "-none", 0, 10).status().code(),
+            StatusCode::kNotFound);
 }
 
 // Issue 15: the lock was on a side file "<path>.lock", so a second daemon reaching the same

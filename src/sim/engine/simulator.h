@@ -2,7 +2,8 @@
 // submit, finish, checkpoint, node failure, node repair, scheduler wake-up — grace expiries arrive
 // as the scheduler's wake_at) are ordered by (time, sequence) on a simulated clock; every batch
 // of events at one instant is reported to Scheduler::RunCycle, whose decisions the simulator
-// carries out. It holds no policy: the SchedulerConfig decides everything (see sched/framework/presets.h).
+// carries out. It holds no policy: the SchedulerConfig decides everything (see
+// sched/framework/presets.h).
 //
 // A run is a pure function of (config, cluster, trace, seed): no clock reads, no globals.
 //

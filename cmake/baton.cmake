@@ -81,6 +81,13 @@ function(baton_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS fast)
   endif()
+  # One label: gtest_discover_tests flattens PROPERTIES into key-value pairs, so a list of labels
+  # ("crash;fast") became the label "crash" and a bogus property "fast", and the test fell out of
+  # the `fast` suite CI runs.
+  list(LENGTH ARG_LABELS label_count)
+  if(NOT label_count EQUAL 1)
+    message(FATAL_ERROR "baton_test(${name}): give one label, not '${ARG_LABELS}'")
+  endif()
   gtest_discover_tests(${name}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     DISCOVERY_MODE PRE_TEST

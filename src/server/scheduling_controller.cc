@@ -113,13 +113,14 @@ Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
   return p;
 }
 
-Result<sched::GangJob> GangJobFromRecord(const JobRecord& job) {
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale) {
   std::string field;
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson, &field));
-  return GangJobFromSpec(job, spec);
+  return GangJobFromSpec(job, spec, time_scale);
 }
 
-Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec) {
+Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec,
+                                       double time_scale) {
   sched::GangJob g;
   g.id = SchedId(job.id);
   g.name = spec.name;
@@ -144,7 +145,7 @@ Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec
   g.priority = spec.priority;
   g.preemptible = spec.preemptible;
   g.grace_period = Seconds(spec.grace_period_s);
-  g.estimated_runtime = Seconds(spec.estimated_runtime_s);
+  g.estimated_runtime = Seconds(spec.estimated_runtime_s * time_scale);
   g.submit_time = job.created_at;
   return g;
 }
@@ -219,7 +220,7 @@ Status SchedulingController::CheckJob(const JobSpec& spec, std::string* field) c
   JobRecord record;
   record.id = 1;
   record.tenant = spec.tenant.value_or("default");
-  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec));
+  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec, executor_->TimeScale()));
   Status s = sched::ValidateJob(job, *admission_cluster_);
   if (s.ok()) return s;
   // "job 'NAME': field 'F': why" -> the spec's name for F.
@@ -371,7 +372,8 @@ Status SchedulingController::Reload() {
       for (const JobRecord& job : page.jobs) {
         std::string field;
         Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
-        Result<sched::GangJob> spec = js.ok() ? GangJobFromSpec(job, *js) : js.status();
+        Result<sched::GangJob> spec =
+            js.ok() ? GangJobFromSpec(job, *js, executor_->TimeScale()) : js.status();
         if (!spec.ok()) {
           Record(store_
                      ->Transition(job.id, {{state},
@@ -526,7 +528,8 @@ std::string SchedulingController::PlannerNote(const sched::GangJob& job,
 void SchedulingController::Handle(Submitted& in) {
   std::string field;
   Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson, &field);
-  Result<sched::GangJob> spec = js.ok() ? GangJobFromSpec(in.job, *js) : js.status();
+  Result<sched::GangJob> spec =
+      js.ok() ? GangJobFromSpec(in.job, *js, executor_->TimeScale()) : js.status();
   if (spec.ok()) {
     if (Status planned = AttachPlan(*js, *spec); !planned.ok()) spec = planned;
   }
@@ -691,7 +694,8 @@ LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::Gan
   req.name = spec.name;
   req.tenant = spec.tenant;
   if (auto it = commands_.find(id); it != commands_.end()) req.command = it->second;
-  req.estimated_runtime = spec.estimated_runtime;
+  // The scheduler holds runtimes in wall time (GangJobFromSpec); the executor wants the job's own.
+  req.estimated_runtime = spec.estimated_runtime / executor_->TimeScale();
   req.started_at = start;
   req.master_port = options_.master_port_base + static_cast<int>(id % 1000);
   int rank = 0;
@@ -1077,7 +1081,7 @@ Result<WhatIfView> SchedulingController::WhatIf(const JobSpec& spec) {
   JobRecord record;
   record.tenant = spec.tenant.value_or("default");
   record.name = spec.name;
-  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec));
+  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec, executor_->TimeScale()));
   std::lock_guard work(work_mu_);
   RETURN_IF_ERROR(AttachPlan(spec, job));
   ASSIGN_OR_RETURN(

@@ -270,8 +270,10 @@ Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
                                              const std::vector<PlacedNode>& stored);
 
 // The scheduler's view of a stored job spec (http/job_spec.h JSON). Without its plan: that needs
-// the controller's planner (has_plan stays false).
-Result<sched::GangJob> GangJobFromRecord(const JobRecord& job);
-Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec);
+// the controller's planner (has_plan stays false). `time_scale` (Executor::TimeScale) turns the
+// spec's estimated runtime into wall time.
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale = 1.0);
+Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec,
+                                       double time_scale = 1.0);
 
 }  // namespace baton::server

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -278,6 +279,37 @@ TEST(ControllerTest, QueuedJobsShowPositionEstimatedStartAndWaitingKind) {
   // A spec the cluster can never run is refused as a submit would be.
   json bad = api.Send("POST", "/api/v1/whatif", R"({"name": "x", "gpus": 4096})");
   EXPECT_EQ(bad["http_status"], 400) << bad.dump();
+  api.Send("DELETE", "/api/v1/jobs/" + std::to_string(a), "");
+}
+
+// The dry-run executor runs a job `speedup` times faster than its estimated runtime; the
+// scheduler must plan in that wall time. Before, a queued job behind a 10-hour job on a x100
+// dry run was promised a start 10 hours away, although it started after 6 minutes.
+TEST(ControllerTest, DryRunEstimatedStartsAreInWallTime) {
+  fs::path dir = TempDir("dryrun-eta");
+  SystemClock clock;
+  InProcess d(dir, DryRun(100, clock));
+  Api api(d.port());
+  std::int64_t a = api.Submit(
+      R"({"name": "a", "gpus": 1024, "estimated_runtime_s": 36000, "grace_period_s": 0})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(a) == "running"; }));
+  const std::time_t submitted = std::time(nullptr);
+  std::int64_t b = api.Submit(R"({"name": "b", "gpus": 512, "estimated_runtime_s": 100})");
+  json jb;
+  ASSERT_TRUE(WaitFor([&] {
+    jb = api.Get("/api/v1/jobs/" + std::to_string(b));
+    return jb.contains("estimated_start");
+  })) << jb.dump();
+  // "2026-12-01T13:51:03.431Z": whole seconds since the epoch, UTC.
+  std::tm tm{};
+  std::string start = jb["estimated_start"];
+  ASSERT_NE(strptime(start.c_str(), "%Y-%m-%dT%H:%M:%S", &tm), nullptr) << start;
+  const double ahead = std::difftime(timegm(&tm), submitted);
+  EXPECT_GT(ahead, 300) << start;  // a's 36,000 s at x100: 360 s
+  EXPECT_LT(ahead, 420) << start;
+  // ...and the executor still runs a for 360 s, not 3.6 s (the runtime is not scaled twice).
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_EQ(api.State(a), "running");
   api.Send("DELETE", "/api/v1/jobs/" + std::to_string(a), "");
 }
 

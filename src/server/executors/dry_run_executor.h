@@ -25,6 +25,7 @@ class DryRunExecutor final : public Executor {
   // `clock` (not owned) must outlive the executor.
   DryRunExecutor(DryRunOptions options, const Clock& clock);
   std::string_view name() const override { return "dry-run"; }
+  double TimeScale() const override { return 1.0 / options_.speedup; }
   Status Launch(const LaunchRequest& request) override;
   void Stop(std::int64_t job, Seconds grace) override;
   void Kill(std::int64_t job) override { running_.erase(job); }

@@ -82,6 +82,11 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::string_view name() const = 0;
+  // Wall-clock seconds per second of a job's own time: 1 for real executors; 1/speedup for the
+  // dry-run executor, whose jobs run `speedup` times faster than their estimated runtime. The
+  // controller hands the scheduler runtimes in wall time, so reservations, backfill and estimated
+  // starts match what the executor will really do.
+  virtual double TimeScale() const { return 1.0; }
   virtual Status Launch(const LaunchRequest& request) = 0;
   virtual void Stop(std::int64_t job, Seconds grace) = 0;
   virtual void Kill(std::int64_t job) = 0;

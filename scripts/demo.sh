@@ -2,7 +2,8 @@
 # The demo command (README): installs the Debian packages, builds the release preset, shows the
 # built-in cluster briefly, then runs the scheduling daemon on it for ~20 s with the dry-run
 # executor (a simulated cluster in accelerated time) while --demo submits synthetic jobs from
-# three tenants through the API, and shows what the API and /metrics say. The daemon is stopped
+# three tenants through the API, and shows what the client (baton jobs, job, nodes, top) and
+# /metrics say. The daemon is stopped
 # (SIGTERM, by PID) when the script exits, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,19 +53,23 @@ api="http://127.0.0.1:$port"
 echo "daemon pid $pid listening on $api; letting the demo run for 20 s..."
 sleep 20
 
-auth=(-H "Authorization: Bearer $token")
-echo
-echo "\$ curl -s -H 'Authorization: Bearer …' '$api/api/v1/jobs?limit=5'"
-curl -sf "${auth[@]}" "$api/api/v1/jobs?limit=5" | sed 's/},{"attempts"/},\n{"attempts"/g' | cut -c1-400
-echo
-echo
-echo "\$ curl -s -H 'Authorization: Bearer …' $api/api/v1/jobs/1/events"
-curl -sf "${auth[@]}" "$api/api/v1/jobs/1/events" | sed 's/},{/},\n{/g'
-echo
-echo
+# What an operator sees, through the client in the same binary (BATON_URL / BATON_TOKEN).
+export BATON_URL=$api BATON_TOKEN=$token
+show() {
+  echo "\$ baton $*"
+  $baton "$@" || true
+  echo
+}
+show jobs --state queued --limit 8
+show job 1
+show nodes
+show top -n 1
+
 echo "\$ curl -s -H 'Authorization: Bearer …' $api/metrics | grep ^baton_ (no buckets)"
-curl -sf "${auth[@]}" "$api/metrics" | grep -E '^baton_(jobs|gpus|nodes|scheduler_(queue|placements|preemptions|requeues|cycle_duration_seconds_(sum|count)))' || true
+curl -sf -H "Authorization: Bearer $token" "$api/metrics" |
+  grep -E '^baton_(jobs|gpus|nodes|scheduler_(queue|placements|preemptions|requeues|cycle_duration_seconds_(sum|count)))' || true
 echo
-echo "The daemon's log: $work/serve.log (removed on exit). Try the API yourself while it runs:"
-echo "  GET $api/api/v1/jobs/{id}  /api/v1/jobs/{id}/events  /api/v1/nodes  /api/v1/topology"
-echo "  GET $api/api/v1/openapi.json, POST $api/api/v1/telemetry/dcgm (Prometheus text)"
+echo "The daemon stops when this script ends. To keep one to explore (the dashboard at its URL,"
+echo "signing in with the token; the client with BATON_URL and BATON_TOKEN):"
+echo "  BATON_TOKEN=\$TOKEN $baton serve --preset superpod-h100 --demo --auth auth.yaml"
+echo "  (auth.yaml: principals: [{name: ops, role: admin, token: \$TOKEN}]; README: Using baton serve)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs the Debian packages, builds the dev preset
 # (Debug + ASan + UBSan, warnings as errors), checks formatting, runs the fast test suite, then
-# runs every fuzz target for a bounded time (BATON_FUZZ_SECONDS, default 20 each; 14 targets).
+# runs every fuzz target for a bounded time (BATON_FUZZ_SECONDS, default 20 each; 13 targets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

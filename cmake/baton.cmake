@@ -5,18 +5,21 @@ if(BATON_WERROR)
   list(APPEND BATON_WARNINGS -Werror)
 endif()
 
+if(BATON_FUZZ)
+  # The fuzz targets (fuzz/) are built in the same tree as the tests: everything is instrumented
+  # for libFuzzer's coverage, which needs clang, and checked by the sanitizers below.
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "BATON_FUZZ needs clang (libFuzzer): configure with CMAKE_CXX_COMPILER=clang++")
+  endif()
+  set(BATON_SANITIZE ON)
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
 if(BATON_SANITIZE)
   # float-cast-overflow is named on its own: GCC's -fsanitize=undefined leaves it out, so a double
   # out of an int's range (an SWF field of 1e308) was cast silently.
   add_compile_options(-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer
                       -fno-sanitize-recover=undefined,float-cast-overflow)
   add_link_options(-fsanitize=address,undefined,float-cast-overflow)
-endif()
-if(BATON_FUZZ)
-  # Everything the fuzz targets link is instrumented for coverage and checked by ASan + UBSan.
-  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
-                      -fno-sanitize-recover=undefined)
-  add_link_options(-fsanitize=address,undefined)
 endif()
 if(BATON_TSAN)
   add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)

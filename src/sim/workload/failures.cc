@@ -51,7 +51,7 @@ Status FailureModel::Validate() const {
 
 FailureGenerator::FailureGenerator(const topo::Cluster& cluster, FailureModel model,
                                    std::uint64_t seed)
-    : cluster_(cluster), model_(std::move(model)), rng_(seed) {
+    : model_(std::move(model)), rng_(seed) {
   CHECK(model_.Validate().ok()) << model_.Validate().ToString();
   std::uint32_t sum = 0;
   gpu_prefix_.reserve(cluster.nodes().size());

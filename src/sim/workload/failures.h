@@ -56,7 +56,6 @@ class FailureGenerator {
   const FailureModel& model() const { return model_; }
 
  private:
-  const topo::Cluster& cluster_;
   FailureModel model_;
   Rng rng_;
   std::vector<std::uint32_t> gpu_prefix_;  // cumulative GPUs per node, for sampling a node

@@ -69,6 +69,7 @@ struct SimOptions {
   int whatif_max_cycles = 200;
   std::string site_scheduler = "daemon";
   int synthetic_tenants = 8;
+  double deadline_factor = 0;
 };
 
 // A fat-tree of ceil(gpus / gpus_per_node) nodes: 16 nodes per leaf, 8 leaves per spine, core on
@@ -216,6 +217,7 @@ Status RunSites(const SimOptions& o) {
     max_gpus = std::max(max_gpus, b.cluster->counts().total);
   }
   sim::WorkloadOptions wopts;
+  wopts.deadline_factor = o.deadline_factor;
   for (const std::string& tr : o.tenant_regions) {
     auto colon = tr.find(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == tr.size()) {
@@ -473,6 +475,10 @@ void RegisterSimCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--tenant-region", o->tenant_regions,
                   "With --sites: TENANT:REGION, the tenant's jobs require that region (repeat)");
+  cmd->add_option("--deadline-factor", o->deadline_factor,
+                  "With --sites: each job's deadline is this many times its run time after its "
+                  "submission (cheapest-by-deadline routing; 0: none)")
+      ->capture_default_str();
   cmd->add_option("--whatif-max-cycles", o->whatif_max_cycles,
                   "With --sites: bound on each site what-if's projected cycles")
       ->capture_default_str();

@@ -502,6 +502,9 @@ class MultiEngine {
     }
     // Route's run time: remaining steps x a site's step time where it priced the job, else the
     // remaining trace duration.
+    if (j.in->deadline && j.rec.routings == 0) {
+      needs.deadline = TimePoint{Seconds(j.rec.submit_s)} + *j.in->deadline;
+    }
     if (j.steps > 0) needs.steps = std::max<std::int64_t>(1, std::llround(j.steps * (1 - j.done)));
     auto d = federation::Route(needs, fed_, answers, TimePoint{Seconds(t)}, *config_.routing);
     if (!d.ok()) {

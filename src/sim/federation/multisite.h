@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,9 @@ struct MultiSiteJob {
   std::vector<std::string> require_regions;
   std::vector<std::string> exclude_regions;
   Bytes checkpoint_size{0};
+  // Done within this long after submission (cheapest-by-deadline routing). Applies to the first
+  // routing only: a job re-routed after an outage goes where it finishes first.
+  std::optional<Seconds> deadline;
 };
 
 // One site as simulated. `planner`, when set, must be over an identical copy of `cluster` and
@@ -150,9 +154,11 @@ Result<MultiSiteResult> RunMultiSite(const federation::Sites& federation,
 // pretrain/MODEL, MODEL's parameters x 14 bytes (bf16 weights 2, fp32 master weights 4, Adam's
 // two fp32 moments 8: mixed-precision Adam's state as in ZeRO, Rajbhandari et al. 2020, less the
 // gradients, which are not saved); fine-tunes, 8e9 parameters x 14 bytes (an 8B model); eval and
-// debug jobs save nothing. `tenant_regions` maps a tenant to regions its jobs require.
+// debug jobs save nothing. `tenant_regions` maps a tenant to regions its jobs require; with
+// deadline_factor F > 0 each job must finish within F x its duration of its submission.
 struct WorkloadOptions {
   std::vector<std::pair<std::string, std::string>> tenant_regions;  // (tenant, region)
+  double deadline_factor = 0;
 };
 Result<std::vector<MultiSiteJob>> AssignSites(std::vector<TraceJob> trace,
                                               const federation::Sites& sites,

@@ -157,6 +157,25 @@ TEST(MultiSiteTest, RegionRulesAreHonoured) {
   }
 }
 
+// With a deadline the cheaper site can meet, cheapest-by-deadline goes there; without one it
+// routes by predicted completion (home: no staging).
+TEST(MultiSiteTest, CheapestByDeadlineTakesTheCheaperSiteThatMeetsTheDeadline) {
+  federation::Sites sites = MakeSites(kTwoSites);
+  std::vector<MultiSiteJob> jobs = {Job("j", 0, 8, 3600, "a", {"small"})};
+  std::vector<SimSite> sim = MakeSimSites({2, 2});
+  MultiSiteResult none = RunPolicy(sites, sim, jobs, "cheapest-by-deadline");
+  EXPECT_EQ(none.jobs[0].site, "a");
+  jobs[0].deadline = Hours(2);
+  sim = MakeSimSites({2, 2});
+  MultiSiteResult loose = RunPolicy(sites, sim, jobs, "cheapest-by-deadline");
+  EXPECT_EQ(loose.jobs[0].site, "b") << loose.jobs[0].explanation;
+  EXPECT_LT(loose.summary.cost, none.summary.cost);
+  // A deadline only the home site meets (staging 10 GiB takes about a second).
+  jobs[0].deadline = Seconds(3600.5);
+  sim = MakeSimSites({2, 2});
+  EXPECT_EQ(RunPolicy(sites, sim, jobs, "cheapest-by-deadline").jobs[0].site, "a");
+}
+
 constexpr const char* kThreeSites = R"(sites:
   a:
     url: http://127.0.0.1:1

@@ -1,6 +1,7 @@
 // AssignSites (multisite.h): the multi-site workload from one trace.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 
 #include "perf/model.h"
@@ -30,6 +31,9 @@ Result<std::vector<MultiSiteJob>> AssignSites(std::vector<TraceJob> trace,
                                               const WorkloadOptions& options) {
   const auto& all = sites.sites();
   if (all.empty()) return InvalidArgumentError("no sites");
+  if (!(options.deadline_factor >= 0) || !std::isfinite(options.deadline_factor)) {
+    return InvalidArgumentError("deadline factor: expected a number >= 0");
+  }
   std::map<std::string, std::vector<std::string>> regions;
   for (const auto& [tenant, region] : options.tenant_regions) regions[tenant].push_back(region);
   std::map<std::string, std::string> home;  // tenant -> site
@@ -64,6 +68,9 @@ Result<std::vector<MultiSiteJob>> AssignSites(std::vector<TraceJob> trace,
       if (model.ok()) j.checkpoint_size = Bytes(model->TotalParams() * kCheckpointBytesPerParam);
     } else if (dk == "finetune") {
       j.checkpoint_size = Bytes(kFinetuneParams * kCheckpointBytesPerParam);
+    }
+    if (options.deadline_factor > 0 && t.duration) {
+      j.deadline = *t.duration * options.deadline_factor;
     }
     if (auto r = regions.find(tenant); r != regions.end()) j.require_regions = r->second;
     j.trace = std::move(t);

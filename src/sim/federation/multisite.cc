@@ -65,6 +65,7 @@ struct Job {
   double staging_from = 0;
   double staged_at = 0;
   bool pending_route = false;
+  int route_attempts = 0;  // RouteJob calls, held ones included
 };
 
 struct Transfer {
@@ -446,6 +447,7 @@ class MultiEngine {
     Job& j = jobs_[i];
     j.pending_route = false;
     if (j.phase != Phase::kBroker) return Status::Ok();
+    const bool first_attempt = j.route_attempts++ == 0;
     const std::size_t n = sites_.size();
     std::vector<federation::SiteAnswer> answers(n);
     federation::JobNeeds needs;
@@ -502,7 +504,7 @@ class MultiEngine {
     }
     // Route's run time: remaining steps x a site's step time where it priced the job, else the
     // remaining trace duration.
-    if (j.in->deadline && j.rec.routings == 0) {
+    if (j.in->deadline && first_attempt) {
       needs.deadline = TimePoint{Seconds(j.rec.submit_s)} + *j.in->deadline;
     }
     if (j.steps > 0) needs.steps = std::max<std::int64_t>(1, std::llround(j.steps * (1 - j.done)));

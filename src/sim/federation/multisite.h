@@ -65,7 +65,8 @@ struct MultiSiteJob {
   std::vector<std::string> exclude_regions;
   Bytes checkpoint_size{0};
   // Done within this long after submission (cheapest-by-deadline routing). Applies to the first
-  // routing only: a job re-routed after an outage goes where it finishes first.
+  // routing attempt only: a job held at the broker, or re-routed after an outage, is routed
+  // without it (its deadline may have passed through no fault of its own).
   std::optional<Seconds> deadline;
 };
 

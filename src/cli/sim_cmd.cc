@@ -159,6 +159,7 @@ Result<std::vector<sim::TraceJob>> ReadAllJobs(const SimOptions& o, int max_gpus
 Status RunSites(const SimOptions& o) {
   if (!o.replay_daemon.empty()) return InvalidArgumentError("give --sites or --replay-daemon");
   if (o.trace.empty()) return InvalidArgumentError("--trace is required (e.g. synthetic:2000)");
+  if (!o.html.empty()) return InvalidArgumentError("--html: not available with --sites");
   ASSIGN_OR_RETURN(const federation::Sites sites, federation::LoadSitesFile(o.sites));
   const std::filesystem::path dir = std::filesystem::path(o.sites).parent_path();
   std::vector<const federation::RoutingPolicy*> routings;
@@ -261,7 +262,6 @@ Status RunSites(const SimOptions& o) {
   fmt::print("{}", sim::MultiSiteTable(runs));
   if (!o.json.empty()) RETURN_IF_ERROR(WriteFile(o.json, sim::MultiSiteJson(runs, sites)));
   if (!o.csv.empty()) RETURN_IF_ERROR(WriteFile(o.csv, sim::MultiSiteCsv(runs)));
-  if (!o.html.empty()) return InvalidArgumentError("--html: not available with --sites");
   return Status::Ok();
 }
 

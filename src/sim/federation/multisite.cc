@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -250,7 +249,7 @@ class MultiEngine {
         Job& j = jobs_[p.index];
         if (j.phase != Phase::kRunning || j.attempt != p.epoch) return;
         SiteState& st = sites_[j.site];
-        StopRunning(j, t, t);
+        StopRunning(j, t);
         j.done = 1;
         st.events.push_back(sched::Event::Finish(sched::JobId(j.sched_id)));
         j.rec.site = fed_.sites()[j.site].name;
@@ -335,18 +334,16 @@ class MultiEngine {
     j.saved = saved;
     j.done = saved;
     j.rec.lost_gpu_s += std::max(0.0, t - last_ckpt) * j.rec.gpus;
-    StopRunning(j, t, held_until);
+    StopRunning(j, held_until);
   }
 
-  void StopRunning(Job& j, double t, double held_until) {
-    (void)t;
+  void StopRunning(Job& j, double held_until) {
     CHECK(j.phase == Phase::kRunning);
     const double held = std::max(0.0, held_until - j.bind_t);
     j.rec.run_s += held;
     j.rec.cost += held / 3600 * j.rec.gpus * sites_[j.site].price;
     ++j.attempt;
     j.phase = Phase::kQueued;  // the caller moves it on
-    --running_[j.site];
   }
 
   void End(Job& j, double t, SiteJobOutcome outcome, std::string reason) {
@@ -414,7 +411,6 @@ class MultiEngine {
       CHECK(j.phase == Phase::kQueued);
       CHECK(j.sched_id == b.job.value());
       j.phase = Phase::kRunning;
-      ++running_[s];
       ++j.rec.runs;
       if (j.rec.first_start_s < 0) j.rec.first_start_s = t;
       j.bind_t = t;
@@ -502,11 +498,11 @@ class MultiEngine {
         a.step_time = st.sim->planner->compact_step(j.plan_key[s]) * slow;
       }
     }
-    // Route's run time: remaining steps x a site's step time where it priced the job, else the
-    // remaining trace duration.
     if (j.in->deadline && first_attempt) {
       needs.deadline = TimePoint{Seconds(j.rec.submit_s)} + *j.in->deadline;
     }
+    // Route's run time: remaining steps x a site's step time where it priced the job, else the
+    // remaining trace duration.
     if (j.steps > 0) needs.steps = std::max<std::int64_t>(1, std::llround(j.steps * (1 - j.done)));
     auto d = federation::Route(needs, fed_, answers, TimePoint{Seconds(t)}, *config_.routing);
     if (!d.ok()) {
@@ -630,7 +626,7 @@ class MultiEngine {
     double wait = 0, staging = 0, lost = 0, end = t0;
     for (Job& j : jobs_) {
       if (j.phase != Phase::kEnded) {
-        if (j.phase == Phase::kRunning) StopRunning(j, last_t_, last_t_);
+        if (j.phase == Phase::kRunning) StopRunning(j, last_t_);
         j.rec.outcome = SiteJobOutcome::kUnfinished;
         j.rec.reason = j.site >= 0 ? "still at its site when nothing else could happen"
                                    : "held at the broker: no site could take it";
@@ -694,7 +690,6 @@ class MultiEngine {
   std::vector<Job> jobs_;
   std::vector<std::size_t> owner_;  // scheduler id - 1 -> job
   std::vector<std::size_t> held_;   // jobs waiting at the broker for a site to come back
-  std::map<std::size_t, int> running_;
   EventQueue<Payload> queue_;
   std::uint64_t next_sched_id_ = 0;
   std::size_t ended_ = 0;

@@ -1,7 +1,8 @@
 // baton sim: replays a job trace on a modelled cluster under one or more scheduling policies
 // (scheduler config files: the named ones of data/scheduler/, src/sched/framework/presets.h, or any
 // file the daemon could run, --scheduler-config) and writes the comparison as a summary table,
-// JSON, CSV and a self-contained HTML report.
+// JSON, CSV and a self-contained HTML report. With --sites, a federation of such clusters
+// (sim/federation/multisite.h) compared under routing policies instead.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -18,10 +19,13 @@
 #include "cli/commands.h"
 #include "cli/replay_cmd.h"
 #include "core/strings.h"
+#include "federation/routing.h"
+#include "federation/sites.h"
 #include "planning/planner_estimator.h"
 #include "sched/framework/presets.h"
 #include "sim/engine/planner_hooks.h"
 #include "sim/engine/simulator.h"
+#include "sim/federation/multisite.h"
 #include "sim/report/report.h"
 #include "sim/workload/failures.h"
 #include "sim/workload/synthetic.h"
@@ -58,6 +62,14 @@ struct SimOptions {
   std::string json, csv, html;
   bool quiet = false;
   std::string replay_daemon;  // a daemon history (baton export) instead of a trace
+  // Multi-site (--sites).
+  std::string sites;
+  std::string routing = "all";
+  std::vector<std::string> tenant_regions;  // TENANT:REGION
+  int whatif_max_cycles = 200;
+  std::string site_scheduler = "daemon";
+  int synthetic_tenants = 8;
+  double deadline_factor = 0;
 };
 
 // A fat-tree of ceil(gpus / gpus_per_node) nodes: 16 nodes per leaf, 8 leaves per spine, core on
@@ -99,7 +111,162 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+// The largest trace --sites holds in memory (the broker's view of every job is kept for the
+// report): 10x the synthetic runs the README quotes, far above what the per-arrival what-ifs
+// make practical.
+constexpr std::size_t kMaxSitesJobs = 1'000'000;
+
+Result<std::vector<sim::TraceJob>> ReadAllJobs(const SimOptions& o, int max_gpus) {
+  std::unique_ptr<sim::TraceReader> reader;
+  if (o.trace.rfind("synthetic:", 0) == 0) {
+    sim::SyntheticParams sp;
+    auto jobs = ParseInt64(std::string_view(o.trace).substr(10));
+    if (!jobs || *jobs <= 0 || static_cast<std::uint64_t>(*jobs) > kMaxSitesJobs) {
+      return InvalidArgumentError(fmt::format(
+          "--trace '{}': expected synthetic:JOBS with JOBS in 1..{}", o.trace, kMaxSitesJobs));
+    }
+    sp.jobs = *jobs;
+    sp.mean_interarrival = Seconds(o.synthetic_gap_s);
+    sp.max_pretrain_gpus = std::min(sp.max_pretrain_gpus, max_gpus);
+    if (o.synthetic_tenants < 1) return InvalidArgumentError("--synthetic-tenants: at least 1");
+    sp.tenants = o.synthetic_tenants;
+    reader = sim::MakeSyntheticTrace(sp, o.seed);
+  } else {
+    sim::TraceOptions topts;
+    topts.strict = o.strict;
+    ASSIGN_OR_RETURN(reader, sim::OpenTrace(o.trace, o.format, topts));
+  }
+  std::vector<sim::TraceJob> out;
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<sim::TraceJob> j, reader->Next());
+    if (!j) break;
+    if (out.size() == kMaxSitesJobs) {
+      return InvalidArgumentError(
+          fmt::format("{}: more than {} jobs (--sites keeps every job)", o.trace, kMaxSitesJobs));
+    }
+    out.push_back(std::move(*j));
+  }
+  for (const auto& w : reader->stats().warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (out.empty()) return InvalidArgumentError(fmt::format("{}: no job to simulate", o.trace));
+  std::stable_sort(out.begin(), out.end(), [](const sim::TraceJob& a, const sim::TraceJob& b) {
+    return a.submit < b.submit;
+  });
+  return out;
+}
+
+// baton sim --sites: every site's cluster and scheduler from the sites file, one run per routing
+// policy on the same jobs.
+Status RunSites(const SimOptions& o) {
+  if (!o.replay_daemon.empty()) return InvalidArgumentError("give --sites or --replay-daemon");
+  if (o.trace.empty()) return InvalidArgumentError("--trace is required (e.g. synthetic:2000)");
+  if (!o.html.empty()) return InvalidArgumentError("--html: not available with --sites");
+  ASSIGN_OR_RETURN(const federation::Sites sites, federation::LoadSitesFile(o.sites));
+  const std::filesystem::path dir = std::filesystem::path(o.sites).parent_path();
+  std::vector<const federation::RoutingPolicy*> routings;
+  if (o.routing == "all") {
+    for (const auto& p : federation::RoutingPolicies()) routings.push_back(&p);
+  } else {
+    for (std::string_view name : Split(o.routing, ',')) {
+      ASSIGN_OR_RETURN(const federation::RoutingPolicy* p,
+                       federation::FindRoutingPolicy(Trim(name)));
+      routings.push_back(p);
+    }
+  }
+  // Each site's cluster (the sites file's, else the one --cluster-gpus/--preset/--topology
+  // describe) and scheduler config; errors name the sites file's line and field.
+  struct Base {
+    std::optional<topo::Cluster> cluster;
+    sched::SchedulerConfig scheduler;
+    std::string scheduler_name;
+    std::unique_ptr<planning::PlannerEstimator> planner;
+  };
+  std::vector<Base> bases(sites.sites().size());
+  const bool fallback = o.cluster_gpus > 0 || !o.preset.empty() || !o.topology.empty();
+  int max_gpus = 0;
+  for (std::size_t s = 0; s < bases.size(); ++s) {
+    const federation::Site& site = sites.sites()[s];
+    Base& b = bases[s];
+    if (!site.cluster.empty()) {
+      std::filesystem::path path = site.cluster;
+      if (path.is_relative()) path = dir / path;
+      auto c = topo::LoadClusterFile(path.string());
+      if (!c.ok()) {
+        return InvalidArgumentError(fmt::format("{}:{}: field 'sites.{}.cluster': {}", o.sites,
+                                                site.cluster_line, site.name,
+                                                c.status().message()));
+      }
+      b.cluster.emplace(std::move(c).value());
+    } else if (fallback) {
+      ASSIGN_OR_RETURN(topo::Cluster c, MakeCluster(o));
+      b.cluster.emplace(std::move(c));
+    } else {
+      return InvalidArgumentError(fmt::format(
+          "{}: field 'sites.{}.cluster': missing (baton sim --sites needs each site's cluster "
+          "file, or --cluster-gpus, --preset or --topology for the sites without one)",
+          o.sites, site.name));
+    }
+    b.scheduler_name = site.scheduler.empty() ? o.site_scheduler : site.scheduler;
+    auto config = sched::PolicyPreset(b.scheduler_name);
+    if (!config.ok()) {
+      if (site.scheduler.empty()) return config.status();
+      return InvalidArgumentError(fmt::format("{}:{}: field 'sites.{}.scheduler': {}", o.sites,
+                                              site.scheduler_line, site.name,
+                                              config.status().message()));
+    }
+    b.scheduler = std::move(config).value();
+    b.planner = std::make_unique<planning::PlannerEstimator>(b.cluster->Clone());
+    max_gpus = std::max(max_gpus, b.cluster->counts().total);
+  }
+  sim::WorkloadOptions wopts;
+  wopts.deadline_factor = o.deadline_factor;
+  for (const std::string& tr : o.tenant_regions) {
+    auto colon = tr.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == tr.size()) {
+      return InvalidArgumentError(fmt::format("--tenant-region '{}': expected TENANT:REGION", tr));
+    }
+    wopts.tenant_regions.push_back({tr.substr(0, colon), tr.substr(colon + 1)});
+  }
+  ASSIGN_OR_RETURN(std::vector<sim::TraceJob> trace, ReadAllJobs(o, max_gpus));
+  ASSIGN_OR_RETURN(std::vector<sim::MultiSiteJob> jobs,
+                   sim::AssignSites(std::move(trace), sites, wopts));
+  for (std::size_t s = 0; s < bases.size(); ++s) {
+    const federation::Site& site = sites.sites()[s];
+    fmt::print(
+        "site {}: {} ({} nodes, {} GPUs), scheduler {}, {:.2f}/GPU-h, {} datasets{}\n", site.name,
+        bases[s].cluster->name(), bases[s].cluster->nodes().size(),
+        bases[s].cluster->counts().total, bases[s].scheduler_name, site.price_per_gpu_hour,
+        site.datasets.size(),
+        site.outages.empty() ? std::string() : fmt::format(", {} outage(s)", site.outages.size()));
+  }
+  fmt::print("jobs: {} from {} (seed {}), checkpoint every {:.0f} s\n", jobs.size(), o.trace,
+             o.seed, o.checkpoint_interval_s);
+  sim::MultiSiteConfig config;
+  config.checkpoint_interval = Seconds(o.checkpoint_interval_s);
+  config.restart_cost = Seconds(o.restart_cost_s);
+  config.max_retries = o.max_retries;
+  config.whatif_max_cycles = std::max(1, o.whatif_max_cycles);
+  std::vector<sim::MultiSiteResult> runs;
+  for (const federation::RoutingPolicy* routing : routings) {
+    std::vector<sim::SimSite> sim_sites;
+    for (Base& b : bases) {
+      sim::SimSite site(b.cluster->Clone());
+      site.scheduler = b.scheduler;
+      site.scheduler_name = b.scheduler_name;
+      site.planner = b.planner.get();
+      sim_sites.push_back(std::move(site));
+    }
+    config.routing = routing;
+    ASSIGN_OR_RETURN(sim::MultiSiteResult r, sim::RunMultiSite(sites, sim_sites, jobs, config));
+    runs.push_back(std::move(r));
+  }
+  fmt::print("{}", sim::MultiSiteTable(runs));
+  if (!o.json.empty()) RETURN_IF_ERROR(WriteFile(o.json, sim::MultiSiteJson(runs, sites)));
+  if (!o.csv.empty()) RETURN_IF_ERROR(WriteFile(o.csv, sim::MultiSiteCsv(runs)));
+  return Status::Ok();
+}
+
 Status Run(const SimOptions& o) {
+  if (!o.sites.empty()) return RunSites(o);
   if (!o.format.empty()) RETURN_IF_ERROR(sim::FindTraceFormat(o.format).status());
   ASSIGN_OR_RETURN(sim::EstimateSource estimate, ParseEstimate(o.estimate));
   if (!(o.failure_rate_scale >= 0)) {
@@ -156,6 +323,7 @@ Status Run(const SimOptions& o) {
       sp.jobs = *jobs;
       sp.mean_interarrival = Seconds(o.synthetic_gap_s);
       sp.max_pretrain_gpus = std::min(sp.max_pretrain_gpus, cluster.counts().total);
+      sp.tenants = std::max(1, o.synthetic_tenants);
       reader = sim::MakeSyntheticTrace(sp, o.seed);
     } else {
       sim::TraceOptions topts;
@@ -295,6 +463,32 @@ void RegisterSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--csv", o->csv, "Write one CSV row per job and policy here");
   cmd->add_option("--html", o->html, "Write the self-contained HTML report here");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+  cmd->add_option("--sites", o->sites,
+                  "Simulate a federation: the sites file of baton federate with each site's "
+                  "cluster: (and scheduler:, outages:), jobs routed at arrival "
+                  "(sim/federation/multisite.h)");
+  std::string routings;
+  for (const auto& p : federation::RoutingPolicies())
+    routings += (routings.empty() ? "" : ", ") + std::string(p.name);
+  cmd->add_option("--routing,--policy", o->routing,
+                  "With --sites: routing policies, comma-separated (" + routings + ") or all")
+      ->capture_default_str();
+  cmd->add_option("--tenant-region", o->tenant_regions,
+                  "With --sites: TENANT:REGION, the tenant's jobs require that region (repeat)");
+  cmd->add_option("--deadline-factor", o->deadline_factor,
+                  "With --sites: each job's deadline is this many times its run time after its "
+                  "submission (cheapest-by-deadline routing; 0: none)")
+      ->capture_default_str();
+  cmd->add_option("--whatif-max-cycles", o->whatif_max_cycles,
+                  "With --sites: bound on each site what-if's projected cycles")
+      ->capture_default_str();
+  cmd->add_option("--site-scheduler", o->site_scheduler,
+                  "With --sites: the named scheduler config of sites without scheduler:")
+      ->capture_default_str();
+  cmd->add_option("--synthetic-tenants", o->synthetic_tenants,
+                  "Tenants of --trace synthetic:JOBS (with --sites: each one's home is where its "
+                  "datasets are)")
+      ->capture_default_str();
   AddProfileOption(cmd);
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);

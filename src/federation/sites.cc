@@ -85,6 +85,8 @@ bool Urlish(std::string_view url) {
 constexpr double kMaxDatasetGiB = 1024.0 * 1024 * 1024;
 constexpr double kMaxGbps = 100'000;
 constexpr double kMaxLatencyMs = 10'000;
+// An outage starts and lasts within 10 years (sim/workload/trace.h's horizon).
+constexpr double kMaxOutageHours = 10 * 365.25 * 24;
 
 }  // namespace
 
@@ -142,13 +144,41 @@ Result<Sites> ParseSites(std::string_view text, std::string_view source) {
     std::string where = "sites." + site.name;
     if (site.name.empty()) return r.Error(kv.first, "sites", "a site needs a name");
     const YAML::Node& s = kv.second;
-    RETURN_IF_ERROR(
-        r.Keys(s, where, {"url", "token_env", "regions", "price_per_gpu_hour", "datasets"}));
+    RETURN_IF_ERROR(r.Keys(s, where,
+                           {"url", "token_env", "regions", "price_per_gpu_hour", "datasets",
+                            "cluster", "scheduler", "outages"}));
     ASSIGN_OR_RETURN(site.url, r.String(s, "url", where, true));
     if (!Urlish(site.url)) {
       return r.Error(s["url"], where + ".url", "expected an http:// or https:// URL");
     }
     ASSIGN_OR_RETURN(site.token_env, r.String(s, "token_env", where, false));
+    ASSIGN_OR_RETURN(site.cluster, r.String(s, "cluster", where, false));
+    if (!site.cluster.empty()) site.cluster_line = s["cluster"].Mark().line + 1;
+    ASSIGN_OR_RETURN(site.scheduler, r.String(s, "scheduler", where, false));
+    if (!site.scheduler.empty()) site.scheduler_line = s["scheduler"].Mark().line + 1;
+    if (YAML::Node outages = s["outages"]; outages.IsDefined()) {
+      if (!outages.IsSequence()) {
+        return r.Error(outages, where + ".outages", "expected a list of {start_h, hours}");
+      }
+      int k = 0;
+      for (const auto& o : outages) {
+        std::string owhere = fmt::format("{}.outages[{}]", where, k++);
+        RETURN_IF_ERROR(r.Keys(o, owhere, {"start_h", "hours"}));
+        ASSIGN_OR_RETURN(double start, r.Number(o, "start_h", owhere, 0, kMaxOutageHours, true));
+        ASSIGN_OR_RETURN(double hours, r.Number(o, "hours", owhere, 0, kMaxOutageHours, true));
+        if (hours <= 0) return r.Error(o["hours"], owhere + ".hours", "must be > 0");
+        Outage window{Hours(start), Hours(hours)};
+        if (!site.outages.empty()) {
+          const Outage& prev = site.outages.back();
+          if (window.start < prev.start + prev.duration) {
+            return r.Error(o["start_h"], owhere + ".start_h",
+                           "overlaps or precedes the outage before it (list them in order, "
+                           "apart)");
+          }
+        }
+        site.outages.push_back(window);
+      }
+    }
     ASSIGN_OR_RETURN(site.price_per_gpu_hour,
                      r.Number(s, "price_per_gpu_hour", where, 0, 1e6, false, 0));
     if (YAML::Node regions = s["regions"]; regions.IsDefined()) {

@@ -10,6 +10,11 @@
 //       price_per_gpu_hour: 2.10           # any currency, the same for every site
 //       datasets:
 //         corpus-zh: {size_gib: 3072}
+//       cluster: clusters/shenzhen.yaml    # simulator only: the site's cluster file, relative
+//                                          # to the sites file (`baton sim --sites`)
+//       scheduler: backfill                # simulator only: a named scheduler config
+//       outages:                           # simulator only: windows the site is down
+//         - {start_h: 12, hours: 6}
 //     hefei: {...}
 //   wan:                                   # one entry per pair of sites, both directions
 //     - {between: [shenzhen, hefei], gbps: 10, latency_ms: 28}
@@ -18,7 +23,10 @@
 // result, an unknown or duplicate key, a missing field, a value out of range, a WAN entry
 // from a site to itself, one naming an unknown site, two entries for one pair, a pair of sites
 // with no entry (every site must reach every other directly: staging is priced over one link),
-// and a dataset name stored at two sites with different sizes.
+// and a dataset name stored at two sites with different sizes, an outage with a negative start or
+// no length, and outages of one site that overlap. `cluster` and `scheduler` are kept as written
+// (with their lines, for the simulator's FILE:LINE errors); the broker ignores them and the
+// outages.
 #pragma once
 
 #include <map>
@@ -39,6 +47,13 @@ struct Dataset {
   Bytes size;
 };
 
+// A window in which a simulated site is down (its compute: its storage stays readable over the
+// WAN), from `start` after the simulation's first submission, for `duration`.
+struct Outage {
+  Seconds start;
+  Seconds duration;
+};
+
 struct Site {
   std::string name;
   std::string url;
@@ -46,6 +61,12 @@ struct Site {
   std::vector<std::string> regions;
   double price_per_gpu_hour = 0;
   std::vector<Dataset> datasets;  // sorted by name
+  // Simulator-only fields (`baton sim --sites`); the broker ignores them.
+  std::string cluster;          // a cluster file, as written (relative to the sites file)
+  int cluster_line = 0;         // its line in the sites file (0: absent)
+  std::string scheduler;        // a named scheduler config (sched::PolicyPreset), as written
+  int scheduler_line = 0;       // its line in the sites file (0: absent)
+  std::vector<Outage> outages;  // sorted by start, not overlapping
 
   bool InRegion(std::string_view region) const;
   const Dataset* FindDataset(std::string_view dataset) const;

@@ -99,7 +99,7 @@ TEST(SitesTest, FieldsAreChecked) {
             "sites.yaml:12: field 'sites.hefei.price_per_gpu_hour': expected a number");
   EXPECT_EQ(with("regions: [cn]\n", "region: [cn]\n"),
             "sites.yaml:11: field 'sites.hefei.region': unknown field (known: url, token_env, "
-            "regions, price_per_gpu_hour, datasets)");
+            "regions, price_per_gpu_hour, datasets, cluster, scheduler, outages)");
   EXPECT_EQ(with("    url: https://127.0.0.1:8083\n",
                  "    url: https://127.0.0.1:8083\n    datasets: {corpus-zh: {size_gib: 10}}\n"),
             "sites.yaml:15: field 'sites.slurm.datasets.corpus-zh.size_gib': 10 GiB here but "
@@ -108,6 +108,45 @@ TEST(SitesTest, FieldsAreChecked) {
   EXPECT_NE(with("    token_env: HEFEI_TOKEN\n", "    token_env: A\n    token_env: B\n")
                 .find("duplicate key 'token_env'"),
             std::string::npos);
+}
+
+TEST(SitesTest, SimulatorFieldsAreKeptWithTheirLines) {
+  std::string text = kThreeSites;
+  text.replace(text.find("    price_per_gpu_hour: 1.6\n"), 0,
+               "    cluster: clusters/hefei.yaml\n    scheduler: backfill\n"
+               "    outages:\n      - {start_h: 2, hours: 4}\n      - {start_h: 10, hours: 0.5}\n");
+  Result<Sites> s = ParseSites(text, "sites.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const Site& hefei = s->sites()[s->Find("hefei")];
+  EXPECT_EQ(hefei.cluster, "clusters/hefei.yaml");
+  EXPECT_EQ(hefei.cluster_line, 12);
+  EXPECT_EQ(hefei.scheduler, "backfill");
+  EXPECT_EQ(hefei.scheduler_line, 13);
+  ASSERT_EQ(hefei.outages.size(), 2u);
+  EXPECT_DOUBLE_EQ(hefei.outages[0].start.value(), 7200);
+  EXPECT_DOUBLE_EQ(hefei.outages[1].duration.value(), 1800);
+  const Site& shenzhen = s->sites()[s->Find("shenzhen")];
+  EXPECT_TRUE(shenzhen.cluster.empty());
+  EXPECT_EQ(shenzhen.cluster_line, 0);
+  EXPECT_TRUE(shenzhen.outages.empty());
+
+  auto with = [&](const std::string& outages) {
+    std::string t = kThreeSites;
+    t.replace(t.find("    price_per_gpu_hour: 1.6\n"), 0, outages);
+    return Error(t);
+  };
+  EXPECT_EQ(with("    outages:\n      - {start_h: 2, hours: 4}\n      - {start_h: 5, hours: 1}\n"),
+            "sites.yaml:14: field 'sites.hefei.outages[1].start_h': overlaps or precedes the "
+            "outage before it (list them in order, apart)");
+  EXPECT_EQ(with("    outages:\n      - {start_h: 2, hours: 0}\n"),
+            "sites.yaml:13: field 'sites.hefei.outages[0].hours': must be > 0");
+  EXPECT_EQ(with("    outages:\n      - {start_h: -1, hours: 2}\n"),
+            "sites.yaml:13: field 'sites.hefei.outages[0].start_h': must be in [0, 87660], got -1");
+  EXPECT_EQ(with("    outages:\n      - {at: 1, hours: 2}\n"),
+            "sites.yaml:13: field 'sites.hefei.outages[0].at': unknown field (known: start_h, "
+            "hours)");
+  EXPECT_EQ(with("    cluster: ''\n"),
+            "sites.yaml:12: field 'sites.hefei.cluster': expected a non-empty string");
 }
 
 TEST(SitesTest, OneSiteNeedsNoWan) {

@@ -7,6 +7,8 @@
 //   fit_profile DATA_DIR --validate [PROFILE.yaml]   (only `baton plan validate`'s report)
 //   fit_profile DATA_DIR --search MODEL GPUS GPU GBS [PROFILE.yaml]   (top 3 plans, as
 //   `baton plan search` ranks them)
+//   fit_profile DATA_DIR --rows PREFIX [PROFILE.yaml]   (the step breakdown of every row whose
+//   id starts with PREFIX: where the estimate's time goes, to find what a miss points at)
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -60,6 +62,39 @@ int main(int argc, char** argv) {
     for (const RankedPlan& r : found->top) {
       fmt::print("{:.3f} s  MFU {:.1f}% (causal {:.1f}%)  {}\n", r.estimate.step.value(),
                  100 * r.estimate.mfu, 100 * r.estimate.mfu_causal, PlanToString(r.plan));
+    }
+    return 0;
+  }
+  if (std::strcmp(argv[2], "--rows") == 0 && argc >= 4) {
+    auto runs = LoadPublishedTables(DevTables(dir));
+    if (!runs.ok()) {
+      fmt::print(stderr, "{}\n", runs.status().ToString());
+      return 1;
+    }
+    SystemProfile profile = BuiltinProfile();
+    if (argc > 4) {
+      auto loaded = LoadProfile(argv[4]);
+      if (!loaded.ok()) {
+        fmt::print(stderr, "{}\n", loaded.status().ToString());
+        return 1;
+      }
+      profile = *loaded;
+    }
+    for (const PublishedRun& r : *runs) {
+      if (!r.id.starts_with(argv[3])) continue;
+      auto v = ValidateRunWithProfile(r, profile);
+      if (!v.ok()) {
+        fmt::print("{}: {}\n", r.id, v.status().ToString());
+        continue;
+      }
+      const StepEstimate& e = v->estimate;
+      fmt::print(
+          "{} {:+.1f}% step {:.3f}s: compute {:.3f} recompute {:.3f} tp {:.3f} cp {:.3f} pp {:.3f} "
+          "dp {:.3f} bubble {:.3f} opt {:.3f} launch {:.3f} | mfu {:.3f} mem {:.1f}/{:.1f} GiB\n",
+          r.id, 100 * v->error, e.step.value(), e.compute.value(), e.recompute.value(),
+          e.tp_comm.value(), e.cp_comm.value(), e.pp_comm.value(), e.dp_comm.value(),
+          e.bubble.value(), e.optimizer.value(), e.launch.value(), e.mfu, ToGiB(e.memory.total()),
+          ToGiB(e.memory.usable));
     }
     return 0;
   }

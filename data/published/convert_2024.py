@@ -19,7 +19,7 @@ SRC, DST = sys.argv[1], sys.argv[2]
 OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
             "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
-            "mfu_attention,flops,mfu_peak,tp_overlap,grads,assumptions").split(",")
+            "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,assumptions").split(",")
 
 # Shapes the source does not print, from the model's own release (named in the assumption).
 KNOWN_SHAPES = {
@@ -299,6 +299,25 @@ def convert(r, skipped):
         else:
             o["dtype"] = "bf16"
             a.append("dtype not printed: bf16")
+    # fp8 recipe: torchao float8 in torchtitan (dynamic tensorwise scaling unless the row says
+    # rowwise: torchao's default at both benchmark dates), Transformer Engine's delayed scaling in
+    # every NVIDIA stack (NeMo, Megatron-Core, and the JAX containers of dgxc's Paxml / MaxText).
+    if o["dtype"] == "fp8":
+        if "rowwise" in dt.lower():
+            o["fp8_recipe"] = "rowwise"
+        elif grp == "torchtitan":
+            o["fp8_recipe"] = "tensorwise"
+            if "tensorwise" not in dt.lower():
+                a.append("float8 recipe not printed: tensorwise (torchao's default)")
+        else:
+            o["fp8_recipe"] = "delayed"
+            if grp == "dgxc" and ("pax" in rid or "maxtext" in rid):
+                a.append("fp8 recipe not printed: Transformer Engine delayed scaling (NVIDIA's JAX containers)")
+    # torchtitan ran eager unless the run says torch.compile (compile was off by default); every
+    # other stack fuses its element-wise kernels (Transformer Engine, Megatron, XLA). main()
+    # carries a compile note from one metric of a run to its other metrics.
+    if grp == "torchtitan":
+        o["compiled"] = "yes" if ("compile" in notes.lower() or "compile" in rid) else "no"
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"
@@ -363,6 +382,15 @@ def main():
             o = convert(r, skipped)
             if o:
                 out.append(o)
+    # One run printed as several metrics (ids differing in the suffix) shares its compile flag.
+    suffix = re.compile(r"-(tps|wps|mfu|tflops|step|hfu)$")
+    compiled = {suffix.sub("", o["id"]) for o in out if o["compiled"] == "yes"}
+    for o in out:
+        if o["compiled"] == "no" and suffix.sub("", o["id"]) in compiled:
+            o["compiled"] = "yes"
+        if o["compiled"] == "no":
+            o["assumptions"] = clean(o["assumptions"].replace("none", "") + "; eager PyTorch: "
+                                     "torch.compile not mentioned (off by default)").strip("; ")
     with open(f"{DST}/runs-2024.csv", "w", newline="") as f:
         f.write(",".join(OUT_COLS) + "\n")
         for o in out:

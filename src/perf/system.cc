@@ -78,6 +78,10 @@ double RatedPowerW(std::string_view gpu_name) {
   return 0;
 }
 
+double DefaultNicGbps(std::string_view gpu_name) {
+  return gpu_name.starts_with("A100") ? 200.0 : 400.0;
+}
+
 Calibration DefaultCalibration(std::string_view gpu_family) {
   const FamilyProfile* f = ActiveProfile().Find(gpu_family);
   return f != nullptr ? f->calib : Calibration{};

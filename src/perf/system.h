@@ -34,6 +34,10 @@ struct Calibration {
   // GEMM rate with fp8 inputs relative to bf16 at the same shape (the datasheet fp8 peak is 2x;
   // recipes keep attention, norms and some GEMMs in bf16 and pay for scaling and casts).
   double fp8_gemm_speedup = 1.0;
+  // The same for torchao's rowwise-scaled recipe (Fp8Recipe::kRowwise), whose scaled-GEMM kernels
+  // are slower than the tensor-scaled ones; fitted on torchtitan's rowwise rows (the async-TP
+  // benchmark, data/published/runs-2024.csv), 1.25 before any fit.
+  double fp8_rowwise_gemm_speedup = 1.25;
   // Fixed time per optimizer step (data loading, logging, gradient clipping, synchronisation).
   double step_overhead_s = 0;
   // ZeRO-3 / FSDP: share of one unit's (layer's) compute that hides the next unit's prefetched
@@ -98,6 +102,12 @@ struct SystemSpec {
 // Rated board power of a catalogue GPU in watts (NVIDIA datasheets: A100 SXM 400, H100 / H800 /
 // H200 SXM 700, B200 1,000, GB200 1,200 per GPU); 0 when not known.
 double RatedPowerW(std::string_view gpu_name);
+
+// The compute-network bandwidth a GPU of this catalogue name ships with in its reference system,
+// Gb/s per GPU: DGX A100 one HDR InfiniBand NIC per GPU (200 Gb/s); DGX H100 / H200 and DGX B200
+// one ConnectX-7 NDR NIC per GPU (400 Gb/s); GB200 NVL72 compute trays likewise 400 Gb/s per GPU
+// (NVIDIA DGX user guides). What `baton plan` assumes when --nic-gbps is not given.
+double DefaultNicGbps(std::string_view gpu_name);
 
 // From a topology: GPU type from the (first) node shape, tiers from the NVLink domain and switch
 // structure, bandwidth/latency from Cluster::Link. `gpus` = 0 means every GPU of the cluster.

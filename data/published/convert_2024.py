@@ -232,7 +232,14 @@ def convert(r, skipped):
         o["mbs"] = mbs
     # recompute
     rc = r["recompute"].lower()
-    if not rc:
+    if not rc and grp == "dgxc" and "-pax-" in rid:
+        # Paxml's GPT configs (paxml/contrib/gpu/scripts_gpu/configs.py: GPT5B, GPT175B) inherit
+        # CHECKPOINT_POLICY = SAVE_NOTHING from TransformerLmSpmdAdafactor
+        # (paxml/tasks/lm/model_params.py): every layer rematerialised in the backward pass.
+        o["recompute"] = "full"
+        a.append("recompute not printed: full (Paxml's default checkpoint policy SAVE_NOTHING, "
+                 "inherited by its GPT5B / GPT175B configs)")
+    elif not rc:
         o["recompute"] = ""
         a.append("recompute not printed: searched (fastest of none/selective/full that fits)")
     elif rc.startswith("full") or rc.startswith("yes") or rc.endswith("=true"):

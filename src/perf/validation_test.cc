@@ -48,9 +48,9 @@ std::string SourceDir() {
 constexpr double kOutlierBound = 0.25;
 
 // ValidationTest.AllDevTablesRegressionGuard: the built-in profile's mean |error| on every dev
-// table, printed by `baton plan validate` (9.0 % after fp8 recipes and eager kernels were
-// modelled; 10.1 % before), plus one point of slack.
-constexpr double kDevTablesMaeGuard = 0.10;
+// table, printed by `baton plan validate` (8.1 % after fp8 recipes, eager kernels and Paxml's
+// rematerialisation; 10.1 % before), plus one point of slack.
+constexpr double kDevTablesMaeGuard = 0.091;
 
 // runs.csv under the built-in profile, which is the least-squares fit on every dev table: one
 // Ampere calibration serves the 2021-22 Megatron-LM rows (no FlashAttention, no overlap) and the
@@ -390,6 +390,27 @@ TEST(ValidationTest, EagerElementwiseKernelsCostTime) {
   // Measured 1.157x; the kernel count gives 5-20 % on this 8B model.
   EXPECT_GT(c->predicted, 1.05 * e->predicted);
   EXPECT_LT(c->predicted, 1.20 * e->predicted);
+}
+
+// dgxc's Paxml rows do not print their rematerialisation; Paxml's GPT configs inherit
+// CHECKPOINT_POLICY = SAVE_NOTHING (full recomputation). Searched as "fastest that fits", the 5B
+// rows ran without recomputation in the model and came out 21-27 % fast.
+TEST(ValidationTest, PaxmlRowsRecomputeEveryLayer) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  int pax = 0;
+  for (const PublishedRun& r : *runs) {
+    if (!r.id.starts_with("dgxc-pax-")) continue;
+    ++pax;
+    EXPECT_TRUE(r.recompute_published) << r.id;
+    EXPECT_EQ(r.plan.recompute, Recompute::kFull) << r.id;
+    if (r.id == "dgxc-pax-gpt3-5b-bf16-16g-step") {
+      auto v = ValidateRun(r);
+      ASSERT_TRUE(v.ok());
+      EXPECT_LT(std::abs(v->error), 0.10) << v->predicted;
+    }
+  }
+  EXPECT_EQ(pax, 26);
 }
 
 TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {

@@ -334,7 +334,8 @@ def convert(r, skipped):
         if grp == "torchtitan":
             o["tp_overlap"] = "yes" if ("asynctp" in rid.replace("-", "") and not rid.endswith("-0") and
                                         not rid.endswith("-2") and not rid.endswith("-4")) or \
-                "AsyncTP" in notes or rid.endswith("asynctp") else "no"
+                re.search(r"async[ -]?tp", notes.lower()) is not None or \
+                rid.endswith("asynctp") else "no"
         else:
             o["tp_overlap"] = "yes"
     # metric and FLOP convention

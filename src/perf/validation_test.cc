@@ -48,9 +48,9 @@ std::string SourceDir() {
 constexpr double kOutlierBound = 0.25;
 
 // ValidationTest.AllDevTablesRegressionGuard: the built-in profile's mean |error| on every dev
-// table, printed by `baton plan validate` (8.1 % after fp8 recipes, eager kernels and Paxml's
+// table, printed by `baton plan validate` (8.0 % after fp8 recipes, eager kernels and Paxml's
 // rematerialisation; 10.1 % before), plus one point of slack.
-constexpr double kDevTablesMaeGuard = 0.091;
+constexpr double kDevTablesMaeGuard = 0.09;
 
 // runs.csv under the built-in profile, which is the least-squares fit on every dev table: one
 // Ampere calibration serves the 2021-22 Megatron-LM rows (no FlashAttention, no overlap) and the
@@ -411,6 +411,24 @@ TEST(ValidationTest, PaxmlRowsRecomputeEveryLayer) {
     }
   }
   EXPECT_EQ(pax, 26);
+}
+
+// torchtitan's 405B row "Float8 + async TP" says so in lower case ("async tp"); the converter
+// matched only "AsyncTP" and timed that run with its TP communication exposed.
+TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  for (const char* id : {"tt-405b-h100-128g-2-wps", "tt-405b-h100-128g-2-mfu",
+                         "tt-dec24-t4-2d-asynctp", "tt-asynctp-8b-1"}) {
+    const PublishedRun* r = FindRun(*runs, id);
+    ASSERT_TRUE(r != nullptr) << id;
+    EXPECT_TRUE(r->plan.tp_comm_overlap) << id;
+  }
+  for (const char* id : {"tt-405b-h100-128g-1-wps", "tt-asynctp-8b-0", "tt-dec24-t4-2d"}) {
+    const PublishedRun* r = FindRun(*runs, id);
+    ASSERT_TRUE(r != nullptr) << id;
+    EXPECT_FALSE(r->plan.tp_comm_overlap) << id;
+  }
 }
 
 TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {

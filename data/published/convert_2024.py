@@ -205,6 +205,13 @@ def convert(r, skipped):
             o["vp"] = "1"  # plain 1F1B: one stage per rank
             a[:] = [x for x in a if not x.startswith("vp not printed")]
             a.append("schedule 1F1B: vp 1")
+        elif "Interleaved" in notes:
+            # torchtitan's generate_split_points: multi-stage schedules default to two stages
+            # per rank when no split points are given (torchtitan/parallelisms/pipelining_utils.py).
+            o["vp"] = "2"
+            a[:] = [x for x in a if not x.startswith("vp not printed")]
+            a.append("schedule Interleaved 1F1B, stages per rank not printed: 2 (torchtitan's "
+                     "default without split points)")
     o["mbs"] = mbs
     if not mbs:
         a.append("mbs not printed: searched (fastest that fits)")

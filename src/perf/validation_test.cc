@@ -48,9 +48,9 @@ std::string SourceDir() {
 constexpr double kOutlierBound = 0.25;
 
 // ValidationTest.AllDevTablesRegressionGuard: the built-in profile's mean |error| on every dev
-// table, printed by `baton plan validate` (8.0 % after fp8 recipes, eager kernels and Paxml's
-// rematerialisation; 10.1 % before), plus one point of slack.
-constexpr double kDevTablesMaeGuard = 0.09;
+// table, printed by `baton plan validate` (7.9 % after issue 13's third pass: fp8 recipes, eager
+// kernels and the rows' settings read as their stacks' defaults; 10.1 % before), plus one point.
+constexpr double kDevTablesMaeGuard = 0.089;
 
 // runs.csv under the built-in profile, which is the least-squares fit on every dev table: one
 // Ampere calibration serves the 2021-22 Megatron-LM rows (no FlashAttention, no overlap) and the
@@ -444,6 +444,23 @@ TEST(ValidationTest, TorchtitanInterleavedRunsTwoStagesPerRank) {
   auto v = ValidateRun(*r);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->plan.vp, 2);
+}
+
+// fms-fsdp's README does not print its network; it is the IBM team's table from the same
+// 128-A100 cluster as the PyTorch blog (3,760 against 3,700 tokens/s for 7B), whose network the
+// blog prints (400 Gb/s Ethernet per node). It was read as a DGX A100 with 8 x HDR 200, and its
+// HSDP rows came out 25-32 % fast.
+TEST(ValidationTest, FmsFsdpRunsOnTheBlogsCluster) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  for (const char* id : {"fmsfsdp-7b", "fmsfsdp-13b", "fmsfsdp-34b", "fmsfsdp-70b"}) {
+    const PublishedRun* r = FindRun(*runs, id);
+    ASSERT_TRUE(r != nullptr) << id;
+    const PublishedRun* blog = FindRun(*runs, "ibm-fsdp-7B-a100-tps");
+    ASSERT_TRUE(blog != nullptr);
+    EXPECT_EQ(r->network, blog->network) << id;
+    EXPECT_DOUBLE_EQ(r->system.nic_gbits_per_gpu, blog->system.nic_gbits_per_gpu) << id;
+  }
 }
 
 TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {

@@ -295,6 +295,11 @@ def convert(r, skipped):
             a.append("HSDP shard group = one 8-GPU node (fms-fsdp default)")
         elif "degree not printed" in zero_txt:
             a.append("FSDP degree not printed: full shard over dp")
+        if grp == "ibm-fsdp":
+            # fms-fsdp's "bf16 mixed precision" policy (fms_fsdp/policies/mixed_precision.py:
+            # bfSixteen, reduce_dtype=torch.bfloat16) reduce-scatters gradients in bf16.
+            o["grads"] = "bf16"
+            a.append("gradients reduced in bf16 (fms-fsdp's bfSixteen mixed-precision policy)")
     elif grp in ("nemo-2407", "nemo-longseq", "megatron-bridge", "dgxc", "megatron-lm"):
         o["grads"] = "bf16"
         a.append("bf16 gradients (Megatron-Core DDP default grad_reduce_in_fp32=False)")

@@ -87,7 +87,9 @@ EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const System
   for (int i = 0; i < kMaxTiers; ++i) {
     const NetworkTier& tier = s.tiers[std::min(i, tier_count - 1)];
     bool nvlink = tier.level <= topo::Level::kNvlinkDomain;
-    double eff = nvlink ? s.calib.nvlink_efficiency : s.calib.network_efficiency;
+    double eff = nvlink       ? s.calib.nvlink_efficiency
+                 : s.ethernet ? s.calib.ethernet_efficiency
+                              : s.calib.network_efficiency;
     tier_bw[i] = std::max(tier.link.bandwidth.value() * eff, 1.0);
     tier_latency[i] = tier.link.latency.value();
     tier_gpus[i] = i < s.tier_count ? tier.gpus : std::numeric_limits<int>::max();

@@ -164,6 +164,7 @@ Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
     return InvalidArgumentError(fmt::format("system.hbm_gib: {} is not in 0..4096", d.hbm_gib));
   }
   if (d.hbm_gib > 0) s.gpu.hbm = GiB(d.hbm_gib);
+  s.ethernet = d.ethernet;
   if (!(d.power_limit_w >= 0) || d.power_limit_w > 5000) {
     return InvalidArgumentError(
         fmt::format("system.power_limit_w: {} is not in 0..5000", d.power_limit_w));

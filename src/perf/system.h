@@ -61,6 +61,11 @@ struct Calibration {
   // Fraction of link bandwidth NCCL collectives reach (bus bandwidth / link bandwidth).
   double nvlink_efficiency = 0.75;
   double network_efficiency = 0.85;
+  // The same for a general-purpose Ethernet fabric (ShortSystem::ethernet: the IBM cloud cluster
+  // of the PyTorch FSDP blog and fms-fsdp), whose collectives reach less of the line rate than
+  // on InfiniBand (no adaptive routing, shared with other traffic); fitted on those rows, 0.85
+  // before any fit.
+  double ethernet_efficiency = 0.85;
   // Fraction of the last micro-batch's backward pass that hides DP gradient reduction.
   double dp_overlap_fraction = 0.8;
   // Fraction of TP communication hidden behind GEMMs (0 in Megatron-LM before TE comm overlap).
@@ -97,6 +102,7 @@ struct SystemSpec {
   // Tensor-core rate relative to the datasheet's, for parts run below their rated board power
   // (SystemFromShort: power_limit_w). MFU still divides by the datasheet peak.
   double clock_scale = 1.0;
+  bool ethernet = false;  // inter-node tiers: ShortSystem::ethernet
 };
 
 // Rated board power of a catalogue GPU in watts (NVIDIA datasheets: A100 SXM 400, H100 / H800 /
@@ -129,6 +135,9 @@ struct ShortSystem {
   // clocks at (P / R)^(1/3) (500 of 700 W: 0.89); static power is ignored, so this is the least
   // the cap can cost.
   double power_limit_w = 0;
+  // The inter-node tiers are a general-purpose Ethernet fabric (Calibration::ethernet_efficiency)
+  // rather than InfiniBand or a dedicated RoCE training fabric.
+  bool ethernet = false;
 };
 Result<SystemSpec> SystemFromShort(const ShortSystem& s);
 

@@ -72,6 +72,9 @@ Result<ShortSystem> SystemForRun(std::string_view gpu, std::string_view network,
   } else {
     return InvalidArgumentError(fmt::format("network: unknown description '{}'", network));
   }
+  // "Ethernet ..." names the IBM cloud clusters' general-purpose fabric; Meta's "RoCE" clusters
+  // are dedicated RDMA training fabrics and count as InfiniBand-like.
+  s.ethernet = net.find("ethernet") != std::string::npos;
   return s;
 }
 

@@ -7,11 +7,14 @@
 //   fit_profile DATA_DIR --validate [PROFILE.yaml]   (only `baton plan validate`'s report)
 //   fit_profile DATA_DIR --search MODEL GPUS GPU GBS [PROFILE.yaml]   (top 3 plans, as
 //   `baton plan search` ranks them)
+//   fit_profile DATA_DIR --rows PREFIX [PROFILE.yaml]   (the step breakdown of every row whose
+//   id starts with PREFIX: where the estimate's time goes, to find what a miss points at)
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "perf/calibrate.h"
 #include "perf/search.h"
@@ -63,6 +66,42 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (std::strcmp(argv[2], "--rows") == 0 && argc >= 4) {
+    auto runs = LoadPublishedTables(DevTables(dir));
+    if (!runs.ok()) {
+      fmt::print(stderr, "{}\n", runs.status().ToString());
+      return 1;
+    }
+    SystemProfile profile = BuiltinProfile();
+    if (argc > 4) {
+      auto loaded = LoadProfile(argv[4]);
+      if (!loaded.ok()) {
+        fmt::print(stderr, "{}\n", loaded.status().ToString());
+        return 1;
+      }
+      profile = *loaded;
+    }
+    for (const PublishedRun& r : *runs) {
+      if (!r.id.starts_with(argv[3])) continue;
+      auto v = ValidateRunWithProfile(r, profile);
+      if (!v.ok()) {
+        fmt::print("{}: {}\n", r.id, v.status().ToString());
+        continue;
+      }
+      const StepEstimate& e = v->estimate;
+      fmt::print(
+          "{} {:+.1f}% step {:.3f}s: compute {:.3f} recompute {:.3f} tp {:.3f} cp {:.3f} pp {:.3f} "
+          "dp {:.3f} bubble {:.3f} opt {:.3f} launch {:.3f} | mfu {:.3f} mem {:.1f}/{:.1f} GiB "
+          "(w {:.1f} g {:.1f} o {:.1f} act {:.1f} buf {:.1f}) {}\n",
+          r.id, 100 * v->error, e.step.value(), e.compute.value(), e.recompute.value(),
+          e.tp_comm.value(), e.cp_comm.value(), e.pp_comm.value(), e.dp_comm.value(),
+          e.bubble.value(), e.optimizer.value(), e.launch.value(), e.mfu, ToGiB(e.memory.total()),
+          ToGiB(e.memory.usable), ToGiB(e.memory.weights), ToGiB(e.memory.gradients),
+          ToGiB(e.memory.optimizer), ToGiB(e.memory.activations), ToGiB(e.memory.buffers),
+          PlanToString(v->plan));
+    }
+    return 0;
+  }
   if (std::strcmp(argv[2], "--validate") == 0) {
     auto runs = LoadPublishedTables(DevTables(dir));
     if (!runs.ok()) {
@@ -90,6 +129,18 @@ int main(int argc, char** argv) {
       if (vt.ok()) {
         fmt::print("vTrain: {} points, mean |error| {:.1f}%, median {:+.1f}%, max {:.1f}%\n",
                    vt->points, 100 * vt->mae, 100 * vt->median, 100 * vt->max);
+        // Mean signed error by TP degree and hidden size per TP shard: where the GEMM curve's
+        // dependence on the shard's width shows.
+        std::map<std::pair<int, int>, std::pair<double, int>> by;
+        for (const VtrainPoint& p : vt->rows) {
+          auto& b = by[{p.plan.tp, p.model.hidden / p.plan.tp}];
+          b.first += p.estimated_s / p.measured_s - 1;
+          b.second += 1;
+        }
+        for (const auto& [k, v] : by) {
+          fmt::print("  tp {} hidden/tp {:>5}: {:>4} points, mean error {:+.1f}%\n", k.first,
+                     k.second, v.second, 100 * v.first / v.second);
+        }
       }
     }
     return 0;

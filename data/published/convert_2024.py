@@ -19,7 +19,7 @@ SRC, DST = sys.argv[1], sys.argv[2]
 OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
             "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
-            "mfu_attention,flops,mfu_peak,tp_overlap,grads,assumptions").split(",")
+            "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,assumptions").split(",")
 
 # Shapes the source does not print, from the model's own release (named in the assumption).
 KNOWN_SHAPES = {
@@ -137,6 +137,13 @@ def convert(r, skipped):
         o["network"] = "Ethernet 800G per node"
     elif net.startswith("single node"):
         o["network"] = "IB 400G per GPU"
+    elif grp == "ibm-fsdp" and o["gpu"] == "A100-80GB":
+        # fms-fsdp is the IBM team's own repository; its 128-A100 table is the blog's cluster
+        # (same models, GPU count and batch; 3,760 vs 3,700 tokens/s for 7B), whose network the
+        # blog prints: 400 Gb/s inter-node Ethernet per 8-GPU node.
+        o["network"] = "Ethernet 400G per node"
+        a.append("network not printed: the PyTorch/IBM blog's 128-A100 cluster by the same team "
+                 "(400 Gb/s Ethernet per node)")
     elif o["gpu"] == "A100-80GB":
         o["network"] = "DGX-A100 8xHDR200"
         a.append("network not printed: DGX A100 (8 x HDR 200G per node)")
@@ -205,6 +212,13 @@ def convert(r, skipped):
             o["vp"] = "1"  # plain 1F1B: one stage per rank
             a[:] = [x for x in a if not x.startswith("vp not printed")]
             a.append("schedule 1F1B: vp 1")
+        elif "Interleaved" in notes:
+            # torchtitan's generate_split_points: multi-stage schedules default to two stages
+            # per rank when no split points are given (torchtitan/parallelisms/pipelining_utils.py).
+            o["vp"] = "2"
+            a[:] = [x for x in a if not x.startswith("vp not printed")]
+            a.append("schedule Interleaved 1F1B, stages per rank not printed: 2 (torchtitan's "
+                     "default without split points)")
     o["mbs"] = mbs
     if not mbs:
         a.append("mbs not printed: searched (fastest that fits)")
@@ -232,7 +246,14 @@ def convert(r, skipped):
         o["mbs"] = mbs
     # recompute
     rc = r["recompute"].lower()
-    if not rc:
+    if not rc and grp == "dgxc" and "-pax-" in rid:
+        # Paxml's GPT configs (paxml/contrib/gpu/scripts_gpu/configs.py: GPT5B, GPT175B) inherit
+        # CHECKPOINT_POLICY = SAVE_NOTHING from TransformerLmSpmdAdafactor
+        # (paxml/tasks/lm/model_params.py): every layer rematerialised in the backward pass.
+        o["recompute"] = "full"
+        a.append("recompute not printed: full (Paxml's default checkpoint policy SAVE_NOTHING, "
+                 "inherited by its GPT5B / GPT175B configs)")
+    elif not rc:
         o["recompute"] = ""
         a.append("recompute not printed: searched (fastest of none/selective/full that fits)")
     elif rc.startswith("full") or rc.startswith("yes") or rc.endswith("=true"):
@@ -274,6 +295,11 @@ def convert(r, skipped):
             a.append("HSDP shard group = one 8-GPU node (fms-fsdp default)")
         elif "degree not printed" in zero_txt:
             a.append("FSDP degree not printed: full shard over dp")
+        if grp == "ibm-fsdp":
+            # fms-fsdp's "bf16 mixed precision" policy (fms_fsdp/policies/mixed_precision.py:
+            # bfSixteen, reduce_dtype=torch.bfloat16) reduce-scatters gradients in bf16.
+            o["grads"] = "bf16"
+            a.append("gradients reduced in bf16 (fms-fsdp's bfSixteen mixed-precision policy)")
     elif grp in ("nemo-2407", "nemo-longseq", "megatron-bridge", "dgxc", "megatron-lm"):
         o["grads"] = "bf16"
         a.append("bf16 gradients (Megatron-Core DDP default grad_reduce_in_fp32=False)")
@@ -299,6 +325,25 @@ def convert(r, skipped):
         else:
             o["dtype"] = "bf16"
             a.append("dtype not printed: bf16")
+    # fp8 recipe: torchao float8 in torchtitan (dynamic tensorwise scaling unless the row says
+    # rowwise: torchao's default at both benchmark dates), Transformer Engine's delayed scaling in
+    # every NVIDIA stack (NeMo, Megatron-Core, and the JAX containers of dgxc's Paxml / MaxText).
+    if o["dtype"] == "fp8":
+        if "rowwise" in dt.lower():
+            o["fp8_recipe"] = "rowwise"
+        elif grp == "torchtitan":
+            o["fp8_recipe"] = "tensorwise"
+            if "tensorwise" not in dt.lower():
+                a.append("float8 recipe not printed: tensorwise (torchao's default)")
+        else:
+            o["fp8_recipe"] = "delayed"
+            if grp == "dgxc" and ("pax" in rid or "maxtext" in rid):
+                a.append("fp8 recipe not printed: Transformer Engine delayed scaling (NVIDIA's JAX containers)")
+    # torchtitan ran eager unless the run says torch.compile (compile was off by default); every
+    # other stack fuses its element-wise kernels (Transformer Engine, Megatron, XLA). main()
+    # carries a compile note from one metric of a run to its other metrics.
+    if grp == "torchtitan":
+        o["compiled"] = "yes" if ("compile" in notes.lower() or "compile" in rid) else "no"
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"
@@ -308,7 +353,8 @@ def convert(r, skipped):
         if grp == "torchtitan":
             o["tp_overlap"] = "yes" if ("asynctp" in rid.replace("-", "") and not rid.endswith("-0") and
                                         not rid.endswith("-2") and not rid.endswith("-4")) or \
-                "AsyncTP" in notes or rid.endswith("asynctp") else "no"
+                re.search(r"async[ -]?tp", notes.lower()) is not None or \
+                rid.endswith("asynctp") else "no"
         else:
             o["tp_overlap"] = "yes"
     # metric and FLOP convention
@@ -363,6 +409,15 @@ def main():
             o = convert(r, skipped)
             if o:
                 out.append(o)
+    # One run printed as several metrics (ids differing in the suffix) shares its compile flag.
+    suffix = re.compile(r"-(tps|wps|mfu|tflops|step|hfu)$")
+    compiled = {suffix.sub("", o["id"]) for o in out if o["compiled"] == "yes"}
+    for o in out:
+        if o["compiled"] == "no" and suffix.sub("", o["id"]) in compiled:
+            o["compiled"] = "yes"
+        if o["compiled"] == "no":
+            o["assumptions"] = clean(o["assumptions"].replace("none", "") + "; eager PyTorch: "
+                                     "torch.compile not mentioned (off by default)").strip("; ")
     with open(f"{DST}/runs-2024.csv", "w", newline="") as f:
         f.write(",".join(OUT_COLS) + "\n")
         for o in out:

@@ -44,7 +44,7 @@ struct PlanOptions {
   std::string gpus_arg;  // "N" or a list "1024,2048"
   int gpus_per_node = 8;
   double nvlink_gbytes = 0;
-  double nic_gbits = 400;
+  double nic_gbits = 0;  // 0: the GPU's reference system (perf::DefaultNicGbps)
   int nodes_per_leaf = 32;
   double oversubscription = 1.0;
   std::string preset;
@@ -193,7 +193,7 @@ Result<perf::SystemSpec> MakeSystemNoProfile(const PlanOptions& o, int gpus) {
   s.gpus = gpus;
   s.gpus_per_node = o.gpus_per_node;
   s.nvlink_gbytes_per_s = o.nvlink_gbytes;
-  s.nic_gbits_per_gpu = o.nic_gbits;
+  s.nic_gbits_per_gpu = o.nic_gbits > 0 ? o.nic_gbits : perf::DefaultNicGbps(o.gpu);
   s.nodes_per_leaf = o.nodes_per_leaf;
   s.oversubscription = o.oversubscription;
   return perf::SystemFromShort(s);
@@ -265,7 +265,9 @@ void AddSystemOptions(CLI::App* c, PlanOptions* o) {
   c->add_option("--gpu", o->gpu, "GPU type (short description)")->capture_default_str();
   c->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node")->capture_default_str();
   c->add_option("--nvlink-gbps", o->nvlink_gbytes, "NVLink GB/s per direction (0 = GPU's)");
-  c->add_option("--nic-gbps", o->nic_gbits, "NIC Gb/s per GPU")->capture_default_str();
+  c->add_option("--nic-gbps", o->nic_gbits,
+                "NIC Gb/s per GPU (default: the GPU's reference system, 200 for A100 (HDR), 400 "
+                "otherwise (NDR))");
   c->add_option("--nodes-per-leaf", o->nodes_per_leaf, "Nodes under one leaf switch")
       ->capture_default_str();
   c->add_option("--oversubscription", o->oversubscription, "Above the leaf")->capture_default_str();

@@ -207,12 +207,19 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
   CvReport cv;
   CalibrateOptions fit_opts = options;
   fit_opts.bands = false;
+  SystemProfile prior = start;
+  const Calibration defaults;
+  for (FamilyProfile& f : prior.families) {
+    for (const CalibrationField& field : CalibrationFields()) {
+      if (field.fitted_on_runs) f.calib.*(field.member) = defaults.*(field.member);
+    }
+  }
   for (const std::string& g : groups) {
     std::vector<PublishedRun> train;
     for (const PublishedRun& r : runs) {
       if (r.group != g) train.push_back(r);
     }
-    ASSIGN_OR_RETURN(SystemProfile fitted, FitProfile(train, start, attention, fit_opts));
+    ASSIGN_OR_RETURN(SystemProfile fitted, FitProfile(train, prior, attention, fit_opts));
     CvGroup cg;
     cg.group = g;
     for (const PublishedRun& r : runs) {

@@ -73,7 +73,8 @@ EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const System
   double peak16 = s.gpu.Peak(topo::Dtype::kBf16).value();
   if (!(peak16 > 0)) peak16 = peak_flops;
   if (t.dtype == topo::Dtype::kFp8) {
-    gemm_peak = peak16 * s.calib.fp8_gemm_speedup;
+    gemm_peak = peak16 * (t.fp8_recipe == Fp8Recipe::kRowwise ? s.calib.fp8_rowwise_gemm_speedup
+                                                              : s.calib.fp8_gemm_speedup);
     attn_peak = peak16;
   } else {
     gemm_peak = peak_flops;
@@ -86,7 +87,9 @@ EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const System
   for (int i = 0; i < kMaxTiers; ++i) {
     const NetworkTier& tier = s.tiers[std::min(i, tier_count - 1)];
     bool nvlink = tier.level <= topo::Level::kNvlinkDomain;
-    double eff = nvlink ? s.calib.nvlink_efficiency : s.calib.network_efficiency;
+    double eff = nvlink       ? s.calib.nvlink_efficiency
+                 : s.ethernet ? s.calib.ethernet_efficiency
+                              : s.calib.network_efficiency;
     tier_bw[i] = std::max(tier.link.bandwidth.value() * eff, 1.0);
     tier_latency[i] = tier.link.latency.value();
     tier_gpus[i] = i < s.tier_count ? tier.gpus : std::numeric_limits<int>::max();
@@ -378,15 +381,57 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   }
   double attn_gemm = 2 * tokens * (h * (h + 2 * kvd) + h * h) / t;
   double norm_bytes = 2 * (m.dropout ? 15.0 : 10.0) * tokens * h / sp_div;
-  double common = attn_gemm / rate + t_attn_core + norm_bytes / hbm + c.layer_overhead_s;
+  // Eager element-wise kernels (TrainingSpec::fused_elementwise false): counting the kernels of
+  // torchtitan's eager Llama block against one fused kernel each (read 2 + write 2 bytes per
+  // element). RMSNorm (x.float(), pow, mean, rsqrt, mul, type_as, mul weight) moves 36 bytes per
+  // element instead of 4, twice per layer; rotary embedding on q and k (float, complex multiply,
+  // type_as) 20 instead of 4; SwiGLU's silu and multiply as two kernels 10 instead of 6 per ffn
+  // element. Their backward passes cost twice, like every element-wise term here.
+  const double eager_bytes = ctx.training.fused_elementwise
+                                 ? 0.0
+                                 : 2 * 32.0 * tokens * h / sp_div + 16.0 * tokens * (h + kvd) / t +
+                                       (mats == 3 ? 4.0 : 0.0) * tokens * ffn / t;
+  // fp8 casts (dtype fp8): HBM bytes per element of each GEMM's activation-side input (forward:
+  // the QKV, projection, fc1 and fc2 inputs; backward: the gradients of their outputs) and of its
+  // weight, from each recipe's data flow: an unfused cast reads 2 bytes (bf16) and writes 1 (fp8).
+  //  delayed (Transformer Engine): fused into the producing kernel, only the fp8 copy is written
+  //    (1 byte); the backward writes the fp8 gradient and a transposed copy of the input (1 + 1);
+  //    fp8 weights are cached across micro-batches.
+  //  tensorwise (torchao): forward 3 bytes per input and weight element; backward 3 per gradient
+  //    element and 2 (read and write one fp8 byte) to transpose each saved fp8 input and weight.
+  //  rowwise (torchao): as tensorwise forward; the backward quantises each gradient along both
+  //    axes (6) and re-quantises each input and weight column-wise from 16 bits (3).
+  double cast_fwd_dense = 0, cast_bwd_dense = 0, cast_fwd_moe = 0, cast_bwd_moe = 0;
+  if (fp8) {
+    double act_f = 1, grad_b = 1, act_b = 1, w_f = 0, w_b = 0;
+    if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise) {
+      act_f = 3, grad_b = 3, act_b = 2, w_f = 3, w_b = 2;
+    } else if (ctx.training.fp8_recipe == Fp8Recipe::kRowwise) {
+      act_f = 3, grad_b = 6, act_b = 3, w_f = 3, w_b = 3;
+    }
+    auto casts = [&](double width, double* fwd_s, double* bwd_s) {
+      double in = tokens * (2 * h + h / t + width / t);
+      double grad = tokens * ((h + 2 * kvd) / t + 2 * h + (mats - 1) * width / t);
+      double w = (h * (h + 2 * kvd) + h * h + mats * h * width) / t;
+      *fwd_s = (act_f * in + w_f * w) / hbm;
+      *bwd_s = (grad_b * grad + act_b * in + w_b * w) / hbm;
+    };
+    casts(ffn, &cast_fwd_dense, &cast_bwd_dense);
+    casts(eff_ffn * active_experts, &cast_fwd_moe, &cast_bwd_moe);
+  }
+  double common =
+      attn_gemm / rate + t_attn_core + (norm_bytes + eager_bytes) / hbm + c.layer_overhead_s;
   double dense_fwd = common + 2 * tokens * mats * h * ffn / t / rate +
-                     2 * (mats == 3 ? 3.0 : 2.0) * tokens * ffn / t / hbm;
+                     2 * (mats == 3 ? 3.0 : 2.0) * tokens * ffn / t / hbm + cast_fwd_dense;
   double moe_fwd =
       common +
       (2 * tokens * mats * h * eff_ffn * active_experts / t + 2 * tokens * h * m.moe.experts) /
           rate +
-      2 * (mats == 3 ? 3.0 : 2.0) * tokens * eff_ffn * active_experts / t / hbm;
+      2 * (mats == 3 ? 3.0 : 2.0) * tokens * eff_ffn * active_experts / t / hbm + cast_fwd_moe;
   double layers_fwd = ls_dense * dense_fwd + ls_moe * moe_fwd;
+  // The backward's casts replace twice the forward's (bwd = 2 fwd below).
+  const double cast_bwd_extra =
+      ls_dense * (cast_bwd_dense - 2 * cast_fwd_dense) + ls_moe * (cast_bwd_moe - 2 * cast_fwd_moe);
   double logits_fwd = 2 * tokens * h * vocab / t / gemm_rate(std::min(h, vocab / t)) +
                       12 * tokens * vocab / t / hbm;
   double fwd = layers_fwd + logits_fwd;
@@ -395,13 +440,13 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // against the forward's 2; Dao 2023, and the kernel charts in data/published/attention.csv
   // count forward+backward as 3.5 x the forward FLOPs, the rate the flash_* constants fit).
   const double attn_bwd = flash ? 2.5 : 2.0;
-  double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core;
+  double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core + cast_bwd_extra;
   // Per-op checkpointing reruns the even matmuls (k, o and w3 or fc2) and the element-wise ops.
   const double ops_rc_flops = 2 * tokens * (h * kvd + h * h + h * ffn) / t;
   double rc = plan.recompute == Recompute::kFull        ? layers_fwd
               : plan.recompute == Recompute::kSelective ? stage_layers * t_attn_core
               : plan.recompute == Recompute::kOps
-                  ? stage_layers * (ops_rc_flops / rate + norm_bytes / hbm)
+                  ? stage_layers * (ops_rc_flops / rate + (norm_bytes + eager_bytes) / hbm)
                   : 0.0;
 
   // ---- Communication per micro-batch.

@@ -69,6 +69,15 @@ struct ParallelPlan {
 // "tp8 pp16 dp64 cp1 ep1 mbs1 vp4 rc=selective sp zero1 overlap"
 std::string PlanToString(const ParallelPlan& p);
 
+// How an fp8 run scales its GEMM inputs (the recipes of data/published/runs-2024.csv):
+//  kDelayed     Transformer Engine's delayed scaling (NeMo, Megatron-Core, the NVIDIA JAX stacks):
+//               the cast is fused into the kernel that produces the input, fp8 weights are cached
+//               across micro-batches.
+//  kTensorwise  torchao float8 with dynamic per-tensor scales (torchtitan's default).
+//  kRowwise     torchao float8 with per-row scales: both axes of every input are quantised, and
+//               the row-scaled GEMM kernels run slower than the tensor-scaled ones.
+enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kRowwise };
+
 struct TrainingSpec {
   int global_batch = 0;  // sequences per optimizer step
   topo::Dtype dtype = topo::Dtype::kBf16;
@@ -80,6 +89,11 @@ struct TrainingSpec {
   // Gradients held (and reduced) in fp32; false: in the 16-bit dtype, as Megatron-Core's DDP
   // does by default (grad_reduce_in_fp32 = False; NeMo 2 / Megatron-Bridge recipes).
   bool fp32_grads = true;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // only read when dtype is fp8
+  // Element-wise kernels (norms, rotary embedding, SwiGLU) fused, as torch.compile, Transformer
+  // Engine, Megatron's fused kernels and XLA run them; false: eager PyTorch, each op its own
+  // kernel with fp32 intermediates (torchtitan without torch.compile).
+  bool fused_elementwise = true;
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

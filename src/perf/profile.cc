@@ -27,11 +27,12 @@ namespace {
 // a median error of +7.4 / +2.8 / +0.7 / -1.8 %); NCCL collectives at most 0.85 of NVLink
 // (nccl-tests all-reduce bus bandwidth: ~230-240 of 300 GB/s on DGX A100, ~370 of 450 on DGX
 // H100) and 0.95 of the NIC line rate (InfiniBand / RoCE protocol overhead).
-constexpr std::array<CalibrationField, 20> kFields = {{
+constexpr std::array<CalibrationField, 22> kFields = {{
     {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true},
     {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true},
     {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true},
     {"fp8_gemm_speedup", &Calibration::fp8_gemm_speedup, 1.0, 2.0, true},
+    {"fp8_rowwise_gemm_speedup", &Calibration::fp8_rowwise_gemm_speedup, 0.5, 2.0, true},
     {"flash_attention_fraction", &Calibration::flash_attention_fraction, 0.05, 1.0, false},
     {"flash_half_length", &Calibration::flash_half_length, 0, 8192, false},
     {"flash_half_head_dim", &Calibration::flash_half_head_dim, 0, 512, false},
@@ -42,6 +43,7 @@ constexpr std::array<CalibrationField, 20> kFields = {{
     {"hbm_efficiency", &Calibration::hbm_efficiency, 0.1, 1.0, false},
     {"nvlink_efficiency", &Calibration::nvlink_efficiency, 0.1, 0.85, true},
     {"network_efficiency", &Calibration::network_efficiency, 0.1, 0.95, true},
+    {"ethernet_efficiency", &Calibration::ethernet_efficiency, 0.1, 0.95, true},
     {"dp_overlap_fraction", &Calibration::dp_overlap_fraction, 0, 1.0, true},
     {"tp_overlap_fraction", &Calibration::tp_overlap_fraction, 0, 1.0, true},
     {"hbm_reserved_gib", &Calibration::hbm_reserved_gib, 0, 64, false},

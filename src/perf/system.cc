@@ -78,6 +78,10 @@ double RatedPowerW(std::string_view gpu_name) {
   return 0;
 }
 
+double DefaultNicGbps(std::string_view gpu_name) {
+  return gpu_name.starts_with("A100") ? 200.0 : 400.0;
+}
+
 Calibration DefaultCalibration(std::string_view gpu_family) {
   const FamilyProfile* f = ActiveProfile().Find(gpu_family);
   return f != nullptr ? f->calib : Calibration{};
@@ -160,6 +164,7 @@ Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
     return InvalidArgumentError(fmt::format("system.hbm_gib: {} is not in 0..4096", d.hbm_gib));
   }
   if (d.hbm_gib > 0) s.gpu.hbm = GiB(d.hbm_gib);
+  s.ethernet = d.ethernet;
   if (!(d.power_limit_w >= 0) || d.power_limit_w > 5000) {
     return InvalidArgumentError(
         fmt::format("system.power_limit_w: {} is not in 0..5000", d.power_limit_w));

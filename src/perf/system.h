@@ -34,6 +34,10 @@ struct Calibration {
   // GEMM rate with fp8 inputs relative to bf16 at the same shape (the datasheet fp8 peak is 2x;
   // recipes keep attention, norms and some GEMMs in bf16 and pay for scaling and casts).
   double fp8_gemm_speedup = 1.0;
+  // The same for torchao's rowwise-scaled recipe (Fp8Recipe::kRowwise), whose scaled-GEMM kernels
+  // are slower than the tensor-scaled ones; fitted on torchtitan's rowwise rows (the async-TP
+  // benchmark, data/published/runs-2024.csv), 1.25 before any fit.
+  double fp8_rowwise_gemm_speedup = 1.25;
   // Fixed time per optimizer step (data loading, logging, gradient clipping, synchronisation).
   double step_overhead_s = 0;
   // ZeRO-3 / FSDP: share of one unit's (layer's) compute that hides the next unit's prefetched
@@ -57,6 +61,11 @@ struct Calibration {
   // Fraction of link bandwidth NCCL collectives reach (bus bandwidth / link bandwidth).
   double nvlink_efficiency = 0.75;
   double network_efficiency = 0.85;
+  // The same for a general-purpose Ethernet fabric (ShortSystem::ethernet: the IBM cloud cluster
+  // of the PyTorch FSDP blog and fms-fsdp), whose collectives reach less of the line rate than
+  // on InfiniBand (no adaptive routing, shared with other traffic); fitted on those rows, 0.85
+  // before any fit.
+  double ethernet_efficiency = 0.85;
   // Fraction of the last micro-batch's backward pass that hides DP gradient reduction.
   double dp_overlap_fraction = 0.8;
   // Fraction of TP communication hidden behind GEMMs (0 in Megatron-LM before TE comm overlap).
@@ -93,11 +102,18 @@ struct SystemSpec {
   // Tensor-core rate relative to the datasheet's, for parts run below their rated board power
   // (SystemFromShort: power_limit_w). MFU still divides by the datasheet peak.
   double clock_scale = 1.0;
+  bool ethernet = false;  // inter-node tiers: ShortSystem::ethernet
 };
 
 // Rated board power of a catalogue GPU in watts (NVIDIA datasheets: A100 SXM 400, H100 / H800 /
 // H200 SXM 700, B200 1,000, GB200 1,200 per GPU); 0 when not known.
 double RatedPowerW(std::string_view gpu_name);
+
+// The compute-network bandwidth a GPU of this catalogue name ships with in its reference system,
+// Gb/s per GPU: DGX A100 one HDR InfiniBand NIC per GPU (200 Gb/s); DGX H100 / H200 and DGX B200
+// one ConnectX-7 NDR NIC per GPU (400 Gb/s); GB200 NVL72 compute trays likewise 400 Gb/s per GPU
+// (NVIDIA DGX user guides). What `baton plan` assumes when --nic-gbps is not given.
+double DefaultNicGbps(std::string_view gpu_name);
 
 // From a topology: GPU type from the (first) node shape, tiers from the NVLink domain and switch
 // structure, bandwidth/latency from Cluster::Link. `gpus` = 0 means every GPU of the cluster.
@@ -119,6 +135,9 @@ struct ShortSystem {
   // clocks at (P / R)^(1/3) (500 of 700 W: 0.89); static power is ignored, so this is the least
   // the cap can cost.
   double power_limit_w = 0;
+  // The inter-node tiers are a general-purpose Ethernet fabric (Calibration::ethernet_efficiency)
+  // rather than InfiniBand or a dedicated RoCE training fabric.
+  bool ethernet = false;
 };
 Result<SystemSpec> SystemFromShort(const ShortSystem& s);
 

@@ -72,6 +72,9 @@ Result<ShortSystem> SystemForRun(std::string_view gpu, std::string_view network,
   } else {
     return InvalidArgumentError(fmt::format("network: unknown description '{}'", network));
   }
+  // "Ethernet ..." names the IBM cloud clusters' general-purpose fabric; Meta's "RoCE" clusters
+  // are dedicated RDMA training fabrics and count as InfiniBand-like.
+  s.ethernet = net.find("ethernet") != std::string::npos;
   return s;
 }
 
@@ -242,6 +245,32 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   } else if (!grads.empty() && !EqualsIgnoreCase(grads, "fp32")) {
     return InvalidArgumentError(
         fmt::format("column grads: '{}' is not fp32 or bf16", Printable(grads)));
+  }
+  // Optional column fp8_recipe: delayed (Transformer Engine, the default), tensorwise or
+  // rowwise (torchao float8); only fp8 rows may name one.
+  std::string_view recipe = Trim(get("fp8_recipe"));
+  if (!recipe.empty()) {
+    if (r.training.dtype != topo::Dtype::kFp8) {
+      return InvalidArgumentError(fmt::format("column fp8_recipe: '{}' given for a {} row",
+                                              Printable(recipe),
+                                              topo::DtypeName(r.training.dtype)));
+    }
+    if (EqualsIgnoreCase(recipe, "delayed")) {
+      r.training.fp8_recipe = Fp8Recipe::kDelayed;
+    } else if (EqualsIgnoreCase(recipe, "tensorwise")) {
+      r.training.fp8_recipe = Fp8Recipe::kTensorwise;
+    } else if (EqualsIgnoreCase(recipe, "rowwise")) {
+      r.training.fp8_recipe = Fp8Recipe::kRowwise;
+    } else {
+      return InvalidArgumentError(fmt::format(
+          "column fp8_recipe: '{}' is not delayed, tensorwise or rowwise", Printable(recipe)));
+    }
+  }
+  // Optional column compiled: no when the stack ran its element-wise ops as eager PyTorch kernels
+  // (torchtitan without torch.compile); blank or yes: fused.
+  std::string_view compiled = Trim(get("compiled"));
+  if (!compiled.empty()) {
+    ASSIGN_OR_RETURN(r.training.fused_elementwise, YesNo(compiled, "compiled"));
   }
   std::string_view metric = Trim(get("metric"));
   bool found = false;

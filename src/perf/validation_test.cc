@@ -48,16 +48,17 @@ std::string SourceDir() {
 constexpr double kOutlierBound = 0.25;
 
 // ValidationTest.AllDevTablesRegressionGuard: the built-in profile's mean |error| on every dev
-// table, printed by `baton plan validate` (10.1 %), plus one point of slack.
-constexpr double kDevTablesMaeGuard = 0.112;
+// table, printed by `baton plan validate` (7.3 % after issue 13's third pass: fp8 recipes, eager
+// kernels and the rows' settings read as their stacks' defaults; 10.1 % before), plus one point.
+constexpr double kDevTablesMaeGuard = 0.083;
 
 // runs.csv under the built-in profile, which is the least-squares fit on every dev table: one
 // Ampere calibration serves the 2021-22 Megatron-LM rows (no FlashAttention, no overlap) and the
 // 2024 FSDP stacks (torchtitan, IBM) together, and the fit trades the first for the second:
 // Korthikanti's full-recompute rows come out 13-20 % slow (they were within 12 % under the hand
-// fit, when the dev tables' mean was 17.8 %). Bounds: what the fit reaches (mean 7.0 %, max
-// 20.3 %), plus slack.
-constexpr double kRunsCsvMean = 0.075;
+// fit, when the dev tables' mean was 17.8 %). Bounds: what the fit reaches (mean 6.0 %, max
+// 20.1 %; 7.0 % / 20.3 % before issue 13's third pass), plus slack.
+constexpr double kRunsCsvMean = 0.07;
 constexpr double kRunsCsvMax = 0.21;
 
 TEST(ValidationTest, PublishedRunsWithinBounds) {
@@ -330,6 +331,162 @@ TEST(ValidationTest, BucketsNameParallelismAndSequence) {
   EXPECT_EQ(SequenceBucket(8193), "8k-32k");
   EXPECT_EQ(SequenceBucket(131072), "32k-128k");
   EXPECT_EQ(SequenceBucket(262144), ">128k");
+}
+
+}  // namespace
+}  // namespace baton::perf
+
+namespace baton::perf {
+namespace {
+
+const PublishedRun* FindRun(const std::vector<PublishedRun>& runs, std::string_view id) {
+  for (const PublishedRun& r : runs) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+// torchtitan's async-TP benchmark ran the same plan in bf16, float8 tensorwise and float8
+// rowwise: rowwise was the slowest of the three (3,708 tokens/s per GPU against 4,378 in bf16 and
+// 5,078 tensorwise, Llama 3 8B on 64 H100s). The table used to say only `fp8`, and both float8
+// rows got the same estimate (7,670); now each recipe's casts and GEMM rate are priced.
+TEST(ValidationTest, Fp8RecipesAreToldApart) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const PublishedRun* bf16 = FindRun(*runs, "tt-asynctp-8b-0");
+  const PublishedRun* tensorwise = FindRun(*runs, "tt-asynctp-8b-2");
+  const PublishedRun* rowwise = FindRun(*runs, "tt-asynctp-8b-4");
+  ASSERT_TRUE(bf16 != nullptr && tensorwise != nullptr && rowwise != nullptr);
+  EXPECT_EQ(tensorwise->training.fp8_recipe, Fp8Recipe::kTensorwise);
+  EXPECT_EQ(rowwise->training.fp8_recipe, Fp8Recipe::kRowwise);
+  auto b = ValidateRun(*bf16);
+  auto t = ValidateRun(*tensorwise);
+  auto r = ValidateRun(*rowwise);
+  ASSERT_TRUE(b.ok() && t.ok() && r.ok());
+  EXPECT_GT(t->predicted, 1.05 * r->predicted);  // tokens/s: tensorwise clearly ahead
+  EXPECT_GT(t->predicted, b->predicted);
+  // Every NVIDIA fp8 row takes Transformer Engine's recipe.
+  for (const PublishedRun& run : *runs) {
+    if (run.training.dtype == topo::Dtype::kFp8 && run.group != "torchtitan") {
+      EXPECT_EQ(run.training.fp8_recipe, Fp8Recipe::kDelayed) << run.id;
+    }
+  }
+}
+
+// torchtitan's December 2024 table ran Llama 3 8B with and without torch.compile: 5,762 against
+// 6,667 tokens/s per GPU. Both rows used to get one estimate (7,860); eager element-wise kernels
+// now cost their extra HBM traffic.
+TEST(ValidationTest, EagerElementwiseKernelsCostTime) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const PublishedRun* eager = FindRun(*runs, "tt-dec24-t1-fsdp");
+  const PublishedRun* compiled = FindRun(*runs, "tt-dec24-t1-fsdp-compile");
+  ASSERT_TRUE(eager != nullptr && compiled != nullptr);
+  EXPECT_FALSE(eager->training.fused_elementwise);
+  EXPECT_TRUE(compiled->training.fused_elementwise);
+  auto e = ValidateRun(*eager);
+  auto c = ValidateRun(*compiled);
+  ASSERT_TRUE(e.ok() && c.ok());
+  // Measured 1.157x; the kernel count gives 5-20 % on this 8B model.
+  EXPECT_GT(c->predicted, 1.05 * e->predicted);
+  EXPECT_LT(c->predicted, 1.20 * e->predicted);
+}
+
+// dgxc's Paxml rows do not print their rematerialisation; Paxml's GPT configs inherit
+// CHECKPOINT_POLICY = SAVE_NOTHING (full recomputation). Searched as "fastest that fits", the 5B
+// rows ran without recomputation in the model and came out 21-27 % fast.
+TEST(ValidationTest, PaxmlRowsRecomputeEveryLayer) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  int pax = 0;
+  for (const PublishedRun& r : *runs) {
+    if (!r.id.starts_with("dgxc-pax-")) continue;
+    ++pax;
+    EXPECT_TRUE(r.recompute_published) << r.id;
+    EXPECT_EQ(r.plan.recompute, Recompute::kFull) << r.id;
+    if (r.id == "dgxc-pax-gpt3-5b-bf16-16g-step") {
+      auto v = ValidateRun(r);
+      ASSERT_TRUE(v.ok());
+      EXPECT_LT(std::abs(v->error), 0.10) << v->predicted;
+    }
+  }
+  EXPECT_EQ(pax, 26);
+}
+
+// torchtitan's 405B row "Float8 + async TP" says so in lower case ("async tp"); the converter
+// matched only "AsyncTP" and timed that run with its TP communication exposed.
+TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  for (const char* id : {"tt-405b-h100-128g-2-wps", "tt-405b-h100-128g-2-mfu",
+                         "tt-dec24-t4-2d-asynctp", "tt-asynctp-8b-1"}) {
+    const PublishedRun* r = FindRun(*runs, id);
+    ASSERT_TRUE(r != nullptr) << id;
+    EXPECT_TRUE(r->plan.tp_comm_overlap) << id;
+  }
+  for (const char* id : {"tt-405b-h100-128g-1-wps", "tt-asynctp-8b-0", "tt-dec24-t4-2d"}) {
+    const PublishedRun* r = FindRun(*runs, id);
+    ASSERT_TRUE(r != nullptr) << id;
+    EXPECT_FALSE(r->plan.tp_comm_overlap) << id;
+  }
+}
+
+// torchtitan's Interleaved 1F1B row does not print its stages per rank; torchtitan's default
+// without split points is two (generate_split_points). Searched as the fastest, it ran with 8 in
+// the model, which hid nearly all of its bubble: +43 % against +11 % for the 1F1B row beside it.
+TEST(ValidationTest, TorchtitanInterleavedRunsTwoStagesPerRank) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const PublishedRun* r = FindRun(*runs, "tt-dec24-t5-interleaved1f1b");
+  ASSERT_TRUE(r != nullptr);
+  EXPECT_TRUE(r->vp_published);
+  EXPECT_EQ(r->plan.vp, 2);
+  auto v = ValidateRun(*r);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->plan.vp, 2);
+}
+
+// fms-fsdp's README does not print its network; it is the IBM team's table from the same
+// 128-A100 cluster as the PyTorch blog (3,760 against 3,700 tokens/s for 7B), whose network the
+// blog prints (400 Gb/s Ethernet per node). It was read as a DGX A100 with 8 x HDR 200, and its
+// HSDP rows came out 25-32 % fast.
+TEST(ValidationTest, FmsFsdpRunsOnTheBlogsCluster) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  for (const char* id : {"fmsfsdp-7b", "fmsfsdp-13b", "fmsfsdp-34b", "fmsfsdp-70b"}) {
+    const PublishedRun* r = FindRun(*runs, id);
+    ASSERT_TRUE(r != nullptr) << id;
+    const PublishedRun* blog = FindRun(*runs, "ibm-fsdp-7B-a100-tps");
+    ASSERT_TRUE(blog != nullptr);
+    EXPECT_EQ(r->network, blog->network) << id;
+    EXPECT_DOUBLE_EQ(r->system.nic_gbits_per_gpu, blog->system.nic_gbits_per_gpu) << id;
+    EXPECT_TRUE(r->system.ethernet) << id;
+    // fms-fsdp's bfSixteen policy reduces gradients in bf16.
+    EXPECT_FALSE(r->training.fp32_grads) << id;
+  }
+}
+
+TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {
+  std::string header =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
+      "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,fp8_recipe,compiled\n";
+  std::string row =
+      "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,1,1,8,"
+      "1,1,none,no,3,";
+  auto ok = ParsePublishedRuns(header + row + "fp8,iteration_time_s,1,v,yes,rowwise,no\n", "t");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0].training.fp8_recipe, Fp8Recipe::kRowwise);
+  EXPECT_FALSE((*ok)[0].training.fused_elementwise);
+  auto bf16 = ParsePublishedRuns(header + row + "bf16,iteration_time_s,1,v,yes,rowwise,\n", "t");
+  ASSERT_FALSE(bf16.ok());
+  EXPECT_NE(bf16.status().message().find("fp8_recipe"), std::string::npos);
+  auto bad = ParsePublishedRuns(header + row + "fp8,iteration_time_s,1,v,yes,blockwise,\n", "t");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fp8_recipe"), std::string::npos);
+  auto bad2 = ParsePublishedRuns(header + row + "fp8,iteration_time_s,1,v,yes,,maybe\n", "t");
+  ASSERT_FALSE(bad2.ok());
+  EXPECT_NE(bad2.status().message().find("compiled"), std::string::npos);
 }
 
 }  // namespace

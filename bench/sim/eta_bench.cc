@@ -189,12 +189,13 @@ void WhatIfLatency(const char* preset, int extra, int reference_asks) {
   std::uint64_t ask = 100000;
   for (int i = 0; i < reference_asks; ++i) {
     const baton::sched::GangJob j = job(ask++);
-    baton::Result<baton::sched::WhatIfAnswer> r = baton::Status();
-    reference.push_back(timed([&] { r = (*s)->WhatIf(one, j, 2000, /*reference=*/true); }));
+    std::optional<baton::Result<baton::sched::WhatIfAnswer>> r;
+    reference.push_back(timed([&] { r.emplace((*s)->WhatIf(one, j, 2000, /*reference=*/true)); }));
     auto a = (*s)->WhatIf(one, j);
-    if (r.ok() && a.ok() && r->forecast.estimated_start == a->forecast.estimated_start &&
-        r->forecast.unknown == a->forecast.unknown && r->forecast.kind == a->forecast.kind &&
-        r->forecast.position == a->forecast.position && r->placement == a->placement) {
+    const auto& ra = *r;
+    if (ra.ok() && a.ok() && ra->forecast.estimated_start == a->forecast.estimated_start &&
+        ra->forecast.unknown == a->forecast.unknown && ra->forecast.kind == a->forecast.kind &&
+        ra->forecast.position == a->forecast.position && ra->placement == a->placement) {
       ++same;
     }
   }

@@ -107,6 +107,7 @@ struct Scheduler::ProjectionRun {
   std::optional<TimePoint> wake;
   bool horizon = false;  // stopped by max_cycles
   bool ran_out = false;  // stopped because nothing ends by its estimate any more
+  bool drain = false;    // go on after the targets have a start (WhatIfBase)
 
   void RecordBinds(const Decisions& d, TimePoint at) {
     for (const Bind& b : d.binds) {
@@ -259,26 +260,33 @@ bool SameDecisions(const Decisions& a, const Decisions& b) {
 
 // A projection of the queue without the asked-for job, run once and shared by what-ifs (see
 // Scheduler::WhatIf): the cycle at `now`, then where each later cycle would try a job queued
-// last, then how the projection ended.
+// last (once every queued job has started, on to the last estimated end), then how the
+// projection ended.
 struct Scheduler::WhatIfBase {
   std::uint64_t epoch = 0;
   TimePoint now;
   int max_cycles = 0;
   Decisions first;  // the cycle at `now`
   std::vector<TailTry> tries;
-  bool targets_done = false;  // every pending job had a start: the projection stopped there
-  bool horizon = false;
-  bool ran_out = false;
-  int cycles = 0;
-  TimePoint t;
-  std::optional<TimePoint> wake;
-  std::unique_ptr<Scheduler> end;  // the copy where it stopped (targets_done only)
+  bool horizon = false;  // it stopped at max_cycles
+  bool ran_out = false;  // it stopped because nothing ends by its estimate any more
 };
 
 QueueForecast Scheduler::Forecast(TimePoint now, const ForecastOptions& options) const {
   now = std::max(now, last_now_);
   std::unique_ptr<Scheduler> copy = Clone();
-  return Project(*copy, now, options, JobId(), nullptr);
+  if (!options.jobs.empty()) return Project(*copy, now, options, JobId(), nullptr);
+  // The whole queue: the same projection WhatIf shares, so keep it for the what-ifs that follow.
+  ProjectionRun run;
+  ProjectStart(*copy, now, options, JobId(), nullptr, /*watch_kind_only=*/false, &run);
+  std::shared_ptr<const WhatIfBase> base =
+      RecordWhatIfBase(std::move(copy), now, options.max_cycles, &run);
+  {
+    std::lock_guard<std::mutex> lock(whatif_mu_);
+    whatif_base_ = std::move(base);
+  }
+  run.Finish();
+  return std::move(run.out);
 }
 
 Result<WhatIfAnswer> Scheduler::WhatIf(TimePoint now, GangJob job, int max_cycles,
@@ -333,7 +341,7 @@ Result<WhatIfAnswer> Scheduler::WhatIf(TimePoint now, GangJob job, int max_cycle
     }
     if (usable(*base)) {
       // False leaves `copy` changed: then answer from a fresh copy, every cycle run.
-      if (!FinishFromBase(*base, *copy, &run, max_cycles)) {
+      if (!FinishFromBase(*base, *copy, &run)) {
         return WhatIf(now, std::move(job), max_cycles, /*reference=*/true);
       }
       done = true;
@@ -397,10 +405,6 @@ bool Scheduler::WhatIfReusable(const Scheduler& copy, JobId id) {
 
 std::shared_ptr<const Scheduler::WhatIfBase> Scheduler::BuildWhatIfBase(TimePoint now,
                                                                         int max_cycles) const {
-  auto base = std::make_shared<WhatIfBase>();
-  base->epoch = epoch_;
-  base->now = now;
-  base->max_cycles = max_cycles;
   std::unique_ptr<Scheduler> copy = Clone();
   copy->options_.waiting_notes = false;  // decisions are the same without notes
   ProjectionRun run;
@@ -421,23 +425,38 @@ std::shared_ptr<const Scheduler::WhatIfBase> Scheduler::BuildWhatIfBase(TimePoin
   run.RecordBinds(run.first, now);
   run.t = now;
   run.wake = run.first.wake_at;
+  return RecordWhatIfBase(std::move(copy), now, max_cycles, &run);
+}
+
+std::shared_ptr<const Scheduler::WhatIfBase> Scheduler::RecordWhatIfBase(
+    std::unique_ptr<Scheduler> copy, TimePoint now, int max_cycles, ProjectionRun* run) const {
+  auto base = std::make_shared<WhatIfBase>();
+  base->epoch = epoch_;
+  base->now = now;
+  base->max_cycles = max_cycles;
   TailRecorder recorder(copy->state_, &base->tries);
   copy->tail_probe_ = &recorder;
-  ProjectLoop(*copy, max_cycles, &run);
+  ProjectLoop(*copy, max_cycles, run);
+  base->first = run->first;
+  base->horizon = run->horizon;
+  base->ran_out = run->ran_out;
+  if (run->targets.empty()) {
+    // Every queued job has started (`run` keeps that answer): go on, the queue empty, for a job
+    // that starts after all of them, as its own projection would.
+    ProjectionRun rest;
+    rest.out.cycles = run->out.cycles;
+    rest.t = run->t;
+    rest.wake = run->wake;
+    rest.drain = true;
+    ProjectLoop(*copy, max_cycles, &rest);
+    base->horizon = rest.horizon;
+    base->ran_out = rest.ran_out;
+  }
   copy->tail_probe_ = nullptr;
-  base->first = std::move(run.first);
-  base->targets_done = run.targets.empty();
-  base->horizon = run.horizon;
-  base->ran_out = run.ran_out;
-  base->cycles = run.out.cycles;
-  base->t = run.t;
-  base->wake = run.wake;
-  if (base->targets_done) base->end = std::move(copy);
   return base;
 }
 
-bool Scheduler::FinishFromBase(const WhatIfBase& base, Scheduler& copy, ProjectionRun* run,
-                               int max_cycles) {
+bool Scheduler::FinishFromBase(const WhatIfBase& base, Scheduler& copy, ProjectionRun* run) {
   const JobId id = run->watch;
   const JobInfo& job = copy.jobs_.at(id);
   ClusterState& st = copy.state_;
@@ -474,19 +493,9 @@ bool Scheduler::FinishFromBase(const WhatIfBase& base, Scheduler& copy, Projecti
     // A job refused later than at `now` (not with the built-in plugins): run it for real.
     if (status.kind() == StatusKind::kUnresolvable) return false;
   }
-  if (!base.targets_done) {
-    run->horizon = base.horizon;
-    run->ran_out = base.ran_out;
-    return true;
-  }
-  // The queue ahead has started; the job waits on alone, from where the base stopped.
-  std::unique_ptr<Scheduler> rest = base.end->Clone();
-  rest->options_.waiting_notes = false;
-  rest->jobs_.emplace(id, job);
-  run->t = base.t;
-  run->wake = base.wake;
-  run->out.cycles = base.cycles;
-  ProjectLoop(*rest, max_cycles, run);
+  // Not placed in any cycle the projection ran: it ended the same way with the job.
+  run->horizon = base.horizon;
+  run->ran_out = base.ran_out;
   return true;
 }
 
@@ -624,7 +633,7 @@ void Scheduler::ProjectLoop(Scheduler& s, int max_cycles, ProjectionRun* run) {
   // Later cycles: at each estimated end (or wake-up) in turn, the jobs that ended finish.
   TimePoint& t = run->t;
   std::optional<TimePoint>& wake = run->wake;
-  while (!run->targets.empty()) {
+  while (!run->targets.empty() || run->drain) {
     if (out.cycles >= max_cycles) {
       run->horizon = true;
       break;

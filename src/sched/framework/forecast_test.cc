@@ -408,8 +408,10 @@ TEST(WhatIfReuseTest, SameAnswersAsRunningEveryCycle) {
       }
       EXPECT_EQ(da.preemptions.size(), db.preemptions.size());
       EXPECT_EQ(da.wake_at, db.wake_at);
-      // Asks: at the last cycle's time (the shared projection's) and later.
+      // Asks: at the last cycle's time (the shared projection's) and later; the shared
+      // projection is sometimes a whole-queue forecast's.
       const std::uint64_t version = s->state().version();
+      if (rng.Bernoulli(0.3)) (void)s->Forecast(At(t));
       const int n = static_cast<int>(rng.UniformInt(2, 6));
       for (int q = 0; q < n; ++q) {
         static const double kLater[] = {0, 0, 0, 1, 7, 60};

@@ -76,7 +76,8 @@ class Scheduler {
   // forecast_test.cc). Kinds and positions are read at `now` (forecast.h). `now` earlier than
   // the last cycle's counts as that.
   //
-  // Changes nothing in this scheduler (const; the copy is discarded) and is deterministic.
+  // Changes nothing in this scheduler (const; the copy is discarded) and is deterministic. A
+  // forecast of the whole queue (options.jobs empty) is kept for WhatIf to share (see there).
   // Plugins that learn across cycles (the fragmentation model's observed mix, the random
   // placement's generator) start fresh in the copy. Cost: one copy of the state and job table
   // plus one cycle per projected end, at most options.max_cycles (bench/sim/eta_bench.cc).
@@ -138,13 +139,16 @@ class Scheduler {
   // WhatIf's shared projection of the queue without the asked-for job (forecast.cc).
   struct WhatIfBase;
   std::shared_ptr<const WhatIfBase> BuildWhatIfBase(TimePoint now, int max_cycles) const;
+  // Runs `run`'s later cycles on `copy` (a Clone whose cycle at `now` has run, for the whole
+  // queue) and keeps them as a WhatIfBase.
+  std::shared_ptr<const WhatIfBase> RecordWhatIfBase(std::unique_ptr<Scheduler> copy, TimePoint now,
+                                                     int max_cycles, ProjectionRun* run) const;
   // Whether the job `id` in `copy` (a Clone with it admitted) may be answered from a WhatIfBase
   // (see WhatIf).
   static bool WhatIfReusable(const Scheduler& copy, JobId id);
   // Ends `run` for the watched job from `base`: false when the base cannot stand in for `copy`'s
   // later cycles (the job is refused in one); then `copy` and `run` are spoilt.
-  static bool FinishFromBase(const WhatIfBase& base, Scheduler& copy, ProjectionRun* run,
-                             int max_cycles);
+  static bool FinishFromBase(const WhatIfBase& base, Scheduler& copy, ProjectionRun* run);
   // The pending jobs (ascending id) and their records, as a cycle's Session takes them.
   void CollectPending(std::vector<JobId>* ids, std::vector<JobInfo*>* jobs);
   void Apply(const Event& e, TimePoint now, Decisions* out);

@@ -150,8 +150,11 @@ struct TailTry {
 class TailRecorder final : public TailProbe {
  public:
   TailRecorder(const ClusterState& state, std::vector<TailTry>* out)
-      : seen_(state.cluster().nodes().size()), out_(out) {
-    for (std::uint32_t n = 0; n < seen_.size(); ++n) seen_[n] = state.NodeVersion(topo::NodeId(n));
+      : seen_(state.cluster().nodes().size()), last_(seen_.size()), out_(out) {
+    for (std::uint32_t n = 0; n < seen_.size(); ++n) {
+      seen_[n] = state.NodeVersion(topo::NodeId(n));
+      last_[n] = Read(state, n);
+    }
   }
   void AllocateDone(Session& s) override { Add(s, false, {}); }
   void BackfillDone(Session& s, std::span<const std::optional<TimePoint>> reserved) override {
@@ -159,17 +162,28 @@ class TailRecorder final : public TailProbe {
   }
 
  private:
+  static NodeAfter Read(const ClusterState& st, std::uint32_t n) {
+    const topo::NodeId id(n);
+    const ClusterState::HostUsage& h = st.Host(id);
+    return {n, st.cluster().node(id).allocated_mask, h.cpu_used, h.memory_used};
+  }
   void Add(Session& s, bool backfill, std::span<const std::optional<TimePoint>> reserved) {
     const ClusterState& st = s.state();
     TailTry step;
     step.t = s.now();
     step.backfill = backfill;
     for (std::uint32_t n = 0; n < seen_.size(); ++n) {
-      const topo::NodeId id(n);
-      if (st.NodeVersion(id) == seen_[n]) continue;
-      seen_[n] = st.NodeVersion(id);
-      const ClusterState::HostUsage& h = st.Host(id);
-      step.changed.push_back({n, st.cluster().node(id).allocated_mask, h.cpu_used, h.memory_used});
+      // A node's version also moves for trial allocations undone since (reservation searches):
+      // record only what differs.
+      if (st.NodeVersion(topo::NodeId(n)) == seen_[n]) continue;
+      seen_[n] = st.NodeVersion(topo::NodeId(n));
+      const NodeAfter now = Read(st, n);
+      if (now.mask == last_[n].mask && now.cpu_used == last_[n].cpu_used &&
+          now.memory_used == last_[n].memory_used) {
+        continue;
+      }
+      last_[n] = now;
+      step.changed.push_back(now);
     }
     for (std::uint32_t n = 0; n < reserved.size(); ++n) {
       if (reserved[n]) step.reserved.push_back({n, *reserved[n]});
@@ -178,6 +192,7 @@ class TailRecorder final : public TailProbe {
   }
 
   std::vector<std::uint32_t> seen_;  // per node: NodeVersion at the last step
+  std::vector<NodeAfter> last_;      // per node: as last recorded
   std::vector<TailTry>* out_;
 };
 

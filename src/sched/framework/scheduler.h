@@ -103,8 +103,13 @@ class Scheduler {
   // and it starts in the first projected cycle in which allocate or backfill would place it.
   // Otherwise, and with `reference`, every projected cycle is run with the job (the reference
   // the reuse is tested against). Both give the same answer (forecast_test.cc); the first
-  // what-if after a RunCycle costs about one Forecast, the following ones one cycle on a copy
-  // plus the job's tries (bench/sim/eta_bench.cc).
+  // what-if after a RunCycle costs about one Forecast (none when a whole-queue Forecast at the
+  // same max_cycles left its projection), the following ones one cycle on a copy plus the job's
+  // tries (bench/sim/eta_bench.cc). Bound: the shared projection, like the reference, runs at
+  // most `max_cycles` cycles (once every queued job has started it goes on, the queue empty,
+  // to the last estimated end); a job not placed by then has no start (kBeyondHorizon).
+  // Several WhatIf and Forecast calls may run at once (the shared projection is guarded); not
+  // with RunCycle.
   Result<WhatIfAnswer> WhatIf(TimePoint now, GangJob job, int max_cycles = 2000,
                               bool reference = false) const;
 

@@ -372,7 +372,7 @@ GangJob RandomTimed(Rng& rng, std::uint64_t id, int node_gpus, int cluster_gpus,
 
 TEST(WhatIfReuseTest, SameAnswersAsRunningEveryCycle) {
   std::uint64_t asks = 0, reused = 0;
-  for (std::uint64_t seed = 1; seed <= 24; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
     Rng rng(seed);
     const int variant = static_cast<int>(seed % 6);
     const int per_leaf = static_cast<int>(rng.UniformInt(1, 3)) * 2;

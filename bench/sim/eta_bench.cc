@@ -9,7 +9,8 @@
 // time), so the error comes from what a forecast cannot know: later arrivals that go ahead,
 // placements slower than their estimate (a gang across leaves runs 5-15 % longer), failures
 // (off here) and preemptions.
-// Usage: eta_bench [TRACE.csv] [--stride N]  (forecast every Nth submit cycle; default 1).
+// Usage: eta_bench [TRACE.csv] [--stride N] [--whatif-only]  (forecast every Nth submit cycle;
+// default 1; --whatif-only: only the what-if latency table).
 // Skips, saying so, when the trace is absent (../shared/data/traces, or $BATON_TRACES_DIR).
 #include <fmt/format.h>
 
@@ -135,17 +136,26 @@ void Run(const std::string& trace, const std::string& config_path, int stride) {
   if (unknown > 0) fmt::print("  ({} forecasts had no estimate)\n", unknown);
 }
 
-// The what-if (issue 17 item 2: <= 10 ms) on a busy 1,024-GPU cluster (superpod-h100): running
-// jobs of 8-256 GPUs fill it, a queue of `queued` jobs waits; then what-ifs for jobs of mixed
-// sizes. Scheduler::WhatIf projects until the asked-for job starts.
-void WhatIfLatency(int queued) {
-  auto cluster = baton::topo::BuildPreset("superpod-h100");
+// The what-if (issue 17 item 2: <= 10 ms) on a busy cluster (superpod-h100: 1,024 GPUs;
+// fat-tree-h100: 4,096): running jobs of 8-256 GPUs fill it, a FIFO queue of `extra` more jobs
+// (and whatever did not fit) waits under data/scheduler/backfill.yaml; then what-ifs for jobs of
+// the same mix. Scheduler::WhatIf projects until the asked-for job starts. Timed:
+//   reference  every projected cycle run with the job (WhatIf(..., reference = true): the
+//              algorithm before the shared projection, kept as the tests' reference);
+//   first      the first what-if after a cycle (it also builds the shared projection);
+//   shared     what-ifs at the same `now` while nothing changes (the projection is shared);
+//   later now  what-ifs at a `now` 50 ms apart over 10 s, as a daemon's clock gives them.
+// Each reference ask is also answered the shared way; "same" counts identical answers (start,
+// unknown, kind, position, placement).
+void WhatIfLatency(const char* preset, int extra, int reference_asks) {
+  auto cluster = baton::topo::BuildPreset(preset);
   auto config = baton::sched::LoadSchedulerConfigFile(std::string(BATON_SCHEDULER_CONFIG_DIR) +
                                                       "/backfill.yaml");
   if (!cluster.ok() || !config.ok()) {
     fmt::print("cannot set up the what-if cluster\n");
     return;
   }
+  const int gpus = cluster->counts().total;
   auto s = baton::sched::Scheduler::Create(std::move(*cluster), *config);
   if (!s.ok()) {
     fmt::print("cannot set up the scheduler: {}\n", s.status().ToString());
@@ -163,20 +173,54 @@ void WhatIfLatency(int queued) {
   };
   std::uint64_t id = 1;
   std::vector<baton::sched::Event> ev;
-  for (int i = 0; i < 200 + queued; ++i) ev.push_back(baton::sched::Event::Submit(job(id++)));
+  const int fill = 200 * gpus / 1024;  // as many jobs per GPU as on superpod-h100
+  for (int i = 0; i < fill + extra; ++i) ev.push_back(baton::sched::Event::Submit(job(id++)));
   (*s)->RunCycle({baton::TimePoint{baton::Seconds(0)}, ev});
   int running = 0;
   for (const auto& [jid, j] : (*s)->jobs()) running += j.phase == baton::sched::JobPhase::kRunning;
-  std::vector<double> ms;
-  for (int i = 0; i < 200; ++i) {
+  const baton::TimePoint one{baton::Seconds(1)};
+  auto timed = [](auto&& f) {
     const auto t0 = Clock::now();
-    auto a = (*s)->WhatIf(baton::TimePoint{baton::Seconds(1)}, job(100000 + i));
-    ms.push_back(1e3 * std::chrono::duration<double>(Clock::now() - t0).count());
-    if (!a.ok()) fmt::print("what-if failed: {}\n", a.status().ToString());
+    f();
+    return 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  std::vector<double> reference, first, shared, later;
+  int same = 0;
+  std::uint64_t ask = 100000;
+  for (int i = 0; i < reference_asks; ++i) {
+    const baton::sched::GangJob j = job(ask++);
+    std::optional<baton::Result<baton::sched::WhatIfAnswer>> r;
+    reference.push_back(timed([&] { r.emplace((*s)->WhatIf(one, j, 2000, /*reference=*/true)); }));
+    auto a = (*s)->WhatIf(one, j);
+    const auto& ra = *r;
+    if (ra.ok() && a.ok() && ra->forecast.estimated_start == a->forecast.estimated_start &&
+        ra->forecast.unknown == a->forecast.unknown && ra->forecast.kind == a->forecast.kind &&
+        ra->forecast.position == a->forecast.position && ra->placement == a->placement) {
+      ++same;
+    }
   }
-  fmt::print("| {} | {} running, {} queued | {:.2f} ms | {:.2f} ms |\n",
-             "superpod-h100 (1,024 GPUs)", running, (*s)->jobs().size() - running,
-             Quantile(ms, 0.5), Quantile(ms, 0.9));
+  for (int i = 0; i < 10; ++i) {
+    (*s)->RunCycle({one, {}});  // decides nothing new, but starts a new shared projection
+    const baton::sched::GangJob j = job(ask++);
+    first.push_back(timed([&] { (void)(*s)->WhatIf(one, j); }));
+  }
+  const std::uint64_t reused0 = (*s)->whatif_reused();
+  for (int i = 0; i < 200; ++i) {
+    const baton::sched::GangJob j = job(ask++);
+    shared.push_back(timed([&] { (void)(*s)->WhatIf(one, j); }));
+  }
+  for (int i = 0; i < 200; ++i) {
+    const baton::sched::GangJob j = job(ask++);
+    const baton::TimePoint at{baton::Seconds(1 + 0.05 * i)};
+    later.push_back(timed([&] { (void)(*s)->WhatIf(at, j); }));
+  }
+  fmt::print(
+      "| {} ({} GPUs) | {} | {} | {:.1f} / {:.1f} ms | {:.1f} / {:.1f} ms | {:.2f} / {:.2f} ms | "
+      "{:.2f} / {:.2f} ms | {} of 400 | {} of {} |\n",
+      preset, gpus, running, (*s)->jobs().size() - running, Quantile(reference, 0.5),
+      Quantile(reference, 0.9), Quantile(first, 0.5), Quantile(first, 0.9), Quantile(shared, 0.5),
+      Quantile(shared, 0.9), Quantile(later, 0.5), Quantile(later, 0.9),
+      (*s)->whatif_reused() - reused0, same, reference_asks);
 }
 
 }  // namespace
@@ -185,9 +229,12 @@ int main(int argc, char** argv) {
   const char* env = std::getenv("BATON_TRACES_DIR");
   std::string trace = std::string(env ? env : BATON_TRACES_DIR) + "/itp/cluster04.csv";
   int stride = 1;
+  bool whatif_only_flag = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--stride" && i + 1 < argc) {
+    if (a == "--whatif-only") {
+      whatif_only_flag = true;
+    } else if (a == "--stride" && i + 1 < argc) {
       const std::optional<std::int64_t> n = baton::ParseInt64(argv[++i]);
       if (!n || *n < 1) {
         fmt::print(stderr, "eta_bench: --stride wants a positive integer\n");
@@ -198,10 +245,15 @@ int main(int argc, char** argv) {
       trace = a;
     }
   }
-  fmt::print("what-if latency (Scheduler::WhatIf, 200 asks)\n\n");
-  fmt::print("| cluster | state | median | p90 |\n|---|---|---|---|\n");
-  for (int queued : {0, 100, 300}) WhatIfLatency(queued);
+  const bool whatif_only = whatif_only_flag;
+  fmt::print("what-if latency (Scheduler::WhatIf), median / p90\n\n");
+  fmt::print(
+      "| cluster | running | queued | reference | first after a cycle | shared, same now | "
+      "shared, later now | reused | same answer |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (int extra : {0, 100, 300}) WhatIfLatency("superpod-h100", extra, 20);
+  WhatIfLatency("fat-tree-h100", 300, 5);
   fmt::print("\n");
+  if (whatif_only) return 0;
   if (!std::filesystem::exists(trace)) {
     fmt::print("skipped the replay: {} is absent (set BATON_TRACES_DIR or pass a trace)\n", trace);
     return 0;

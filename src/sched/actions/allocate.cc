@@ -30,8 +30,9 @@ class AllocateAction final : public Action {
       }
       const bool blocked = BlockedByRoom(s, st);
       s.Wait(job, std::move(st));
-      if (head_blocks && blocked) break;
+      if (head_blocks && blocked) return;
     }
+    if (s.tail_probe() != nullptr) s.tail_probe()->AllocateDone(s);
   }
 };
 

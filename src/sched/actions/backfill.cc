@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <span>
 
 #include "sched/actions/internal.h"
 
@@ -21,6 +22,7 @@ class ReservedNodes {
     f = f ? std::min(*f, at) : at;
   }
   const std::optional<TimePoint>& From(topo::NodeId node) const { return from_[node.value()]; }
+  std::span<const std::optional<TimePoint>> all() const { return from_; }
   std::size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
 
@@ -83,6 +85,7 @@ class BackfillAction final : public Action {
         Reserve(s, job, &reserved);
       }
     }
+    if (s.tail_probe() != nullptr) s.tail_probe()->BackfillDone(s, reserved.all());
   }
 
  private:

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
+#include <vector>
 
+#include "core/rng.h"
 #include "sched/framework/scheduler.h"
 #include "sched/testing.h"
 
@@ -298,6 +301,167 @@ tenancy:
   ASSERT_EQ(f.jobs.size(), 1u);
   EXPECT_EQ(f.jobs[0].kind, WaitingKind::kQuota) << f.jobs[0].status.ToString();
   EXPECT_EQ(f.jobs[0].estimated_start, At(100));
+}
+
+// WhatIf answers from one shared projection of the queue where that is provably the same as
+// running every projected cycle with the job (the reference). Over random clusters, configs,
+// queues and asks (at the projection's time and later), both give the same answer in every
+// field, and asking changes nothing: a twin scheduler that is never asked decides the same.
+void ExpectSameAnswer(const WhatIfAnswer& fast, const WhatIfAnswer& ref, const std::string& where) {
+  EXPECT_EQ(fast.forecast.job, ref.forecast.job) << where;
+  EXPECT_EQ(fast.forecast.position, ref.forecast.position) << where;
+  EXPECT_EQ(fast.forecast.estimated_start.has_value(), ref.forecast.estimated_start.has_value())
+      << where;
+  if (fast.forecast.estimated_start && ref.forecast.estimated_start) {
+    EXPECT_EQ(fast.forecast.estimated_start->since_epoch.value(),
+              ref.forecast.estimated_start->since_epoch.value())
+        << where;
+  }
+  EXPECT_EQ(fast.forecast.unknown, ref.forecast.unknown) << where;
+  EXPECT_EQ(WaitingKindName(fast.forecast.kind), WaitingKindName(ref.forecast.kind)) << where;
+  EXPECT_EQ(fast.forecast.status.kind(), ref.forecast.status.kind()) << where;
+  EXPECT_EQ(fast.forecast.status.plugin(), ref.forecast.status.plugin()) << where;
+  EXPECT_EQ(fast.forecast.status.reason(), ref.forecast.status.reason()) << where;
+  EXPECT_EQ(fast.placement, ref.placement) << where;
+  EXPECT_EQ(fast.gpu, ref.gpu) << where;
+}
+
+SchedulerConfig RandomConfig(Rng& rng, int variant) {
+  SchedulerConfig c;  // variant 0: the defaults (priority order, all four actions)
+  switch (variant) {
+    case 1:
+      c.queue_sort = QueueSort::kFifo;
+      c.max_candidates = 1;
+      break;
+    case 2:
+      c.queue_sort = QueueSort::kFifo;
+      c.actions = {"admit", "allocate"};
+      c.head_of_line_blocking = true;
+      break;
+    case 3:
+      c.actions = {"admit", "allocate", "preempt"};
+      break;
+    case 4:
+      c.queue_sort = QueueSort::kShortestFirst;
+      c.actions = {"admit", "allocate", "backfill"};
+      c.backfill_reservations = 2;
+      break;
+    case 5:
+      c.queue_sort = QueueSort::kLas;  // keys change as jobs run: never reused
+      break;
+    default:
+      break;
+  }
+  if (rng.Bernoulli(0.3)) c.max_candidates = static_cast<int>(rng.UniformInt(1, 4));
+  return c;
+}
+
+GangJob RandomTimed(Rng& rng, std::uint64_t id, int node_gpus, int cluster_gpus, int max_priority) {
+  static const int kSizes[] = {1, 2, 4, 8, 8, 16, 24, 32};
+  GangJob j = Job(id, kSizes[rng.UniformInt(0, 7)],
+                  static_cast<int>(rng.UniformInt(0, static_cast<std::uint64_t>(max_priority))));
+  if (j.gpus > node_gpus && j.gpus % node_gpus != 0) j.gpus = node_gpus;
+  j.gpus = std::min(j.gpus, cluster_gpus);
+  j.estimated_runtime =
+      Seconds(rng.Bernoulli(0.1) ? 0.0 : static_cast<double>(rng.UniformInt(5, 400)));
+  j.grace_period = Seconds(static_cast<double>(rng.UniformInt(0, 30)));
+  j.preemptible = rng.Bernoulli(0.8);
+  if (rng.Bernoulli(0.2)) j.topology.required = topo::Level::kLeaf;
+  return j;
+}
+
+TEST(WhatIfReuseTest, SameAnswersAsRunningEveryCycle) {
+  std::uint64_t asks = 0, reused = 0;
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+    Rng rng(seed);
+    const int variant = static_cast<int>(seed % 6);
+    const int per_leaf = static_cast<int>(rng.UniformInt(1, 3)) * 2;
+    const int leaves = static_cast<int>(rng.UniformInt(2, 4));
+    const int node_gpus = rng.Bernoulli(0.3) ? 4 : 8;
+    const int cluster_gpus = per_leaf * leaves * node_gpus;
+    const SchedulerConfig config = RandomConfig(rng, variant);
+    auto s = Make(SmallTree(per_leaf * leaves, per_leaf, node_gpus), config);
+    auto twin = Make(SmallTree(per_leaf * leaves, per_leaf, node_gpus), config);
+    std::uint64_t id = 1;
+    double t = 0;
+    for (int step = 0; step < 5; ++step) {
+      // Arrivals, and the ends of jobs that reached their estimate (or, without one, at random).
+      std::vector<Event> ev;
+      for (const auto& [jid, j] : s->jobs()) {
+        if (j.phase != JobPhase::kRunning) continue;
+        const double runtime = j.spec.estimated_runtime.value();
+        if ((runtime > 0 && j.start.since_epoch.value() + runtime <= t) ||
+            (runtime == 0 && rng.Bernoulli(0.1))) {
+          ev.push_back(Event::Finish(jid));
+        }
+      }
+      const int arrivals = static_cast<int>(rng.UniformInt(2, 9));
+      for (int i = 0; i < arrivals; ++i) {
+        ev.push_back(Event::Submit(RandomTimed(rng, id++, node_gpus, cluster_gpus, 2)));
+      }
+      const Decisions da = s->RunCycle({At(t), ev});
+      const Decisions db = twin->RunCycle({At(t), ev});
+      ASSERT_EQ(da.binds.size(), db.binds.size()) << "seed " << seed << " step " << step;
+      for (std::size_t i = 0; i < da.binds.size(); ++i) {
+        EXPECT_EQ(da.binds[i].job, db.binds[i].job);
+        EXPECT_EQ(da.binds[i].placement, db.binds[i].placement);
+      }
+      EXPECT_EQ(da.preemptions.size(), db.preemptions.size());
+      EXPECT_EQ(da.wake_at, db.wake_at);
+      // Asks: at the last cycle's time (the shared projection's) and later; the shared
+      // projection is sometimes a whole-queue forecast's.
+      const std::uint64_t version = s->state().version();
+      if (rng.Bernoulli(0.3)) (void)s->Forecast(At(t));
+      const int n = static_cast<int>(rng.UniformInt(2, 6));
+      for (int q = 0; q < n; ++q) {
+        static const double kLater[] = {0, 0, 0, 1, 7, 60};
+        const double at = t + kLater[rng.UniformInt(0, 5)];
+        const int max_cycles = rng.Bernoulli(0.15) ? static_cast<int>(rng.UniformInt(1, 6)) : 2000;
+        // Mostly priority 0, which sorts last under priority order and preempts nobody.
+        GangJob job =
+            RandomTimed(rng, 1000 + q, node_gpus, cluster_gpus, rng.Bernoulli(0.2) ? 2 : 0);
+        const std::uint64_t before = s->whatif_reused();
+        Result<WhatIfAnswer> fast = s->WhatIf(At(at), job, max_cycles);
+        Result<WhatIfAnswer> ref = s->WhatIf(At(at), job, max_cycles, /*reference=*/true);
+        ASSERT_EQ(fast.ok(), ref.ok());
+        ++asks;
+        reused += s->whatif_reused() - before;
+        if (!fast.ok()) continue;
+        ExpectSameAnswer(*fast, *ref,
+                         "seed " + std::to_string(seed) + " step " + std::to_string(step) +
+                             " ask " + std::to_string(q) + " at " + std::to_string(at));
+      }
+      EXPECT_EQ(s->state().version(), version);
+      EXPECT_EQ(s->jobs().size(), twin->jobs().size());
+      t += static_cast<double>(rng.UniformInt(1, 120));
+    }
+  }
+  // The reuse is exercised, not just the reference path.
+  EXPECT_GT(reused, asks / 3) << reused << " of " << asks << " asks reused a projection";
+}
+
+// Asking many times while nothing changes shares one projection; a cycle starts a new one.
+TEST(WhatIfReuseTest, OneProjectionUntilTheNextCycle) {
+  auto s = Make(SmallTree(4), AllocateBackfill());
+  s->RunCycle({At(0), std::vector<Event>{Event::Submit(Timed(1, 32, 100))}});
+  s->RunCycle(
+      {At(10), std::vector<Event>{Event::Submit(Timed(2, 16, 50)), Event::Submit(Timed(3, 32, 30)),
+                                  Event::Submit(Timed(4, 8, 200))}});
+  // E (8 GPUs, 10 s) backfills next to B at 100; F (32) waits for the queue: B, C, D end.
+  for (int i = 0; i < 3; ++i) {
+    Result<WhatIfAnswer> e = s->WhatIf(At(20), Timed(99, 8, 10));
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->forecast.estimated_start, At(100));
+    Result<WhatIfAnswer> f = s->WhatIf(At(20 + i), Timed(99, 32, 10));
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(f->forecast.estimated_start, At(380));
+  }
+  EXPECT_EQ(s->whatif_reused(), 6u);
+  s->RunCycle({At(30), {}});
+  Result<WhatIfAnswer> e = s->WhatIf(At(30), Timed(99, 8, 10));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->forecast.estimated_start, At(100));
+  EXPECT_EQ(s->whatif_reused(), 7u);
 }
 
 }  // namespace

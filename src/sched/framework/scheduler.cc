@@ -390,6 +390,11 @@ void Scheduler::Apply(const Event& e, TimePoint now, Decisions* out) {
 Decisions Scheduler::RunCycle(const CycleInput& input) {
   const TimePoint now = std::max(input.now, last_now_);
   last_now_ = now;
+  ++epoch_;
+  {
+    std::lock_guard<std::mutex> lock(whatif_mu_);
+    whatif_base_.reset();  // built on the state this cycle changes
+  }
   Decisions out;
   for (const Event& e : input.what_happened) Apply(e, now, &out);
   // Victims whose grace period is over free their GPUs and wait again; a job stays nominated
@@ -433,6 +438,7 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
   Session session(now, &state_, &jobs_, &plugins_, &config_, &cycle_, &out, options_.timer,
                   std::move(pending), std::move(pending_jobs), lowest_victim, &queue_order_,
                   options_.waiting_notes);
+  session.set_tail_probe(tail_probe_);
   for (const auto& a : actions_) {
     const TimePoint t0 = options_.timer ? options_.timer->Now() : TimePoint{};
     a->Execute(session);

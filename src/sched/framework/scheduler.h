@@ -18,7 +18,9 @@
 // Not thread-safe: one RunCycle at a time.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 
 #include "core/clock.h"
@@ -74,7 +76,8 @@ class Scheduler {
   // forecast_test.cc). Kinds and positions are read at `now` (forecast.h). `now` earlier than
   // the last cycle's counts as that.
   //
-  // Changes nothing in this scheduler (const; the copy is discarded) and is deterministic.
+  // Changes nothing in this scheduler (const; the copy is discarded) and is deterministic. A
+  // forecast of the whole queue (options.jobs empty) is kept for WhatIf to share (see there).
   // Plugins that learn across cycles (the fragmentation model's observed mix, the random
   // placement's generator) start fresh in the copy. Cost: one copy of the state and job table
   // plus one cycle per projected end, at most options.max_cycles (bench/sim/eta_bench.cc).
@@ -83,8 +86,35 @@ class Scheduler {
   // What Forecast would say about `job` had it been submitted at `now`, and where it would start:
   // the copy admits it as a Submit event would (its id is replaced by an unused one; a spec the
   // scheduler refuses is InvalidArgument with the scheduler's reason) and the projection stops
-  // once it starts or after `max_cycles`. Changes nothing; same cost bound as Forecast.
-  Result<WhatIfAnswer> WhatIf(TimePoint now, GangJob job, int max_cycles = 2000) const;
+  // once it starts or after `max_cycles`. Changes nothing in the scheduling state.
+  //
+  // Cost. The copy runs the cycle at `now` with the job, as Forecast does. The later cycles come,
+  // where that is provably the same, from one projection of the queue without the job, kept
+  // until the next RunCycle and shared by every what-if until then (also by what-ifs at a later
+  // `now` while no estimated end, grace deadline or backoff falls between, and the cycles at
+  // both times decided nothing): the job is then only tried, on that projection's allocation
+  // state, where allocate and backfill would try it. Provably the same means: the job sorts
+  // behind every job in the table under a queue sort with fixed keys (fifo, priority,
+  // shortest-first), it cannot preempt (no preempt action, or preempt_by priority and its
+  // priority is no higher than any preemptible job's), it takes whole GPUs, no job shares GPUs,
+  // the actions are among admit, allocate, backfill and preempt, and the plugins learn nothing
+  // across cycles (health, gpu-type, bad-nodes, node-attributes, resources, topology, binpack,
+  // planner, lost-work). Then nothing the job does before it starts reaches the jobs ahead of it,
+  // and it starts in the first projected cycle in which allocate or backfill would place it.
+  // Otherwise, and with `reference`, every projected cycle is run with the job (the reference
+  // the reuse is tested against). Both give the same answer (forecast_test.cc); the first
+  // what-if after a RunCycle costs about one Forecast (none when a whole-queue Forecast at the
+  // same max_cycles left its projection), the following ones one cycle on a copy plus the job's
+  // tries (bench/sim/eta_bench.cc). Bound: the shared projection, like the reference, runs at
+  // most `max_cycles` cycles (once every queued job has started it goes on, the queue empty,
+  // to the last estimated end); a job not placed by then has no start (kBeyondHorizon).
+  // Several WhatIf and Forecast calls may run at once (the shared projection is guarded); not
+  // with RunCycle.
+  Result<WhatIfAnswer> WhatIf(TimePoint now, GangJob job, int max_cycles = 2000,
+                              bool reference = false) const;
+
+  // What-ifs answered from a shared projection so far (see WhatIf; tests and benchmarks).
+  std::uint64_t whatif_reused() const { return whatif_reused_.load(); }
 
   const ClusterState& state() const { return state_; }
   const JobTable& jobs() const { return jobs_; }
@@ -104,6 +134,26 @@ class Scheduler {
   // `watch` (if valid), when a projected cycle binds it, goes to `*watched`.
   static QueueForecast Project(Scheduler& copy, TimePoint now, const ForecastOptions& options,
                                JobId watch, Placement* watched);
+  // Project in steps (forecast.cc): ProjectStart fills positions, runs the cycle at `now` and
+  // reads the kinds (only `watch`'s when `watch_kind_only`); ProjectLoop runs the later cycles.
+  struct ProjectionRun;
+  static void ProjectStart(Scheduler& copy, TimePoint now, const ForecastOptions& options,
+                           JobId watch, Placement* watched, bool watch_kind_only,
+                           ProjectionRun* run);
+  static void ProjectLoop(Scheduler& copy, int max_cycles, ProjectionRun* run);
+  // WhatIf's shared projection of the queue without the asked-for job (forecast.cc).
+  struct WhatIfBase;
+  std::shared_ptr<const WhatIfBase> BuildWhatIfBase(TimePoint now, int max_cycles) const;
+  // Runs `run`'s later cycles on `copy` (a Clone whose cycle at `now` has run, for the whole
+  // queue) and keeps them as a WhatIfBase.
+  std::shared_ptr<const WhatIfBase> RecordWhatIfBase(std::unique_ptr<Scheduler> copy, TimePoint now,
+                                                     int max_cycles, ProjectionRun* run) const;
+  // Whether the job `id` in `copy` (a Clone with it admitted) may be answered from a WhatIfBase
+  // (see WhatIf).
+  static bool WhatIfReusable(const Scheduler& copy, JobId id);
+  // Ends `run` for the watched job from `base`: false when the base cannot stand in for `copy`'s
+  // later cycles (the job is refused in one); then `copy` and `run` are spoilt.
+  static bool FinishFromBase(const WhatIfBase& base, Scheduler& copy, ProjectionRun* run);
   // The pending jobs (ascending id) and their records, as a cycle's Session takes them.
   void CollectPending(std::vector<JobId>* ids, std::vector<JobInfo*>* jobs);
   void Apply(const Event& e, TimePoint now, Decisions* out);
@@ -123,8 +173,14 @@ class Scheduler {
   std::vector<std::unique_ptr<Action>> actions_;
   CycleState cycle_;
   TimePoint last_now_;
-  std::uint64_t admitted_ = 0;      // JobInfo::admission of the last job admitted
-  std::vector<JobId> queue_order_;  // the last pending-queue order (Session::PendingQueue)
+  std::uint64_t admitted_ = 0;       // JobInfo::admission of the last job admitted
+  std::vector<JobId> queue_order_;   // the last pending-queue order (Session::PendingQueue)
+  std::uint64_t epoch_ = 0;          // RunCycles so far: what a WhatIfBase was built on
+  TailProbe* tail_probe_ = nullptr;  // given to each cycle's Session (WhatIfBase's recording)
+  // The last WhatIfBase (null: none); a cache, not scheduling state, hence mutable.
+  mutable std::mutex whatif_mu_;
+  mutable std::shared_ptr<const WhatIfBase> whatif_base_;
+  mutable std::atomic<std::uint64_t> whatif_reused_{0};
 };
 
 }  // namespace baton::sched

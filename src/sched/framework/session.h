@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,23 @@ struct PluginSet {
 // listed twice, no placement plugin, or a factory's own argument error.
 Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegistry& registry,
                                  const PluginDeps& deps);
+
+class Session;
+
+// Told, in a projected cycle (Scheduler::WhatIf's reuse of one projection for many what-ifs),
+// what a job queued behind every pending job would meet: allocate and backfill call it once they
+// have tried every job ahead of it. Real cycles have none (Session::tail_probe() is null).
+class TailProbe {
+ public:
+  virtual ~TailProbe() = default;
+  // allocate tried every pending job (none blocked it for room): a job queued last would be
+  // tried next, on the allocation state as it is now.
+  virtual void AllocateDone(Session& s) = 0;
+  // backfill tried every pending job: a job queued last would be tried next, on the allocation
+  // state as it is now, kept off the nodes `reserved` holds (per node, the time from which a
+  // reservation holds it; nullopt: none) unless its estimated end is no later.
+  virtual void BackfillDone(Session& s, std::span<const std::optional<TimePoint>> reserved) = 0;
+};
 
 class Session {
  public:
@@ -135,6 +153,9 @@ class Session {
   // Adds `seconds` spent over `calls` calls to the named timer.
   void AddTiming(std::string_view name, double seconds, std::int64_t calls);
   const Clock* timer() const { return timer_; }
+  // The projection's observer (see TailProbe); null in real cycles. Not owned.
+  TailProbe* tail_probe() const { return tail_probe_; }
+  void set_tail_probe(TailProbe* probe) { tail_probe_ = probe; }
   // Emits waiting notes and timings into the decisions.
   void Finish();
 
@@ -151,6 +172,7 @@ class Session {
   std::vector<JobInfo*> pending_jobs_;  // parallel to pending_at_start_; null once rejected
   std::vector<JobId>* queue_order_;
   bool waiting_notes_;
+  TailProbe* tail_probe_ = nullptr;
   // The last PendingJobs result in this cycle: later calls start from it, since the eligible
   // pending jobs only shrink within a cycle (binds, evictions and rejections never make a job
   // pending). Rejected jobs are nulled here.

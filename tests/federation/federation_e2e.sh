@@ -197,6 +197,19 @@ out=$(api "$broker/api/v1/sites")
 check "GET /api/v1/sites: every site healthy with its last answer" 0 $? "$out" \
   '"healthy":true.*"last_answer"'
 
+# The broker itself crashes (SIGKILL) and restarts on its database: it rebuilds each job's
+# attempt from its events and goes on following it; nothing is dispatched twice (counted below).
+kill -KILL "$broker_pid"
+wait "$broker_pid" 2>/dev/null
+"$baton" federate --sites "$work/sites.yaml" --listen "127.0.0.1:$p_br" --db "$work/broker.db" \
+  --auth "$work/auth.yaml" --policy predicted-completion --site-timeout 3 --poll-interval 0.5 \
+  --request-timeout 2 --quota team-a=512 >"$work/broker-restart.log" 2>&1 &
+broker_pid=$!
+wait_listening "$work/broker-restart.log" "$broker_pid" || exit 1
+out=$(api "$broker/api/v1/jobs/${ids[0]}")
+check "the broker restarted after SIGKILL and still follows job ${ids[0]} at its site" 0 $? \
+  "$out" "\"site\":\"${first_site[${ids[0]}]}\""
+
 # --- Kill the dry-run site with the most jobs, mid-run. ---
 victim=shenzhen
 n_sz=0 n_hf=0
@@ -280,6 +293,11 @@ for id in "${ids[@]}"; do
   done
   final=$(api "$broker/api/v1/jobs/$id/events" | jq -r '.events[] | select(.kind == "succeeded") | .message')
   echo "job $id: site records $copies-> succeeded $succeeded time(s); broker: $final"
+  n_copies=$(wc -w <<<"$copies")
+  want=1
+  [[ " ${moved[*]} " == *" $id "* ]] && want=2
+  check "job $id: $want cop(ies) made at the sites, no duplicate dispatch" 0 \
+    $(( n_copies == want ? 0 : 1 ))
   check "job $id finished exactly once, counted at the sites" 0 $(( succeeded == 1 ? 0 : 1 ))
   check "job $id: the broker's view agrees with the sites" 0 \
     $([[ "$final" == "succeeded at $where" ]] && echo 0 || echo 1)

@@ -44,6 +44,35 @@ std::vector<std::string> RankEnvironment(const LaunchRequest& r, const RankAssig
   return EnvironmentWith(vars);
 }
 
+// Starts argv[0] (searched in $PATH) in its own process group with `env`, stdin from /dev/null,
+// stdout and stderr to `log` (appended to, or truncated), the default signal mask and
+// dispositions (the daemon blocks SIGTERM; its children must not). Returns posix_spawn's error.
+int SpawnInGroup(std::vector<std::string>& argv, std::vector<std::string>& env,
+                 const std::string& log, bool append, pid_t* pid) {
+  std::vector<char*> argv_p = CStringPointers(argv);
+  std::vector<char*> env_p = CStringPointers(env);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  int err = posix_spawnp(pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return err;
+}
+
 }  // namespace
 
 LocalExecutor::LocalExecutor(LocalOptions options, const Clock& clock)
@@ -98,27 +127,8 @@ Status LocalExecutor::StartStage(std::int64_t id, Job& job) {
       {"BATON_STAGE_INDEX", std::to_string(job.stage_index)},
       {"BATON_STAGE_COUNT", std::to_string(r.stage.size())},
   });
-  std::vector<char*> argv_p = CStringPointers(argv);
-  std::vector<char*> env_p = CStringPointers(env);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
   pid_t pid = 0;
-  int err = posix_spawn(&pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  int err = SpawnInGroup(argv, env, log, /*append=*/true, &pid);
   if (err != 0) {
     return FailedPreconditionError(
         fmt::format("cannot start the stage command: {}", std::strerror(err)));
@@ -181,28 +191,8 @@ Result<bool> LocalExecutor::StartRanks(const LaunchRequest& request, Job& job) {
     std::string log = (dir / ("rank-" + std::to_string(rank->rank) + ".log")).string();
     std::vector<std::string> argv = request.command;
     std::vector<std::string> env = RankEnvironment(request, *rank, per_node[rank->node]);
-    std::vector<char*> argv_p = CStringPointers(argv);
-    std::vector<char*> env_p = CStringPointers(env);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(
-        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);  // its own process group
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);  // the daemon blocks SIGTERM; ranks must not
-    posix_spawnattr_setsigdefault(&attr, &all);
     pid_t pid = 0;
-    int err = posix_spawnp(&pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    int err = SpawnInGroup(argv, env, log, /*append=*/false, &pid);
     if (err != 0) {
       Signal(job, SIGKILL);
       for (auto& p : job.procs) waitpid(p.pid, nullptr, 0);

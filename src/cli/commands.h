@@ -10,6 +10,8 @@ void RegisterTopoCommand(CLI::App& app, int& exit_code);
 void RegisterPlanCommand(CLI::App& app, int& exit_code);
 void RegisterServeCommand(CLI::App& app, int& exit_code);
 void RegisterSimCommand(CLI::App& app, int& exit_code);
+// `baton federate`: the federation broker in front of several `baton serve` sites.
+void RegisterFederateCommand(CLI::App& app, int& exit_code);
 // `baton export`: the daemon's scheduling history, for `baton sim --replay-daemon`.
 void RegisterExportCommand(CLI::App& app, int& exit_code);
 // The client of a running daemon: submit, jobs/queue, job, cancel, nodes, drain, resume, top,

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   baton::cli::RegisterPlanCommand(app, exit_code);
   baton::cli::RegisterServeCommand(app, exit_code);
   baton::cli::RegisterSimCommand(app, exit_code);
+  baton::cli::RegisterFederateCommand(app, exit_code);
   baton::cli::RegisterExportCommand(app, exit_code);
   baton::cli::RegisterClientCommands(app, exit_code);
   app.footer(

@@ -50,6 +50,24 @@ struct PlacementView {
   int queue_position = 0;                    // 1-based place in the queue; 0: none
   std::optional<TimePoint> estimated_start;  // nullopt: unknown
   std::string waiting_kind;                  // sched::WaitingKindName ("quota", ...); empty: none
+  // A federation broker's job (`baton federate`): the site it was dispatched to, the job's id
+  // there and its state as the site last reported it. Empty / 0 elsewhere.
+  std::string site;
+  std::int64_t site_job = 0;
+  std::string site_state;
+};
+
+// A site as a federation broker sees it (GET /api/v1/sites).
+struct SiteView {
+  std::string name;
+  std::string url;
+  std::vector<std::string> regions;
+  bool healthy = false;              // its /healthz answered within the broker's site timeout
+  std::optional<TimePoint> last_ok;  // its last healthy answer
+  std::string last_error;            // why the last call failed; empty: it did not
+  int jobs_in_flight = 0;            // broker jobs dispatched there, not finished
+  std::optional<TimePoint> last_answer_at;  // its last what-if answer ...
+  std::string last_answer;                  // ... in one line
 };
 
 // The scheduler's answer for a job not submitted (POST /api/v1/whatif).
@@ -178,6 +196,8 @@ class Controller {
   // Per tenant (by name; "*": every tenant not listed) what the scheduler's configuration says
   // about it. Immutable; empty without a scheduler or without any tenant configured.
   virtual std::map<std::string, TenantLimits> TenantLimitsByName() const { return {}; }
+  // The sites of a federation broker; nullopt for a daemon that is not one (404).
+  virtual std::optional<std::vector<SiteView>> Sites() const { return std::nullopt; }
 };
 
 // Does nothing: jobs stay queued. The daemon's default until a scheduler is wired in.

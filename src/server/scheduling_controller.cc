@@ -20,6 +20,15 @@
 namespace baton::server {
 namespace {
 
+// The spec's inputs to stage, as the executor takes them.
+std::vector<StageRequest> StageRequests(const JobSpec& spec) {
+  std::vector<StageRequest> out;
+  for (const StageItem& item : spec.stage) {
+    out.push_back({item.kind, item.name, item.from, item.size_gib});
+  }
+  return out;
+}
+
 constexpr std::string_view kAllocOpen = "[alloc ";
 
 sched::JobId SchedId(JobId id) { return sched::JobId(static_cast<std::uint64_t>(id)); }
@@ -423,6 +432,7 @@ Status SchedulingController::Reload() {
                  job.id, "plan");
         }
         std::vector<std::string> command = js->command;
+        if (!js->stage.empty()) stages_[job.id] = StageRequests(*js);
         bool alive = false;
         if (placement) {
           LaunchRequest req = MakeLaunchRequest(job.id, *spec, *placement, placed_at);
@@ -544,6 +554,7 @@ void SchedulingController::Handle(Submitted& in) {
     return;
   }
   commands_[in.job.id] = js->command;
+  if (!js->stage.empty()) stages_[in.job.id] = StageRequests(*js);
   sched::Event e = sched::Event::Submit(*std::move(spec));
   e.bad_nodes = NodeIds(in.job.bad_nodes);
   events_.push_back(std::move(e));
@@ -575,6 +586,7 @@ void SchedulingController::Handle(CancelRequested& in) {
            in.job.id, "cancel");
   }
   commands_.erase(in.job.id);
+  stages_.erase(in.job.id);
   events_.push_back(sched::Event::Cancel(SchedId(in.job.id)));
 }
 
@@ -694,6 +706,7 @@ LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::Gan
   req.name = spec.name;
   req.tenant = spec.tenant;
   if (auto it = commands_.find(id); it != commands_.end()) req.command = it->second;
+  if (auto it = stages_.find(id); it != stages_.end()) req.stage = it->second;
   // The scheduler holds runtimes in wall time (GangJobFromSpec); the executor wants the job's own.
   req.estimated_runtime = spec.estimated_runtime / executor_->TimeScale();
   req.started_at = start;
@@ -731,6 +744,7 @@ void SchedulingController::Launch(JobId id, const sched::Placement& placement, T
              .status(),
          id, "fail");
   commands_.erase(id);
+  stages_.erase(id);
   events_.push_back(sched::Event::Cancel(SchedId(id)));
 }
 
@@ -745,6 +759,7 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
            id, "cancel");
     preempted_by_.erase(id);
     commands_.erase(id);
+    stages_.erase(id);
     events_.push_back(sched::Event::Cancel(sid));
     return;
   }
@@ -796,6 +811,7 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
     events_.push_back(sched::Event::Finish(sid));
   }
   commands_.erase(id);
+  stages_.erase(id);
   lost_.erase(id);
   bool ok = exit.kind == ExitKind::kSucceeded;
   if (!ok) metrics_->failures.WithLabels({"exit"}).Increment();
@@ -865,6 +881,7 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
       // Cancelled between the submission and this cycle: give the GPUs back.
       LOG_INFO("job {}: not launched: {}", id, r.status().message());
       commands_.erase(id);
+      stages_.erase(id);
       events_.push_back(sched::Event::Cancel(b.job));
       continue;
     }
@@ -885,6 +902,7 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     JobId id = StoreId(r.job);
     metrics_->failures.WithLabels({"rejected"}).Increment();
     commands_.erase(id);
+    stages_.erase(id);
     // A job the scheduler gives up on after it ran (its requeue can never be placed) may still
     // be running in the executor: end it there too.
     executor_->Kill(id);

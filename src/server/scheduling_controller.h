@@ -231,6 +231,7 @@ class SchedulingController final : public Controller {
   std::map<topo::NodeId, topo::NodeHealth> told_executor_;    // baton's verdict, as last sent
   std::map<JobId, int> lost_;                                 // kLost requeues per job
   std::map<JobId, std::vector<std::string>> commands_;        // of jobs the scheduler knows
+  std::map<JobId, std::vector<StageRequest>> stages_;         // of those with inputs to stage
   std::map<JobId, JobId> preempted_by_;                       // victim -> preemptor
   std::set<JobId> cancelling_;                                // user cancelled while running
   std::map<JobId, std::string> waiting_reason_;               // last "waiting" event per job

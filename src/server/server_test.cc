@@ -49,6 +49,11 @@ class RecordingController final : public Controller {
     for (const std::string& n : known_nodes) out.push_back(NodeView{n, "healthy", {}, 8, 0, {}});
     return out;
   }
+  Status Admit(const JobSpec&, std::string* field) const override {
+    if (!refuse_all) return Status::Ok();
+    *field = "gpus";
+    return InvalidArgumentError("field 'gpus': the cluster lost its nodes");
+  }
   std::optional<PlacementView> JobPlacement(JobId) const override {
     if (phase.empty()) return std::nullopt;
     PlacementView v;
@@ -61,6 +66,7 @@ class RecordingController final : public Controller {
   // Set by a test before it sends requests.
   std::vector<std::string> known_nodes;
   std::string phase;
+  std::atomic<bool> refuse_all{false};  // Admit refuses every job
 };
 
 class ServerTest : public ::testing::Test {
@@ -227,6 +233,48 @@ TEST_F(ServerTest, IdempotencyKeyReturnsTheOriginalJob) {
   EXPECT_EQ(JobsInStore(), 2);
   std::lock_guard lock(controller_.mu);
   EXPECT_EQ(controller_.submitted.size(), 2u);  // replays are not announced
+}
+
+// A retry must get its job back even when a new submission of it would now be refused: a sender
+// (the federation broker) that took the refusal for an answer would submit the job elsewhere and
+// run it twice.
+TEST_F(ServerTest, IdempotentRetryIsAnsweredBeforeAdmission) {
+  auto [c1, first] = Post("/api/v1/jobs", kSpec, kAlice, "fed-7-1");
+  ASSERT_EQ(c1, 201) << first.dump();
+  controller_.refuse_all = true;
+  auto [c2, again] = Post("/api/v1/jobs", kSpec, kAlice, "fed-7-1");
+  EXPECT_EQ(c2, 200) << again.dump();
+  EXPECT_EQ(again["id"], first["id"]);
+  auto [c3, other] = Post("/api/v1/jobs", R"({"name": "other", "gpus": 8})", kAlice, "fed-7-1");
+  EXPECT_EQ(c3, 409) << other.dump();
+  auto [c4, fresh] = Post("/api/v1/jobs", kSpec, kAlice, "fed-8-1");
+  EXPECT_EQ(c4, 400) << fresh.dump();  // a new key is checked as ever
+  EXPECT_EQ(JobsInStore(), 1);
+}
+
+// The key is the store's: a retry after the daemon restarted gets the original job back.
+TEST_F(ServerTest, IdempotencyKeySurvivesARestart) {
+  auto [c1, first] = Post("/api/v1/jobs", kSpec, kAlice, "fed-9-1");
+  ASSERT_EQ(c1, 201) << first.dump();
+  server_->Shutdown();
+  serve_thread_.join();
+  server_.reset();
+  ServerOptions o;
+  o.port = 0;
+  o.db_path = (dir_ / "baton.db").string();
+  o.auth_config_path = (dir_ / "auth.yaml").string();
+  o.worker_threads = 8;
+  auto server = Server::Create(o, &controller_);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  server_ = std::move(server).value();
+  serve_thread_ = std::thread([this] { ASSERT_TRUE(server_->Serve().ok()); });
+  client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  client_->set_read_timeout(10);
+  auto [c2, again] = Post("/api/v1/jobs", kSpec, kAlice, "fed-9-1");
+  EXPECT_EQ(c2, 200) << again.dump();
+  EXPECT_EQ(again["id"], first["id"]);
+  EXPECT_EQ(Post("/api/v1/jobs", R"({"name": "x", "gpus": 8})", kAlice, "fed-9-1").first, 409);
+  EXPECT_EQ(JobsInStore(), 1);
 }
 
 TEST_F(ServerTest, AuthenticationAndRoles) {

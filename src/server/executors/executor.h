@@ -44,6 +44,15 @@ struct RankAssignment {
   int gpu = 0;         // CUDA index on the node; -1: no GPU (a CPU-only job)
 };
 
+// One input to bring to the job's site before its ranks start (from the job spec's `stage`,
+// which the federation broker fills): a dataset or a checkpoint held at site `from`.
+struct StageRequest {
+  std::string kind;  // "dataset" or "checkpoint"
+  std::string name;
+  std::string from;
+  double size_gib = 0;
+};
+
 struct LaunchRequest {
   std::int64_t job = 0;
   std::string name;
@@ -58,6 +67,8 @@ struct LaunchRequest {
   int gpu_milli = 0;
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
+  // Inputs to stage first, in order (the local executor's stage command; others ignore it).
+  std::vector<StageRequest> stage;
 };
 
 // kLost: the job ended through no fault of its own (a node failed under it, the resource manager

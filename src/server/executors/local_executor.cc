@@ -44,6 +44,35 @@ std::vector<std::string> RankEnvironment(const LaunchRequest& r, const RankAssig
   return EnvironmentWith(vars);
 }
 
+// Starts argv[0] (searched in $PATH) in its own process group with `env`, stdin from /dev/null,
+// stdout and stderr to `log` (appended to, or truncated), the default signal mask and
+// dispositions (the daemon blocks SIGTERM; its children must not). Returns posix_spawn's error.
+int SpawnInGroup(std::vector<std::string>& argv, std::vector<std::string>& env,
+                 const std::string& log, bool append, pid_t* pid) {
+  std::vector<char*> argv_p = CStringPointers(argv);
+  std::vector<char*> env_p = CStringPointers(env);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  int err = posix_spawnp(pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return err;
+}
+
 }  // namespace
 
 LocalExecutor::LocalExecutor(LocalOptions options, const Clock& clock)
@@ -56,11 +85,100 @@ Status LocalExecutor::Launch(const LaunchRequest& request) {
   if (request.command.empty()) {
     return InvalidArgumentError("the local executor needs a command (field 'command')");
   }
+  bool here = false;
+  for (const auto& rank : request.ranks) {
+    here = here || options_.host.empty() || rank.node == options_.host;
+  }
+  if (!here) return Status::Ok();  // nothing placed on this host
+  Job job;
+  if (!request.stage.empty()) {
+    if (options_.stage_command.empty()) {
+      LOG_WARN("job {}: {} input(s) to stage and no stage-command: started without staging",
+               request.job, request.stage.size());
+    } else {
+      job.staging = request;
+      RETURN_IF_ERROR(StartStage(request.job, job));
+      jobs_[request.job] = std::move(job);
+      return Status::Ok();
+    }
+  }
+  RETURN_IF_ERROR(StartRanks(request, job).status());
+  jobs_[request.job] = std::move(job);
+  return Status::Ok();
+}
+
+Status LocalExecutor::StartStage(std::int64_t id, Job& job) {
+  const LaunchRequest& r = *job.staging;
+  const StageRequest& item = r.stage[job.stage_index];
+  std::filesystem::path dir =
+      std::filesystem::path(options_.log_dir) / ("job-" + std::to_string(id));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return UnavailableError("cannot create " + dir.string() + ": " + ec.message());
+  std::string log = (dir / "stage.log").string();
+  std::vector<std::string> argv = {"/bin/sh", "-c", options_.stage_command};
+  std::vector<std::string> env = EnvironmentWith({
+      {"BATON_JOB_ID", std::to_string(id)},
+      {"BATON_JOB_NAME", r.name},
+      {"BATON_STAGE_KIND", item.kind},
+      {"BATON_STAGE_NAME", item.name},
+      {"BATON_STAGE_FROM", item.from},
+      {"BATON_STAGE_SIZE_GIB", fmt::format("{}", item.size_gib)},
+      {"BATON_STAGE_INDEX", std::to_string(job.stage_index)},
+      {"BATON_STAGE_COUNT", std::to_string(r.stage.size())},
+  });
+  pid_t pid = 0;
+  int err = SpawnInGroup(argv, env, log, /*append=*/true, &pid);
+  if (err != 0) {
+    return FailedPreconditionError(
+        fmt::format("cannot start the stage command: {}", std::strerror(err)));
+  }
+  LOG_INFO("job {}: staging {} '{}' from {} ({} of {})", id, item.kind, item.name, item.from,
+           job.stage_index + 1, r.stage.size());
+  job.stage_pid = pid;
+  return Status::Ok();
+}
+
+void LocalExecutor::StageExited(std::int64_t id, Job& job, int status,
+                                std::optional<ExitReport>& report) {
+  job.stage_pid = 0;
+  const StageRequest& item = job.staging->stage[job.stage_index];
+  std::string log =
+      (std::filesystem::path(options_.log_dir) / ("job-" + std::to_string(id)) / "stage.log")
+          .string();
+  if (job.stopping) {
+    report = ExitReport{id, ExitKind::kStopped, "stopped while staging"};
+    return;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string how = WIFEXITED(status) ? fmt::format("exited {}", WEXITSTATUS(status))
+                                        : fmt::format("was killed by signal {}",
+                                                      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    report = ExitReport{id, ExitKind::kFailed,
+                        fmt::format("staging failed: the stage command {} for {} '{}' from {} "
+                                    "(see {})",
+                                    how, item.kind, item.name, item.from, log)};
+    return;
+  }
+  if (++job.stage_index < job.staging->stage.size()) {
+    if (Status st = StartStage(id, job); !st.ok()) {
+      report = ExitReport{id, ExitKind::kFailed, "staging failed: " + std::string(st.message())};
+    }
+    return;
+  }
+  LaunchRequest request = *std::move(job.staging);
+  job.staging.reset();
+  if (Status st = StartRanks(request, job).status(); !st.ok()) {
+    report = ExitReport{id, ExitKind::kFailed, std::string(st.message())};
+  }
+}
+
+Result<bool> LocalExecutor::StartRanks(const LaunchRequest& request, Job& job) {
   std::vector<const RankAssignment*> mine;
   for (const auto& rank : request.ranks) {
     if (options_.host.empty() || rank.node == options_.host) mine.push_back(&rank);
   }
-  if (mine.empty()) return Status::Ok();  // nothing placed on this host
+  if (mine.empty()) return false;
   std::filesystem::path dir =
       std::filesystem::path(options_.log_dir) / ("job-" + std::to_string(request.job));
   std::error_code ec;
@@ -69,36 +187,16 @@ Status LocalExecutor::Launch(const LaunchRequest& request) {
 
   std::map<std::string, int> per_node;
   for (const auto* rank : mine) ++per_node[rank->node];
-  Job job;
   for (const auto* rank : mine) {
     std::string log = (dir / ("rank-" + std::to_string(rank->rank) + ".log")).string();
     std::vector<std::string> argv = request.command;
     std::vector<std::string> env = RankEnvironment(request, *rank, per_node[rank->node]);
-    std::vector<char*> argv_p = CStringPointers(argv);
-    std::vector<char*> env_p = CStringPointers(env);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(
-        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);  // its own process group
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);  // the daemon blocks SIGTERM; ranks must not
-    posix_spawnattr_setsigdefault(&attr, &all);
     pid_t pid = 0;
-    int err = posix_spawnp(&pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    int err = SpawnInGroup(argv, env, log, /*append=*/false, &pid);
     if (err != 0) {
       Signal(job, SIGKILL);
       for (auto& p : job.procs) waitpid(p.pid, nullptr, 0);
+      job.procs.clear();
       return FailedPreconditionError(fmt::format(
           "cannot start '{}' for rank {}: {}", request.command[0], rank->rank, std::strerror(err)));
     }
@@ -106,11 +204,11 @@ Status LocalExecutor::Launch(const LaunchRequest& request) {
   }
   LOG_INFO("job {}: started {} local rank(s) of '{}', logs in {}", request.job, job.procs.size(),
            request.command[0], dir.string());
-  jobs_[request.job] = std::move(job);
-  return Status::Ok();
+  return true;
 }
 
 void LocalExecutor::Signal(Job& job, int sig) {
+  if (job.stage_pid > 0) ::kill(-job.stage_pid, sig);
   for (auto& p : job.procs) {
     if (!p.exited) ::kill(-p.pid, sig);  // the rank's whole process group
   }
@@ -129,6 +227,23 @@ std::vector<ExitReport> LocalExecutor::Poll() {
   TimePoint now = clock_.Now();
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Job& job = it->second;
+    if (job.staging) {
+      int status = 0;
+      pid_t r = job.stage_pid > 0 ? waitpid(job.stage_pid, &status, WNOHANG) : 0;
+      if (r == job.stage_pid || (r < 0 && errno == ECHILD)) {
+        std::optional<ExitReport> report;
+        StageExited(it->first, job, r == job.stage_pid ? status : 0, report);
+        if (report) {
+          out.push_back(std::move(*report));
+          it = jobs_.erase(it);
+          continue;
+        }
+      } else if (job.stopping && job.kill_at <= now) {
+        Signal(job, SIGKILL);
+      }
+      ++it;
+      continue;
+    }
     bool all_exited = true;
     for (auto& p : job.procs) {
       if (p.exited) continue;
@@ -173,6 +288,7 @@ void LocalExecutor::Kill(std::int64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   Signal(it->second, SIGKILL);
+  if (it->second.stage_pid > 0) waitpid(it->second.stage_pid, nullptr, 0);
   for (auto& p : it->second.procs) {
     if (!p.exited) waitpid(p.pid, nullptr, 0);  // prompt after SIGKILL
   }
@@ -182,6 +298,7 @@ void LocalExecutor::Kill(std::int64_t id) {
 void LocalExecutor::StopAll() {
   for (auto& [id, job] : jobs_) {
     Signal(job, SIGKILL);
+    if (job.stage_pid > 0) waitpid(job.stage_pid, nullptr, 0);
     for (auto& p : job.procs) {
       if (!p.exited) waitpid(p.pid, nullptr, 0);
     }

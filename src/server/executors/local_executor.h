@@ -6,12 +6,22 @@
 // waitpid(WNOHANG) from Poll. A job succeeds when every rank exits 0; the first rank that fails
 // gets the others stopped.
 //
+// Staging: with a stage command, a job whose request carries inputs to stage (LaunchRequest::stage,
+// from the spec's `stage` the federation broker fills) first runs `/bin/sh -c COMMAND` once per
+// input, in order, before any rank starts, with BATON_JOB_ID, BATON_JOB_NAME,
+// BATON_STAGE_KIND (dataset / checkpoint), BATON_STAGE_NAME, BATON_STAGE_FROM (the site holding
+// it), BATON_STAGE_SIZE_GIB, BATON_STAGE_INDEX and BATON_STAGE_COUNT in its environment, its
+// output in <log_dir>/job-<id>/stage.log. The first command that does not exit 0 fails the job,
+// saying which input and why; a stop or cancel meanwhile kills it. Without a stage command the
+// inputs are not staged (the site's storage is assumed to hold them), and a line is logged.
+//
 // Reattach always answers false: the processes of a previous daemon are not its children.
 #pragma once
 
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +35,7 @@ struct LocalOptions {
   // placement runs here (one machine standing in for the whole cluster, for tests and demos).
   std::string host;
   std::string log_dir = "baton-logs";
+  std::string stage_command;  // run by /bin/sh -c; empty: nothing is staged
 };
 
 class LocalExecutor final : public Executor {
@@ -48,12 +59,24 @@ class LocalExecutor final : public Executor {
     int status = 0;
   };
   struct Job {
+    // While staging: the request (its ranks start once every input is staged), the input being
+    // copied and its process.
+    std::optional<LaunchRequest> staging;
+    std::size_t stage_index = 0;
+    pid_t stage_pid = 0;
     std::vector<Proc> procs;
     bool stopping = false;
     TimePoint kill_at;  // while stopping: SIGKILL then
     std::string failure;
   };
   void Signal(Job& job, int sig);
+  // Starts the stage command for input `job.stage_index` of `job.staging`.
+  Status StartStage(std::int64_t id, Job& job);
+  // Starts the ranks of `request` placed on this host into `job`; false when none is.
+  Result<bool> StartRanks(const LaunchRequest& request, Job& job);
+  // A staging job's next move once its stage process exited with `status`: the next input, the
+  // ranks, or the job's failure (`report` set).
+  void StageExited(std::int64_t id, Job& job, int status, std::optional<ExitReport>& report);
 
   LocalOptions options_;
   const Clock& clock_;

@@ -28,8 +28,12 @@ Result<std::unique_ptr<Executor>> CreateDryRun(const ExecutorSettings& s, const 
 }
 
 Result<std::unique_ptr<Executor>> CreateLocal(const ExecutorSettings& s, const Clock& clock) {
-  return std::unique_ptr<Executor>(
-      std::make_unique<LocalExecutor>(LocalOptions{s.host, s.work_dir}, clock));
+  LocalOptions lo{s.host, s.work_dir, ""};
+  if (auto it = s.options.find("stage-command"); it != s.options.end()) {
+    if (it->second.empty()) return InvalidArgumentError("local executor: stage-command is empty");
+    lo.stage_command = it->second;
+  }
+  return std::unique_ptr<Executor>(std::make_unique<LocalExecutor>(lo, clock));
 }
 
 std::string SlurmConf(const ExecutorSettings& s) {
@@ -59,6 +63,9 @@ Result<std::unique_ptr<Executor>> CreateSlurm(const ExecutorSettings& s, const C
 }
 
 constexpr std::array<std::string_view, 1> kSlurmKeys = {"job-prefix"};
+// stage-command: run by /bin/sh -c before a job's ranks, once per input to stage
+// (local_executor.h).
+constexpr std::array<std::string_view, 1> kLocalKeys = {"stage-command"};
 
 const std::array<ExecutorKind, 3> kExecutors = {{
     {"dry-run",
@@ -66,7 +73,8 @@ const std::array<ExecutorKind, 3> kExecutors = {{
      {},
      nullptr,
      &CreateDryRun},
-    {"local", "real processes on this machine", {}, nullptr, &CreateLocal},
+    {"local", "real processes on this machine (stage-command=CMD copies a job's inputs first)",
+     kLocalKeys, nullptr, &CreateLocal},
     {"slurm", "batch jobs on a real Slurm cluster (the cluster comes from slurm.conf)", kSlurmKeys,
      &SlurmCluster, &CreateSlurm},
 }};

@@ -141,6 +141,11 @@ json JobJson(const JobRecord& j, const Controller& controller) {
       if (p->estimated_start) out["estimated_start"] = Rfc3339(*p->estimated_start);
       if (!p->waiting_kind.empty()) out["waiting_kind"] = p->waiting_kind;
       if (!p->nodes.empty()) out["placement"] = PlacementJson(*p);
+      if (!p->site.empty()) {
+        out["site"] = p->site;
+        if (p->site_job > 0) out["site_job"] = p->site_job;
+        if (!p->site_state.empty()) out["site_state"] = p->site_state;
+      }
     }
   }
   return out;
@@ -501,6 +506,22 @@ struct Api::Routes {
     return InvalidArgumentError(fmt::format("field '{}': {}", *field, Trim(message)));
   }
 
+  // The answer to a submit whose Idempotency-Key already names `original`: that job (200) when
+  // the request is the same (canonical spec), else 409.
+  void Replay(const JobRecord& original, std::string_view spec_json, const std::string& key,
+              httplib::Response& res) {
+    if (original.spec_json != spec_json) {
+      SendError(res, 409, "IDEMPOTENCY_KEY_REUSED",
+                "Idempotency-Key '" + key + "' was used for a different request (job " +
+                    std::to_string(original.id) + ")",
+                "Idempotency-Key");
+      return;
+    }
+    api.submissions_.WithLabels({original.tenant, "replayed"}).Increment();
+    res.set_header("Idempotent-Replayed", "true");
+    SendJson(res, 200, JobJson(original, api.controller_));
+  }
+
   void Submit(const httplib::Request& req, std::string_view body, httplib::Response& res,
               const Principal& who) {
     Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
@@ -522,6 +543,21 @@ struct Api::Routes {
       return;
     }
     if (!spec->tenant) spec->tenant = who.tenant;
+    // A retry is answered from the store before the checks below: the job it names was admitted
+    // when it was created, and a retry must get it back (never a refusal that would make its
+    // sender submit it elsewhere) even if the cluster or the policy changed since.
+    std::string key = req.get_header_value("Idempotency-Key");
+    if (req.has_header("Idempotency-Key")) {
+      if (!ValidIdempotencyKey(key)) {
+        SendError(res, 400, "INVALID_ARGUMENT",
+                  "Idempotency-Key must be 1-255 printable ASCII characters", "Idempotency-Key");
+        return;
+      }
+      Result<std::optional<JobRecord>> original =
+          api.store_.FindByIdempotencyKey(*spec->tenant, key);
+      if (!original.ok()) return SendStatus(res, original.status());
+      if (*original) return Replay(**original, CanonicalJson(*spec), key, res);
+    }
     // Admission: what can never run on this cluster is refused now, not failed later.
     if (Status admitted = api.controller_.Admit(*spec, &field); !admitted.ok()) {
       api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
@@ -544,12 +580,6 @@ struct Api::Routes {
         return;
       }
     }
-    std::string key = req.get_header_value("Idempotency-Key");
-    if (req.has_header("Idempotency-Key") && !ValidIdempotencyKey(key)) {
-      SendError(res, 400, "INVALID_ARGUMENT",
-                "Idempotency-Key must be 1-255 printable ASCII characters", "Idempotency-Key");
-      return;
-    }
     NewJob job{*spec->tenant, spec->name, CanonicalJson(*spec), key};
     Result<SubmitResult> r = api.store_.Submit(job);
     if (!r.ok()) {
@@ -557,19 +587,7 @@ struct Api::Routes {
       SendStatus(res, r.status());
       return;
     }
-    if (!r->created) {
-      if (r->job.spec_json != job.spec_json) {
-        SendError(res, 409, "IDEMPOTENCY_KEY_REUSED",
-                  "Idempotency-Key '" + key + "' was used for a different request (job " +
-                      std::to_string(r->job.id) + ")",
-                  "Idempotency-Key");
-        return;
-      }
-      api.submissions_.WithLabels({job.tenant, "replayed"}).Increment();
-      res.set_header("Idempotent-Replayed", "true");
-      SendJson(res, 200, JobJson(r->job, api.controller_));
-      return;
-    }
+    if (!r->created) return Replay(r->job, job.spec_json, key, res);
     api.submissions_.WithLabels({job.tenant, "created"}).Increment();
     api.controller_.OnJobSubmitted(r->job);
     res.set_header("Location", "/api/v1/jobs/" + std::to_string(r->job.id));
@@ -924,6 +942,8 @@ struct Api::Routes {
         [this](R, B body, W res, P) { Dcgm(body, res); });
     Add("GET", "/api/v1/topology", "/api/v1/topology", Access::kAuthenticated,
         [this](R, B, W res, P) { Topology(res); });
+    Add("GET", "/api/v1/sites", "/api/v1/sites", Access::kAuthenticated,
+        [this](R, B, W res, P) { Sites(res); });
     Add("POST", "/api/v1/plan/estimate", "/api/v1/plan/estimate", Access::kAuthenticated,
         [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kEstimate); });
     Add("POST", "/api/v1/plan/search", "/api/v1/plan/search", Access::kAuthenticated,
@@ -933,6 +953,27 @@ struct Api::Routes {
     Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
         "/api/v1/nodes/{node}:{action}", Access::kAdmin,
         [this](R req, B body, W res, P who) { SetNode(req, body, res, who); });
+  }
+
+  // A federation broker's sites: health, jobs in flight, the last what-if answer.
+  void Sites(httplib::Response& res) {
+    std::optional<std::vector<SiteView>> sites = api.controller_.Sites();
+    if (!sites) return SendError(res, 404, "NOT_FOUND", "this daemon is not a federation broker");
+    json list = json::array();
+    for (const SiteView& s : *sites) {
+      json j = {{"name", s.name},
+                {"url", s.url},
+                {"regions", s.regions},
+                {"healthy", s.healthy},
+                {"jobs_in_flight", s.jobs_in_flight}};
+      if (s.last_ok) j["last_ok"] = Rfc3339(*s.last_ok);
+      if (!s.last_error.empty()) j["last_error"] = s.last_error;
+      if (s.last_answer_at) {
+        j["last_answer"] = {{"at", Rfc3339(*s.last_answer_at)}, {"summary", s.last_answer}};
+      }
+      list.push_back(std::move(j));
+    }
+    SendJson(res, 200, json{{"sites", std::move(list)}});
   }
 
   // The cluster's summary and its GPU counts, from one snapshot of the controller, so that the

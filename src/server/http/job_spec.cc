@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "core/bounded_input.h"
@@ -168,6 +170,147 @@ std::optional<FieldError> GetLevel(const json& v, const std::string& field, std:
   return std::nullopt;
 }
 
+// A list of at most kMaxListItems names of [A-Za-z0-9][A-Za-z0-9._-]{0,max-1}, no repeats.
+std::optional<FieldError> GetNames(const json& v, const std::string& field, std::size_t max,
+                                   std::vector<std::string>& out) {
+  if (!v.is_array()) return FieldError{field, "must be a list of names, got " + TypeName(v)};
+  if (v.size() > kMaxListItems) return FieldError{field, "has more than 64 entries"};
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::string item_field = field + "[" + std::to_string(i) + "]";
+    std::string name;
+    if (auto e = GetString(v[i], item_field, name)) return e;
+    if (!ValidName(name, max)) {
+      return FieldError{item_field, "must be 1-" + std::to_string(max) +
+                                        " characters of [A-Za-z0-9._-], got '" + Printable(name) +
+                                        "'"};
+    }
+    if (std::find(out.begin(), out.end(), name) != out.end()) {
+      return FieldError{item_field, "'" + name + "' is listed twice"};
+    }
+    out.push_back(std::move(name));
+  }
+  return std::nullopt;
+}
+
+std::optional<FieldError> GetGib(const json& v, const std::string& field, double& out) {
+  // 1 PiB: more than any dataset a job stages; bounds the arithmetic on it.
+  if (!v.is_number()) return FieldError{field, "must be a number of GiB, got " + TypeName(v)};
+  out = v.get<double>();
+  if (!std::isfinite(out) || out < 0 || out > 1024.0 * 1024.0) {
+    return FieldError{field, "must be a number of GiB between 0 and 1048576, got " + v.dump()};
+  }
+  return std::nullopt;
+}
+
+// "YYYY-MM-DDTHH:MM:SSZ" (UTC only, no fraction) -> seconds since the epoch.
+std::optional<double> ParseRfc3339Utc(std::string_view s) {
+  if (s.size() != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+      s[16] != ':' || s[19] != 'Z') {
+    return std::nullopt;
+  }
+  auto num = [&](std::size_t at, std::size_t n) -> std::optional<int> {
+    std::optional<std::int64_t> v = ParseInt64(s.substr(at, n));
+    if (!v || *v < 0) return std::nullopt;
+    return static_cast<int>(*v);
+  };
+  auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+       se = num(17, 2);
+  if (!y || !mo || !d || !h || !mi || !se || *y < 1970 || *mo < 1 || *mo > 12 || *d < 1 ||
+      *d > 31 || *h > 23 || *mi > 59 || *se > 59) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = *y - 1900;
+  tm.tm_mon = *mo - 1;
+  tm.tm_mday = *d;
+  tm.tm_hour = *h;
+  tm.tm_min = *mi;
+  tm.tm_sec = *se;
+  std::time_t t = timegm(&tm);
+  if (tm.tm_mday != *d) return std::nullopt;  // 31 February
+  return static_cast<double>(t);
+}
+
+std::optional<FieldError> GetStage(const json& v, std::vector<StageItem>& out) {
+  if (!v.is_array()) return FieldError{"stage", "must be a list of objects, got " + TypeName(v)};
+  if (v.size() > kMaxListItems) return FieldError{"stage", "has more than 64 entries"};
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::string base = "stage[" + std::to_string(i) + "]";
+    if (!v[i].is_object()) return FieldError{base, "must be an object, got " + TypeName(v[i])};
+    StageItem item;
+    for (const auto& [key, fv] : v[i].items()) {
+      std::string field = base + "." + key;
+      if (key == "kind") {
+        if (auto e = GetString(fv, field, item.kind)) return e;
+        if (item.kind != "dataset" && item.kind != "checkpoint") {
+          return FieldError{field,
+                            "must be dataset or checkpoint, got '" + Printable(item.kind) + "'"};
+        }
+      } else if (key == "name" || key == "from") {
+        std::string& dst = key == "name" ? item.name : item.from;
+        if (auto e = GetString(fv, field, dst)) return e;
+        std::size_t max = key == "name" ? 128 : 64;
+        if (!ValidName(dst, max)) {
+          return FieldError{field, "must be 1-" + std::to_string(max) +
+                                       " characters of [A-Za-z0-9._-], got '" + Printable(dst) +
+                                       "'"};
+        }
+      } else if (key == "size_gib") {
+        if (auto e = GetGib(fv, field, item.size_gib)) return e;
+      } else {
+        return FieldError{base + "." + Printable(key, 64),
+                          "unknown field (expected kind, name, from or size_gib)"};
+      }
+    }
+    if (item.kind.empty()) return FieldError{base + ".kind", "is required"};
+    if (item.name.empty()) return FieldError{base + ".name", "is required"};
+    if (item.from.empty()) return FieldError{base + ".from", "is required"};
+    out.push_back(std::move(item));
+  }
+  return std::nullopt;
+}
+
+std::optional<FieldError> GetFederation(const json& v, FederationFields& out) {
+  if (!v.is_object()) return FieldError{"federation", "must be an object, got " + TypeName(v)};
+  for (const auto& [key, fv] : v.items()) {
+    std::string field = "federation." + key;
+    if (key == "datasets") {
+      if (auto e = GetNames(fv, field, 128, out.datasets)) return e;
+    } else if (key == "require_regions") {
+      if (auto e = GetNames(fv, field, 64, out.require_regions)) return e;
+    } else if (key == "exclude_regions") {
+      if (auto e = GetNames(fv, field, 64, out.exclude_regions)) return e;
+    } else if (key == "home_site") {
+      if (auto e = GetString(fv, field, out.home_site)) return e;
+      if (!ValidName(out.home_site, 64)) {
+        return FieldError{field, "must be 1-64 characters of [A-Za-z0-9._-], got '" +
+                                     Printable(out.home_site) + "'"};
+      }
+    } else if (key == "deadline") {
+      if (auto e = GetString(fv, field, out.deadline)) return e;
+      out.deadline_unix_s = ParseRfc3339Utc(out.deadline);
+      if (!out.deadline_unix_s) {
+        return FieldError{field, "must be a UTC time like 2026-12-01T18:00:00Z, got '" +
+                                     Printable(out.deadline) + "'"};
+      }
+    } else if (key == "checkpoint_gib") {
+      if (auto e = GetGib(fv, field, out.checkpoint_gib)) return e;
+    } else {
+      return FieldError{"federation." + Printable(key, 64),
+                        "unknown field (expected datasets, home_site, require_regions, "
+                        "exclude_regions, deadline or checkpoint_gib)"};
+    }
+  }
+  for (const std::string& r : out.require_regions) {
+    if (std::find(out.exclude_regions.begin(), out.exclude_regions.end(), r) !=
+        out.exclude_regions.end()) {
+      return FieldError{"federation.exclude_regions",
+                        "region '" + r + "' is both required and excluded"};
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
   if (!doc.is_object())
     return FieldError{"", "the job spec must be an object, got " + TypeName(doc)};
@@ -272,11 +415,18 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
     } else if (key == "plan") {
       if (!v.is_object()) return FieldError{key, "must be an object, got " + TypeName(v)};
       plan = &v;  // checked against gpus below
+    } else if (key == "stage") {
+      if (auto e = GetStage(v, spec.stage)) return e;
+    } else if (key == "federation") {
+      FederationFields f;
+      if (auto e = GetFederation(v, f)) return e;
+      spec.federation = std::move(f);
     } else {
       return FieldError{Printable(key, 64),
                         "unknown field (expected name, tenant, gpus, gpus_per_node, gpu_type, "
                         "gpu_milli, cpu_milli, memory_mib, resources, priority, preemptible, "
-                        "grace_period_s, estimated_runtime_s, command, topology or plan)"};
+                        "grace_period_s, estimated_runtime_s, command, topology, plan, stage or "
+                        "federation)"};
     }
   }
   if (!has_name) return FieldError{"name", "is required"};
@@ -396,6 +546,26 @@ std::string CanonicalJson(const JobSpec& spec) {
   if (spec.memory_mib > 0) j["memory_mib"] = spec.memory_mib;
   if (spec.gpu_type.empty()) j.erase("gpu_type");
   if (spec.plan) j["plan"] = json::parse(spec.plan->json, nullptr, /*allow_exceptions=*/false);
+  if (!spec.stage.empty()) {
+    json stage = json::array();
+    for (const StageItem& item : spec.stage) {
+      stage.push_back({{"kind", item.kind},
+                       {"name", item.name},
+                       {"from", item.from},
+                       {"size_gib", item.size_gib}});
+    }
+    j["stage"] = std::move(stage);
+  }
+  if (spec.federation) {
+    const FederationFields& f = *spec.federation;
+    json fed = {{"datasets", f.datasets},
+                {"require_regions", f.require_regions},
+                {"exclude_regions", f.exclude_regions},
+                {"checkpoint_gib", f.checkpoint_gib}};
+    if (!f.home_site.empty()) fed["home_site"] = f.home_site;
+    if (!f.deadline.empty()) fed["deadline"] = f.deadline;
+    j["federation"] = std::move(fed);
+  }
   // Invalid UTF-8 cannot reach here (the parsers reject it), but never throw from dump().
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -25,6 +25,28 @@ struct JobPlan {
   std::string json;  // the validated object as CanonicalJson writes it (catalogue model name)
 };
 
+// One input to bring to the site before the job starts: a dataset or the job's last checkpoint,
+// held at site `from` (a name of the federation's sites file). The federation broker fills the
+// list from its routing plan; the local executor's stage command copies each item
+// (executors/local_executor.h); other executors do not stage.
+struct StageItem {
+  std::string kind;  // "dataset" or "checkpoint"
+  std::string name;  // [A-Za-z0-9][A-Za-z0-9._-]{0,127}
+  std::string from;  // the site holding it, same charset, at most 64
+  double size_gib = 0;
+};
+
+// What the federation broker (`baton federate`) routes a job by; a site stores it unread.
+struct FederationFields {
+  std::vector<std::string> datasets;  // names in the sites file
+  std::string home_site;              // empty: none
+  std::vector<std::string> require_regions;
+  std::vector<std::string> exclude_regions;
+  std::string deadline;                   // RFC 3339 UTC ("2026-12-01T18:00:00Z"); empty: none
+  std::optional<double> deadline_unix_s;  // the same instant, parsed
+  double checkpoint_gib = 0;              // the size of the job's checkpoint (staged on a move)
+};
+
 struct JobSpec {
   std::string name;                   // [A-Za-z0-9][A-Za-z0-9._-]{0,127}
   std::optional<std::string> tenant;  // only admins may name a tenant other than their own
@@ -47,7 +69,11 @@ struct JobSpec {
   std::string topology_preferred;
   // perf::ParseJobPlan's flat object; its GPUs (tp x pp x dp x cp) are `gpus`.
   std::optional<JobPlan> plan;
+  std::vector<StageItem> stage;  // at most kMaxListItems
+  std::optional<FederationFields> federation;
 };
+
+inline constexpr std::size_t kMaxListItems = 64;
 
 inline constexpr std::int64_t kMaxJobGpus = 1'000'000;
 inline constexpr std::int64_t kMaxHostResource = std::int64_t{1} << 40;

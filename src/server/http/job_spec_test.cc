@@ -71,6 +71,29 @@ INSTANTIATE_TEST_SUITE_P(
                 "preferred": "spine"}})",
                 "topology.preferred", "looser"},
         BadCase{R"({"name": "a", "gpus": 8, "gpu": 8})", "gpu", "unknown field"},
+        BadCase{R"({"name": "a", "gpus": 8, "stage": {}})", "stage", "list of objects"},
+        BadCase{R"({"name": "a", "gpus": 8, "stage": [{"kind": "model", "name": "x",
+                   "from": "s"}]})",
+                "stage[0].kind", "dataset or checkpoint"},
+        BadCase{R"({"name": "a", "gpus": 8, "stage": [{"kind": "dataset", "name": "x"}]})",
+                "stage[0].from", "is required"},
+        BadCase{R"({"name": "a", "gpus": 8, "stage": [{"kind": "dataset", "name": "../x",
+                   "from": "s"}]})",
+                "stage[0].name", "1-128"},
+        BadCase{R"({"name": "a", "gpus": 8, "stage": [{"kind": "dataset", "name": "x",
+                   "from": "s", "size_gib": -1}]})",
+                "stage[0].size_gib", "between 0"},
+        BadCase{R"({"name": "a", "gpus": 8, "federation": {"datasets": ["c", "c"]}})",
+                "federation.datasets[1]", "listed twice"},
+        BadCase{R"({"name": "a", "gpus": 8, "federation": {"deadline": "tomorrow"}})",
+                "federation.deadline", "UTC time"},
+        BadCase{R"({"name": "a", "gpus": 8, "federation": {"deadline": "2026-02-31T00:00:00Z"}})",
+                "federation.deadline", "UTC time"},
+        BadCase{R"({"name": "a", "gpus": 8, "federation": {"require_regions": ["cn"],
+                   "exclude_regions": ["cn"]}})",
+                "federation.exclude_regions", "both required and excluded"},
+        BadCase{R"({"name": "a", "gpus": 8, "federation": {"site": "x"}})", "federation.site",
+                "unknown field"},
         BadCase{R"({"name": "a", "gpus": 8, "tenant": "../etc"})", "tenant", "1-64"},
         BadCase{R"({"name": "a", "gpus": 8, "plan": "llama3-8b"})", "plan", "must be an object"},
         BadCase{R"({"name": "a", "gpus": 8, "plan": {"tp": 8}})", "plan.model", "required"},
@@ -302,6 +325,26 @@ TEST(JobSpecTest, DuplicateKeysAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate key 'tp'"), std::string::npos)
       << r.status().message();
+}
+
+TEST(JobSpec, StageAndFederationRoundTrip) {
+  const char* body = R"({"name": "a", "gpus": 8,
+      "stage": [{"kind": "dataset", "name": "corpus-zh", "from": "shenzhen", "size_gib": 3072}],
+      "federation": {"datasets": ["corpus-zh"], "home_site": "hefei", "require_regions": ["cn"],
+                     "deadline": "2026-12-01T18:00:00Z", "checkpoint_gib": 120}})";
+  Result<JobSpec> spec = ParseJobSpec(body, BodyFormat::kJson, nullptr);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_EQ(spec->stage.size(), 1u);
+  EXPECT_EQ(spec->stage[0].from, "shenzhen");
+  EXPECT_EQ(spec->stage[0].size_gib, 3072);
+  ASSERT_TRUE(spec->federation);
+  EXPECT_EQ(spec->federation->home_site, "hefei");
+  ASSERT_TRUE(spec->federation->deadline_unix_s);
+  EXPECT_EQ(*spec->federation->deadline_unix_s, 1796148000.0);  // date -d ... +%s
+  std::string canonical = CanonicalJson(*spec);
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(CanonicalJson(*again), canonical);
 }
 
 }  // namespace

@@ -273,6 +273,22 @@ std::string_view OpenApiJson() {
         }
       }
     },
+    "/api/v1/sites": {
+      "get": {
+        "summary": "A federation broker's sites: health, jobs in flight, the last what-if answer",
+        "operationId": "listSites",
+        "responses": {
+          "200": {"description": "The sites", "content": {"application/json": {"schema": {"type": "object", "properties": {
+            "sites": {"type": "array", "items": {"type": "object", "properties": {
+              "name": {"type": "string"}, "url": {"type": "string"}, "regions": {"type": "array", "items": {"type": "string"}},
+              "healthy": {"type": "boolean"}, "last_ok": {"type": "string", "format": "date-time"},
+              "last_error": {"type": "string"}, "jobs_in_flight": {"type": "integer"},
+              "last_answer": {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}, "summary": {"type": "string"}}}}}}}}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
     "/api/v1/whatif": {
       "post": {
         "summary": "What the scheduler would do with a job submitted now; stores and changes nothing",
@@ -392,7 +408,21 @@ std::string_view OpenApiJson() {
           "topology": {"type": "object", "additionalProperties": false, "properties": {
             "required": {"$ref": "#/components/schemas/TopologyLevel"},
             "preferred": {"$ref": "#/components/schemas/TopologyLevel"}}},
-          "plan": {"$ref": "#/components/schemas/JobPlan"}
+          "plan": {"$ref": "#/components/schemas/JobPlan"},
+          "stage": {"type": "array", "maxItems": 64, "description": "Inputs to bring to the site before the job starts (the federation broker fills it from its routing plan; the local executor's stage-command copies each one)",
+            "items": {"type": "object", "required": ["kind", "name", "from"], "additionalProperties": false, "properties": {
+              "kind": {"type": "string", "enum": ["dataset", "checkpoint"]},
+              "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
+              "from": {"type": "string", "description": "The site holding it"},
+              "size_gib": {"type": "number", "minimum": 0}}}},
+          "federation": {"type": "object", "additionalProperties": false, "description": "What the federation broker (baton federate) routes the job by; a site stores it unread",
+            "properties": {
+              "datasets": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
+              "home_site": {"type": "string"},
+              "require_regions": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
+              "exclude_regions": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
+              "deadline": {"type": "string", "format": "date-time", "example": "2026-12-01T18:00:00Z"},
+              "checkpoint_gib": {"type": "number", "minimum": 0}}}
         }
       },
       "JobPlan": {
@@ -428,7 +458,10 @@ std::string_view OpenApiJson() {
           "queue_position": {"type": "integer", "minimum": 1, "description": "Pending jobs: 1-based place in the scheduler's queue order"},
           "estimated_start": {"type": "string", "format": "date-time", "description": "Pending jobs: when the scheduler's own reservation logic expects it to start if running jobs end at their estimates; absent when unknown (a job holding the GPUs it needs has no estimated_runtime)"},
           "waiting_kind": {"type": "string", "enum": ["starting", "quota", "fragmentation", "topology", "constraint", "health", "reservation", "priority", "capacity", "preempting", "backoff"], "description": "Pending jobs: the kind of thing it waits for"},
-          "placement": {"$ref": "#/components/schemas/Placement"}
+          "placement": {"$ref": "#/components/schemas/Placement"},
+          "site": {"type": "string", "description": "A federation broker's job: the site it was dispatched to"},
+          "site_job": {"type": "integer", "format": "int64", "description": "A federation broker's job: its id at that site"},
+          "site_state": {"type": "string", "description": "A federation broker's job: its state as the site last reported it"}
         }
       },
       "Placement": {

@@ -187,6 +187,10 @@ class JobStore {
   virtual Result<SubmitResult> Submit(const NewJob& job) = 0;
 
   virtual Result<JobRecord> Get(JobId id) = 0;
+  // The job that (tenant, key) named, or nullopt: what a Submit with that key would return
+  // without writing, for a caller that must answer a retry before re-checking its request.
+  virtual Result<std::optional<JobRecord>> FindByIdempotencyKey(std::string_view tenant,
+                                                                std::string_view key) = 0;
   virtual Result<JobPage> List(const JobFilter& filter) = 0;
   virtual Result<std::map<JobState, std::int64_t>> CountByState() = 0;
 

@@ -108,6 +108,14 @@ TYPED_TEST_P(JobStoreContractTest, IdempotencyKeyIsPerTenant) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->at(JobState::kQueued), 2);
   EXPECT_EQ(store->Events(a->job.id, 100).value().size(), 1u) << "a repeat writes no event";
+  auto found = store->FindByIdempotencyKey("team-a", "k1");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->id, a->job.id);
+  EXPECT_EQ((*found)->spec_json, a->job.spec_json);
+  auto missing = store->FindByIdempotencyKey("team-c", "k1");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
 }
 
 TYPED_TEST_P(JobStoreContractTest, TransitionsAreConditionalAndRecorded) {

@@ -181,6 +181,8 @@ constexpr std::pair<const char*, const char*> kReadStatements[] = {
      "SELECT " BATON_JOB_COLUMNS
      " FROM jobs WHERE id > $1 AND tenant = $3 AND state = $4 ORDER BY id LIMIT $2"},
     {"count_by_state", "SELECT state, COUNT(*) FROM jobs GROUP BY state"},
+    {"find_key_read",
+     "SELECT " BATON_JOB_COLUMNS " FROM jobs WHERE tenant = $1 AND idempotency_key = $2"},
     {"list_nodes", "SELECT node, admin, reason, set_by, updated_us FROM node_admin ORDER BY node"},
     {"list_health",
      "SELECT node, condition, rules::text, updated_us FROM node_health ORDER BY node"},
@@ -558,6 +560,18 @@ Result<JobRecord> PostgresJobStore::Get(JobId id) {
     if (r.empty()) return NotFound(id);
     return ReadJob(r[0]);
   });
+}
+
+Result<std::optional<JobRecord>> PostgresJobStore::FindByIdempotencyKey(std::string_view tenant,
+                                                                        std::string_view key) {
+  return WithReader(
+      "find idempotency key", [&](pqxx::connection& c) -> Result<std::optional<JobRecord>> {
+        pqxx::nontransaction q(c);
+        pqxx::result r = q.exec_prepared("find_key_read", std::string(tenant), std::string(key));
+        if (r.empty()) return std::optional<JobRecord>();
+        ASSIGN_OR_RETURN(JobRecord j, ReadJob(r[0]));
+        return std::optional<JobRecord>(std::move(j));
+      });
 }
 
 Result<JobPage> PostgresJobStore::List(const JobFilter& filter) {

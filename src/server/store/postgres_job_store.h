@@ -71,6 +71,8 @@ class PostgresJobStore final : public JobStore {
 
   Result<SubmitResult> Submit(const NewJob& job) override;
   Result<JobRecord> Get(JobId id) override;
+  Result<std::optional<JobRecord>> FindByIdempotencyKey(std::string_view tenant,
+                                                        std::string_view key) override;
   Result<JobPage> List(const JobFilter& filter) override;
   Result<std::map<JobState, std::int64_t>> CountByState() override;
   Result<JobRecord> Transition(JobId id, const StateChange& change) override;

@@ -580,6 +580,20 @@ Result<JobRecord> SqliteJobStore::Get(JobId id) {
   return WithReader([&](Connection& c) { return c.GetJob(id); });
 }
 
+Result<std::optional<JobRecord>> SqliteJobStore::FindByIdempotencyKey(std::string_view tenant,
+                                                                      std::string_view key) {
+  return WithReader([&](Connection& c) -> Result<std::optional<JobRecord>> {
+    ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(c.db, std::string("SELECT ") + kJobColumns +
+                                                     " FROM jobs WHERE tenant = ?1 AND "
+                                                     "idempotency_key = ?2"));
+    s.Bind(1, tenant).Bind(2, key);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::optional<JobRecord>();
+    ASSIGN_OR_RETURN(JobRecord j, ReadJob(s));
+    return std::optional<JobRecord>(std::move(j));
+  });
+}
+
 Result<JobPage> SqliteJobStore::List(const JobFilter& filter) {
   if (filter.limit < 1 || filter.limit > 1000) {
     return InvalidArgumentError("limit must be in 1..1000");

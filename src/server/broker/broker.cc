@@ -1,0 +1,688 @@
+#include "server/broker/broker.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <future>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/bounded_input.h"
+#include "core/log.h"
+
+namespace baton::server {
+namespace {
+
+using nlohmann::json;
+
+std::chrono::milliseconds Millis(Seconds s) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(s.value() * 1e3)));
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The broker's own records in a job's events are JSON objects (read back on restart); anything
+// else in an event of those kinds is not the broker's and is skipped.
+std::optional<json> Record(const JobEvent& e) {
+  JsonLimits limits;
+  limits.max_depth = 8;
+  Result<json> j = ParseJsonBounded(e.message, limits);
+  if (!j.ok() || !j->is_object()) return std::nullopt;
+  return std::move(j).value();
+}
+
+Bytes Gib(double gib) { return Bytes(gib * 1024.0 * 1024.0 * 1024.0); }
+
+}  // namespace
+
+const char* Broker::DefaultGetenv(const char* name) { return std::getenv(name); }
+
+Result<std::unique_ptr<Broker>> Broker::Create(federation::Sites sites, BrokerOptions options,
+                                               const Clock& clock,
+                                               const char* (*getenv)(const char*)) {
+  ASSIGN_OR_RETURN(const federation::RoutingPolicy* policy,
+                   federation::FindRoutingPolicy(options.policy));
+  if (!(options.site_timeout.value() > 0) || !(options.poll_interval.value() > 0) ||
+      !(options.request_timeout.value() > 0)) {
+    return InvalidArgumentError("the site timeout, poll interval and request timeout must be > 0");
+  }
+  for (const auto& [tenant, gpus] : options.quota_gpus) {
+    if (gpus < 0) {
+      return InvalidArgumentError(fmt::format("quota for tenant '{}' is negative", tenant));
+    }
+  }
+  std::vector<std::string> tokens;
+  for (const federation::Site& site : sites.sites()) {
+    std::string var = site.token_env.empty() ? "BATON_TOKEN" : site.token_env;
+    const char* token = getenv(var.c_str());
+    if (token == nullptr || *token == '\0') {
+      return InvalidArgumentError(
+          fmt::format("site '{}': its token variable ${} is not set", site.name, var));
+    }
+    tokens.emplace_back(token);
+  }
+  auto broker =
+      std::unique_ptr<Broker>(new Broker(std::move(sites), std::move(options), *policy, clock));
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    broker->site_state_[i].client = std::make_unique<SiteClient>(
+        broker->sites_.sites()[i].url, tokens[i], broker->options_.request_timeout);
+  }
+  return broker;
+}
+
+Broker::Broker(federation::Sites sites, BrokerOptions options,
+               const federation::RoutingPolicy& policy, const Clock& clock)
+    : sites_(std::move(sites)),
+      options_(std::move(options)),
+      policy_(policy),
+      clock_(clock),
+      site_state_(sites_.sites().size()) {}
+
+Broker::~Broker() { Stop(); }
+
+std::int64_t Broker::QuotaFor(const std::string& tenant) const {
+  auto it = options_.quota_gpus.find(tenant);
+  if (it == options_.quota_gpus.end()) it = options_.quota_gpus.find("*");
+  return it == options_.quota_gpus.end() ? -1 : it->second;
+}
+
+Status Broker::Admit(const JobSpec& spec, std::string* field) const {
+  if (!spec.stage.empty()) {
+    *field = "stage";
+    return InvalidArgumentError(
+        "field 'stage': the broker fills it from its routing plan; give federation.datasets");
+  }
+  std::int64_t quota = spec.tenant ? QuotaFor(*spec.tenant) : -1;
+  if (quota >= 0 && spec.gpus > quota) {
+    *field = "gpus";
+    return InvalidArgumentError(fmt::format(
+        "field 'gpus': {} is more than tenant '{}' may have in flight across the federation ({})",
+        spec.gpus, *spec.tenant, quota));
+  }
+  const FederationFields none;
+  const FederationFields& f = spec.federation ? *spec.federation : none;
+  for (std::size_t i = 0; i < f.datasets.size(); ++i) {
+    bool found = false;
+    for (const federation::Site& s : sites_.sites()) found = found || s.FindDataset(f.datasets[i]);
+    if (!found) {
+      *field = fmt::format("federation.datasets[{}]", i);
+      return InvalidArgumentError(
+          fmt::format("field '{}': no site stores a dataset '{}'", *field, f.datasets[i]));
+    }
+  }
+  if (!f.home_site.empty() && sites_.Find(f.home_site) < 0) {
+    *field = "federation.home_site";
+    return InvalidArgumentError(
+        fmt::format("field 'federation.home_site': unknown site '{}'", f.home_site));
+  }
+  if (f.home_site.empty() && policy_.name == "home-site") {
+    *field = "federation.home_site";
+    return InvalidArgumentError("field 'federation.home_site': the home-site policy needs one");
+  }
+  for (std::size_t i = 0; i < f.require_regions.size(); ++i) {
+    bool any = false;
+    for (const federation::Site& s : sites_.sites()) any = any || s.InRegion(f.require_regions[i]);
+    if (!any) {
+      *field = fmt::format("federation.require_regions[{}]", i);
+      return InvalidArgumentError(
+          fmt::format("field '{}': no site is in region '{}'", *field, f.require_regions[i]));
+    }
+  }
+  return Status::Ok();
+}
+
+void Broker::OnJobSubmitted(const JobRecord& job) {
+  std::lock_guard lock(inbox_mu_);
+  submitted_.push_back(job);
+  wake_.notify_one();
+}
+
+void Broker::OnJobCancelRequested(const JobRecord& job) {
+  std::lock_guard lock(inbox_mu_);
+  cancelled_.push_back(job);
+  wake_.notify_one();
+}
+
+std::optional<PlacementView> Broker::JobPlacement(JobId job) const {
+  std::lock_guard lock(view_mu_);
+  auto it = job_views_.find(job);
+  if (it == job_views_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::vector<SiteView>> Broker::Sites() const {
+  std::lock_guard lock(view_mu_);
+  return site_views_;
+}
+
+Status Broker::Start(JobStore& store, Registry& metrics) {
+  store_ = &store;
+  dispatches_ = &metrics.AddCounter("baton_federation_dispatches_total",
+                                    "Dispatches to sites by site and result (created, replayed, "
+                                    "refused, unavailable).",
+                                    {"site", "result"});
+  site_up_ = &metrics.AddGauge("baton_federation_site_up",
+                               "1 when the site answered its health check within the site "
+                               "timeout.",
+                               {"site"});
+  RETURN_IF_ERROR(Recover());
+  Publish();
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void Broker::Stop() {
+  {
+    std::lock_guard lock(inbox_mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+// Rebuilds the loop's state from the store: the jobs not finished, each with its current
+// attempt, and the copies left at sites to cancel, from the broker's records in the events.
+Status Broker::Recover() {
+  JobFilter filter;
+  filter.limit = 1000;
+  while (true) {
+    ASSIGN_OR_RETURN(JobPage page, store_->List(filter));
+    for (JobRecord& r : page.jobs) {
+      ASSIGN_OR_RETURN(std::vector<JobEvent> events, store_->Events(r.id, 100'000));
+      FedJob job;
+      std::vector<Orphan> orphans;
+      for (const JobEvent& e : events) {
+        std::optional<json> j = Record(e);
+        if (!j) continue;
+        int site = sites_.Find(j->value("site", ""));
+        if (site < 0) continue;
+        std::string key = j->value("key", "");
+        if (e.kind == "dispatching") {
+          job.current = Attempt{j->value("attempt", 0), site, key, j->value("body", ""), 0};
+          job.attempts_made = std::max(job.attempts_made, job.current->number);
+        } else if (e.kind == "dispatched" && job.current && job.current->key == key) {
+          job.current->site_job = j->value("site_job", std::int64_t{0});
+        } else if (e.kind == "refused") {
+          job.refused.insert(site);
+          if (job.current && job.current->key == key) job.current.reset();
+        } else if (e.kind == "orphaned") {
+          orphans.push_back(
+              {r.id, site, key, j->value("body", ""), j->value("site_job", std::int64_t{0})});
+          job.checkpoint_site = site;
+          if (job.current && job.current->key == key) job.current.reset();
+        } else if (e.kind == "orphan_cancelled") {
+          std::erase_if(orphans, [&](const Orphan& o) { return o.site == site && o.key == key; });
+        }
+      }
+      orphans_.insert(orphans_.end(), orphans.begin(), orphans.end());
+      if (IsTerminal(r.state)) continue;
+      Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson, nullptr);
+      if (!spec.ok()) {
+        LOG_ERROR("federation job {}: its stored spec no longer parses: {}", r.id,
+                  spec.status().ToString());
+        continue;
+      }
+      job.spec = std::move(spec).value();
+      job.record = std::move(r);
+      jobs_.emplace(job.record.id, std::move(job));
+    }
+    if (!page.next_after) break;
+    filter.after = *page.next_after;
+  }
+  if (!jobs_.empty() || !orphans_.empty()) {
+    LOG_INFO("federation: {} jobs in progress and {} copies to cancel at sites after restart",
+             jobs_.size(), orphans_.size());
+  }
+  return Status::Ok();
+}
+
+void Broker::Loop() {
+  while (true) {
+    RunOnce();
+    std::unique_lock lock(inbox_mu_);
+    wake_.wait_for(lock, Millis(options_.poll_interval),
+                   [this] { return stop_ || !submitted_.empty() || !cancelled_.empty(); });
+    if (stop_) return;
+  }
+}
+
+void Broker::Drain() {
+  std::vector<JobRecord> submitted, cancelled;
+  {
+    std::lock_guard lock(inbox_mu_);
+    submitted.swap(submitted_);
+    cancelled.swap(cancelled_);
+  }
+  for (JobRecord& r : submitted) {
+    Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson, nullptr);
+    if (!spec.ok()) continue;  // the API stored what it parsed: not expected
+    FedJob job;
+    job.spec = std::move(spec).value();
+    job.record = std::move(r);
+    jobs_.emplace(job.record.id, std::move(job));
+  }
+  for (const JobRecord& r : cancelled) {
+    auto it = jobs_.find(r.id);
+    if (it != jobs_.end()) it->second.record.state = r.state;
+  }
+}
+
+void Broker::CheckHealth() {
+  const TimePoint now = clock_.Now();
+  std::vector<std::future<Status>> answers;
+  for (SiteState& s : site_state_) {
+    answers.push_back(std::async(std::launch::async, [&s] { return s.client->Health(); }));
+  }
+  for (std::size_t i = 0; i < site_state_.size(); ++i) {
+    SiteState& s = site_state_[i];
+    Status st = answers[i].get();
+    if (st.ok()) {
+      if (s.failing) LOG_INFO("site {} answers again", sites_.sites()[i].name);
+      s.last_ok = now;
+      s.failing = false;
+      s.last_error.clear();
+    } else {
+      if (!s.failing) {
+        s.failing = true;
+        s.down_since = now;
+        LOG_WARN("site {}: {}", sites_.sites()[i].name, st.message());
+      }
+      s.last_error = std::string(st.message());
+    }
+    site_up_->WithLabels({sites_.sites()[i].name}).Set(SiteDown(static_cast<int>(i)) ? 0 : 1);
+  }
+}
+
+bool Broker::SiteDown(int site) const {
+  const SiteState& s = site_state_[site];
+  return s.failing && clock_.Now() - s.down_since >= options_.site_timeout;
+}
+
+void Broker::Event(JobId job, std::string_view kind, const std::string& message) {
+  Status st = store_->AppendEvent(job, kind, message);
+  if (!st.ok()) LOG_ERROR("federation job {}: cannot record {}: {}", job, kind, st.ToString());
+}
+
+// Cancels the copies left at sites, once their site answers.
+void Broker::CancelOrphans() {
+  for (auto it = orphans_.begin(); it != orphans_.end();) {
+    Orphan& o = *it;
+    SiteState& s = site_state_[o.site];
+    if (s.failing) {
+      ++it;
+      continue;
+    }
+    const std::string& site = sites_.sites()[o.site].name;
+    if (o.site_job == 0) {
+      // The site may or may not have made the job: the same key and body find it if it did (and
+      // make it, cancelled at once, if it did not).
+      Result<SiteJob> found = s.client->Submit(o.body, o.key);
+      if (!found.ok()) {
+        if (found.status().code() == StatusCode::kUnavailable) {
+          ++it;
+          continue;
+        }
+        Event(o.job, "orphan_cancelled",
+              Dump({{"site", site}, {"key", o.key}, {"note", found.status().message()}}));
+        it = orphans_.erase(it);
+        continue;
+      }
+      o.site_job = found->id;
+    }
+    Status st = s.client->Cancel(o.site_job);
+    if (!st.ok()) {
+      ++it;
+      continue;
+    }
+    LOG_INFO("federation job {}: cancelled the abandoned copy at {} (job {})", o.job, site,
+             o.site_job);
+    Event(o.job, "orphan_cancelled",
+          Dump({{"site", site}, {"key", o.key}, {"site_job", o.site_job}}));
+    it = orphans_.erase(it);
+  }
+}
+
+std::string Broker::SiteSpec(const JobSpec& spec) const {
+  JobSpec site = spec;
+  site.federation.reset();
+  site.tenant.reset();  // the site's tenant is the broker's principal there
+  site.stage.clear();
+  return CanonicalJson(site);
+}
+
+void Broker::RunOnce() {
+  Drain();
+  CheckHealth();
+  CancelOrphans();
+  std::map<std::string, std::int64_t> in_flight;
+  for (const auto& [id, job] : jobs_) {
+    if (job.current) in_flight[job.record.tenant] += job.spec.gpus;
+  }
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    FedJob& job = it->second;
+    if (job.record.state == JobState::kQueued && !job.current) {
+      Route(job, in_flight[job.record.tenant]);
+      if (job.current) in_flight[job.record.tenant] += job.spec.gpus;
+    } else {
+      Step(job);
+    }
+    if (IsTerminal(job.record.state)) {
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  Publish();
+}
+
+// Drops the current attempt, leaving its copy (if the site made one) to be cancelled there.
+void Broker::Abandon(FedJob& job, std::string_view kind, const std::string& why) {
+  Attempt& a = *job.current;
+  const std::string& site = sites_.sites()[a.site].name;
+  Event(job.record.id, kind, why);
+  orphans_.push_back({job.record.id, a.site, a.key, a.body, a.site_job});
+  Event(job.record.id, "orphaned",
+        Dump({{"site", site}, {"key", a.key}, {"site_job", a.site_job}, {"body", a.body}}));
+  job.checkpoint_site = a.site;
+  job.current.reset();
+  job.site_state.clear();
+}
+
+void Broker::Finish(FedJob& job, JobState to, const std::string& message) {
+  std::vector<JobState> from = {job.record.state};
+  Result<JobRecord> r = store_->Transition(
+      job.record.id, {from, to, std::string(JobStateName(to)), message, std::nullopt, {}});
+  if (!r.ok()) {
+    LOG_ERROR("federation job {}: {}", job.record.id, r.status().ToString());
+    return;
+  }
+  job.record = std::move(r).value();
+}
+
+void Broker::Step(FedJob& job) {
+  const JobId id = job.record.id;
+  const bool cancel =
+      job.record.state == JobState::kCancelling || job.record.state == JobState::kCancelled;
+  if (!job.current) {
+    if (cancel && job.record.state == JobState::kCancelling) {
+      Finish(job, JobState::kCancelled, "cancelled before it reached a site");
+    }
+    return;
+  }
+  Attempt& a = *job.current;
+  SiteState& s = site_state_[a.site];
+  const std::string& site = sites_.sites()[a.site].name;
+  if (cancel) {
+    if (a.site_job == 0 || SiteDown(a.site)) {
+      Abandon(job, "cancel_pending",
+              fmt::format("cancelled; its copy at {} is cancelled there "
+                          "once the site answers",
+                          site));
+      if (job.record.state == JobState::kCancelling) {
+        Finish(job, JobState::kCancelled, "cancelled by the broker");
+      }
+      return;
+    }
+    if (Status st = s.client->Cancel(a.site_job); st.ok()) {
+      if (job.record.state == JobState::kCancelling) {
+        Finish(job, JobState::kCancelled,
+               fmt::format("cancelled at {} (job {})", site, a.site_job));
+      } else {
+        Event(id, "site_cancelled", fmt::format("cancelled at {} (job {})", site, a.site_job));
+      }
+      job.current.reset();
+    }
+    return;
+  }
+  if (a.site_job == 0) {
+    // Sent, not confirmed: resend the same body with the same key.
+    if (SiteDown(a.site)) {
+      Abandon(job, "dispatch_abandoned",
+              fmt::format("{} did not confirm attempt {} within the site timeout ({:.0f} s)", site,
+                          a.number, options_.site_timeout.value()));
+      return;
+    }
+    SendDispatch(job);
+    return;
+  }
+  Result<SiteJob> got = s.client->Get(a.site_job);
+  if (!got.ok()) {
+    if (got.status().code() == StatusCode::kNotFound) {
+      job.refused.insert(a.site);
+      Abandon(job, "refused",
+              Dump({{"site", site}, {"key", a.key}, {"reason", "the site lost the job"}}));
+    } else if (SiteDown(a.site)) {
+      Abandon(job, "site_lost",
+              fmt::format("{} unreachable for {:.0f} s (site timeout): attempt {} abandoned, the "
+                          "job goes elsewhere from its checkpoint at {}",
+                          site, (clock_.Now() - s.down_since).value(), a.number, site));
+    } else {
+      return;  // a blip: ask again next time
+    }
+    Result<JobRecord> r = store_->Transition(
+        id, {{JobState::kRunning}, JobState::kQueued, "requeued", "to be routed again", {}, {}});
+    if (r.ok()) job.record = std::move(r).value();
+    return;
+  }
+  if (got->state != job.site_state) {
+    if (got->state == "running" && job.site_state != "running") {
+      Event(id, "site_running", fmt::format("running at {} (job {})", site, a.site_job));
+    }
+    job.site_state = got->state;
+    version_.fetch_add(1);
+  }
+  if (got->state == "succeeded") {
+    Finish(job, JobState::kSucceeded, fmt::format("succeeded at {} (job {})", site, a.site_job));
+    job.current.reset();
+  } else if (got->state == "failed") {
+    Finish(job, JobState::kFailed,
+           fmt::format("failed at {} (job {}): {}", site, a.site_job, got->detail));
+    job.current.reset();
+  } else if (got->state == "cancelled" || got->state == "cancelling") {
+    // Not by the broker: the site refused to go on with it.
+    job.refused.insert(a.site);
+    job.current->site_job = 0;  // nothing left there to cancel
+    Abandon(
+        job, "refused",
+        Dump(
+            {{"site", site}, {"key", a.key}, {"reason", "cancelled at the site: " + got->detail}}));
+    Result<JobRecord> r = store_->Transition(
+        id, {{JobState::kRunning}, JobState::kQueued, "requeued", "to be routed again", {}, {}});
+    if (r.ok()) job.record = std::move(r).value();
+  }
+}
+
+void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
+  const JobId id = job.record.id;
+  const TimePoint now = clock_.Now();
+  auto wait = [&](std::string why) {
+    if (why != job.waiting) {
+      Event(id, "waiting", why);
+      job.waiting = std::move(why);
+      version_.fetch_add(1);
+    }
+  };
+  std::int64_t quota = QuotaFor(job.record.tenant);
+  if (quota >= 0 && tenant_in_flight + job.spec.gpus > quota) {
+    return wait(fmt::format("quota: tenant '{}' has {} of its {} federation GPUs in flight",
+                            job.record.tenant, tenant_in_flight, quota));
+  }
+  const FederationFields none;
+  const FederationFields& f = job.spec.federation ? *job.spec.federation : none;
+  federation::JobNeeds needs;
+  needs.name = job.spec.name;
+  needs.gpus = static_cast<int>(job.spec.gpus);
+  needs.home_site = f.home_site;
+  needs.datasets = f.datasets;
+  if (job.checkpoint_site >= 0 && f.checkpoint_gib > 0) {
+    needs.checkpoint_site = sites_.sites()[job.checkpoint_site].name;
+    needs.checkpoint_size = Gib(f.checkpoint_gib);
+  }
+  needs.require_regions = f.require_regions;
+  needs.exclude_regions = f.exclude_regions;
+  needs.estimated_runtime = Seconds(job.spec.estimated_runtime_s);
+  if (f.deadline_unix_s) needs.deadline = TimePoint{Seconds(*f.deadline_unix_s)};
+
+  // Ask every site that could take it, in parallel.
+  const std::string spec = SiteSpec(job.spec);
+  const auto& all = sites_.sites();
+  std::vector<federation::SiteAnswer> answers(all.size());
+  std::vector<std::string> errors(all.size());
+  std::vector<std::future<void>> asks;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const int site = static_cast<int>(i);
+    if (site_state_[i].failing) continue;  // not reachable: not asked
+    if (job.refused.contains(site)) {
+      answers[i].reachable = true;
+      answers[i].refusal = "refused or lost this job before";
+      continue;
+    }
+    bool excluded = false;
+    for (const auto& r : f.exclude_regions) excluded = excluded || all[i].InRegion(r);
+    for (const auto& r : f.require_regions) excluded = excluded || !all[i].InRegion(r);
+    if (excluded) continue;  // Predict says why
+    asks.push_back(std::async(std::launch::async, [&, i] {
+      answers[i] = site_state_[i].client->WhatIf(spec, &errors[i]);
+    }));
+  }
+  for (auto& a : asks) a.get();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!answers[i].reachable) continue;
+    SiteState& s = site_state_[i];
+    s.last_answer_at = now;
+    s.last_answer =
+        !answers[i].refusal.empty()
+            ? "refuses job " + std::to_string(id) + ": " + answers[i].refusal
+            : fmt::format(
+                  "job {}: queue position {}, start {}", id, answers[i].queue_position,
+                  answers[i].estimated_start
+                      ? fmt::format("+{:.0f} s", (*answers[i].estimated_start - now).value())
+                      : std::string("unknown"));
+  }
+  Result<federation::RouteDecision> decision =
+      federation::Route(needs, sites_, answers, now, policy_);
+  if (!decision.ok()) {
+    return wait(std::string(decision.status().message()));
+  }
+  const int chosen = decision->site;
+  // The staging plan: each input not at the chosen site, from its nearest holder (as Predict
+  // prices it).
+  JobSpec dispatched = job.spec;
+  dispatched.federation.reset();
+  dispatched.tenant.reset();
+  dispatched.stage.clear();
+  for (const std::string& name : f.datasets) {
+    if (all[chosen].FindDataset(name) != nullptr) continue;
+    int from = -1;
+    Seconds best(std::numeric_limits<double>::infinity());
+    Bytes size(0);
+    for (std::size_t h = 0; h < all.size(); ++h) {
+      const federation::Dataset* d = all[h].FindDataset(name);
+      if (d == nullptr) continue;
+      Seconds t = federation::TransferTime(d->size, sites_.Link(static_cast<int>(h), chosen));
+      if (t < best) {
+        best = t;
+        from = static_cast<int>(h);
+        size = d->size;
+      }
+    }
+    if (from >= 0) {
+      dispatched.stage.push_back(
+          {"dataset", name, all[from].name, size.value() / (1024.0 * 1024.0 * 1024.0)});
+    }
+  }
+  if (!needs.checkpoint_site.empty() && job.checkpoint_site != chosen) {
+    dispatched.stage.push_back({"checkpoint", fmt::format("{}-{}", job.spec.name, id),
+                                needs.checkpoint_site, f.checkpoint_gib});
+  }
+  Event(id, "routed", decision->explanation);
+  LOG_INFO("federation job {}: {}", id, decision->explanation);
+  Attempt a;
+  a.number = ++job.attempts_made;
+  a.site = chosen;
+  a.key = fmt::format("{}-{}-{}", options_.key_prefix, id, a.number);
+  a.body = CanonicalJson(dispatched);
+  // The intent is durable before anything is sent: after a crash, the same key goes to the same
+  // site with the same body.
+  Event(
+      id, "dispatching",
+      Dump({{"site", all[chosen].name}, {"attempt", a.number}, {"key", a.key}, {"body", a.body}}));
+  job.current = std::move(a);
+  job.waiting.clear();
+  SendDispatch(job);
+}
+
+void Broker::SendDispatch(FedJob& job) {
+  Attempt& a = *job.current;
+  const std::string& site = sites_.sites()[a.site].name;
+  Result<SiteJob> r = site_state_[a.site].client->Submit(a.body, a.key);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kUnavailable) {
+      dispatches_->WithLabels({site, "unavailable"}).Increment();
+      return;  // resent next time, same key
+    }
+    dispatches_->WithLabels({site, "refused"}).Increment();
+    job.refused.insert(a.site);
+    Event(job.record.id, "refused",
+          Dump({{"site", site}, {"key", a.key}, {"reason", r.status().message()}}));
+    job.current.reset();
+    return;
+  }
+  dispatches_->WithLabels({site, r->replayed ? "replayed" : "created"}).Increment();
+  a.site_job = r->id;
+  job.site_state = r->state;
+  Result<JobRecord> moved = store_->Transition(
+      job.record.id,
+      {{JobState::kQueued},
+       JobState::kRunning,
+       "dispatched",
+       Dump({{"site", site}, {"key", a.key}, {"attempt", a.number}, {"site_job", r->id}}),
+       {},
+       {}});
+  if (!moved.ok()) {
+    LOG_ERROR("federation job {}: {}", job.record.id, moved.status().ToString());
+    return;
+  }
+  job.record = std::move(moved).value();
+}
+
+void Broker::Publish() {
+  std::map<JobId, PlacementView> views;
+  std::vector<int> in_flight(sites_.sites().size(), 0);
+  for (const auto& [id, job] : jobs_) {
+    PlacementView v;
+    v.phase = job.current ? "dispatched" : "pending";
+    v.waiting = job.waiting;
+    if (job.current) {
+      v.site = sites_.sites()[job.current->site].name;
+      v.site_job = job.current->site_job;
+      v.site_state = job.site_state;
+      ++in_flight[job.current->site];
+    }
+    views.emplace(id, std::move(v));
+  }
+  std::vector<SiteView> sites;
+  for (std::size_t i = 0; i < sites_.sites().size(); ++i) {
+    const federation::Site& site = sites_.sites()[i];
+    const SiteState& s = site_state_[i];
+    SiteView v;
+    v.name = site.name;
+    v.url = site.url;
+    v.regions = site.regions;
+    v.healthy = !s.failing;
+    v.last_ok = s.last_ok;
+    v.last_error = s.last_error;
+    v.jobs_in_flight = in_flight[i];
+    v.last_answer_at = s.last_answer_at;
+    v.last_answer = s.last_answer;
+    sites.push_back(std::move(v));
+  }
+  std::lock_guard lock(view_mu_);
+  job_views_ = std::move(views);
+  site_views_ = std::move(sites);
+  version_.fetch_add(1);
+}
+
+}  // namespace baton::server

@@ -1,0 +1,132 @@
+// The broker's checks that need no site: admission against the sites file and quotas, token
+// resolution, the API's time format. Routing, dispatch and re-dispatch against real sites are
+// tests/federation/federation_e2e.sh.
+#include "server/broker/broker.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace baton::server {
+namespace {
+
+constexpr const char* kSites = R"(sites:
+  shenzhen:
+    url: http://127.0.0.1:1
+    token_env: SZ_TOKEN
+    regions: [cn, cn-south]
+    datasets:
+      corpus-zh: {size_gib: 3072}
+  hefei:
+    url: http://127.0.0.1:2
+    regions: [cn]
+wan:
+  - {between: [shenzhen, hefei], gbps: 10, latency_ms: 28}
+)";
+
+const char* AllTokens(const char* name) {
+  if (std::strcmp(name, "SZ_TOKEN") == 0) return "sz-token-0123456789";
+  if (std::strcmp(name, "BATON_TOKEN") == 0) return "default-token-0123456789";
+  return nullptr;
+}
+const char* NoDefault(const char* name) {
+  return std::strcmp(name, "SZ_TOKEN") == 0 ? "sz-token-0123456789" : nullptr;
+}
+
+std::unique_ptr<Broker> MakeBroker(BrokerOptions options = {}) {
+  Result<federation::Sites> sites = federation::ParseSites(kSites, "sites.yaml");
+  EXPECT_TRUE(sites.ok()) << sites.status().ToString();
+  static SystemClock clock;
+  Result<std::unique_ptr<Broker>> b =
+      Broker::Create(std::move(sites).value(), std::move(options), clock, &AllTokens);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  return b.ok() ? std::move(b).value() : nullptr;
+}
+
+JobSpec Spec(std::string_view body) {
+  Result<JobSpec> spec = ParseJobSpec(body, BodyFormat::kJson, nullptr);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  JobSpec s = std::move(spec).value();
+  if (!s.tenant) s.tenant = "team-a";
+  return s;
+}
+
+TEST(BrokerTest, ATokenVariableThatIsNotSetNamesTheSite) {
+  Result<federation::Sites> sites = federation::ParseSites(kSites, "sites.yaml");
+  ASSERT_TRUE(sites.ok());
+  SystemClock clock;
+  Result<std::unique_ptr<Broker>> b =
+      Broker::Create(std::move(sites).value(), {}, clock, &NoDefault);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("site 'hefei'"), std::string::npos) << b.status().message();
+  EXPECT_NE(b.status().message().find("$BATON_TOKEN"), std::string::npos);
+}
+
+TEST(BrokerTest, AnUnknownPolicyIsRefused) {
+  Result<federation::Sites> sites = federation::ParseSites(kSites, "sites.yaml");
+  ASSERT_TRUE(sites.ok());
+  SystemClock clock;
+  BrokerOptions o;
+  o.policy = "fastest";
+  Result<std::unique_ptr<Broker>> b =
+      Broker::Create(std::move(sites).value(), o, clock, &AllTokens);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("predicted-completion"), std::string::npos);
+}
+
+struct AdmitCase {
+  const char* body;
+  const char* field;  // "": admitted
+  const char* message_part;
+};
+
+class BrokerAdmits : public ::testing::TestWithParam<AdmitCase> {};
+
+TEST_P(BrokerAdmits, ByTheSitesFileAndTheQuota) {
+  BrokerOptions o;
+  o.quota_gpus = {{"team-a", 64}};
+  auto broker = MakeBroker(o);
+  ASSERT_NE(broker, nullptr);
+  const AdmitCase& c = GetParam();
+  std::string field;
+  Status st = broker->Admit(Spec(c.body), &field);
+  if (std::string(c.field).empty()) {
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return;
+  }
+  ASSERT_FALSE(st.ok()) << c.body;
+  EXPECT_EQ(field, c.field);
+  EXPECT_NE(st.message().find(c.message_part), std::string::npos) << st.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BrokerAdmits,
+    ::testing::Values(
+        AdmitCase{R"({"name": "a", "gpus": 8, "federation": {"datasets": ["corpus-zh"],
+                     "home_site": "hefei", "require_regions": ["cn"]}})",
+                  "", ""},
+        AdmitCase{R"({"name": "a", "gpus": 8, "federation": {"datasets": ["corpus-en"]}})",
+                  "federation.datasets[0]", "no site stores a dataset 'corpus-en'"},
+        AdmitCase{R"({"name": "a", "gpus": 8, "federation": {"home_site": "beijing"}})",
+                  "federation.home_site", "unknown site 'beijing'"},
+        AdmitCase{R"({"name": "a", "gpus": 8, "federation": {"require_regions": ["eu"]}})",
+                  "federation.require_regions[0]", "no site is in region 'eu'"},
+        AdmitCase{R"({"name": "a", "gpus": 8, "stage": [{"kind": "dataset", "name": "x",
+                     "from": "hefei"}]})",
+                  "stage", "the broker fills it"},
+        AdmitCase{R"({"name": "a", "gpus": 128})", "gpus",
+                  "in flight across the federation (64)"}));
+
+TEST(BrokerTest, ReadsTheApiTimeFormat) {
+  std::optional<TimePoint> t = ParseApiTime("2026-12-01T18:00:00.250Z");
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->since_epoch.value(), 1796148000.25);  // date -d 2026-12-01T18:00:00Z +%s
+  EXPECT_TRUE(ParseApiTime("2026-12-01T18:00:00Z"));
+  EXPECT_FALSE(ParseApiTime("2026-12-01 18:00:00Z"));
+  EXPECT_FALSE(ParseApiTime("2026-12-01T18:00:00.2x0Z"));
+  EXPECT_FALSE(ParseApiTime(""));
+}
+
+}  // namespace
+}  // namespace baton::server

@@ -41,12 +41,22 @@ PluginStatus NodeAttributesFilterPlugin::Filter(const PluginContext&, const JobI
 
 PluginStatus ResourcesFilterPlugin::Filter(const PluginContext& ctx, const JobInfo& job,
                                            topo::NodeId node) {
-  const HostResources need = TaskHostResources(job.spec);
+  const HostResources need = TaskHost(job);
   if (need.empty()) return PluginStatus::Success();
   const ClusterState::HostUsage& h = ctx.state.Host(node);
   if (need.cpu_milli > h.cpu_free()) return PluginStatus::Unschedulable("not enough CPU free");
   if (need.memory_mib > h.memory_free()) {
     return PluginStatus::Unschedulable("not enough memory free");
+  }
+  for (int i = 0; i < need.extended.count; ++i) {
+    const int id = need.extended.id[i];
+    if (need.extended.amount[i] > ctx.state.ExtendedFree(node, id)) {
+      // A node whose shape lacks the resource never has it; one that has it may free it.
+      if (ctx.state.ExtendedCapacity(node, id) < need.extended.amount[i]) {
+        return PluginStatus::Unresolvable("node has too little of an extended resource");
+      }
+      return PluginStatus::Unschedulable("not enough of an extended resource free");
+    }
   }
   return PluginStatus::Success();
 }

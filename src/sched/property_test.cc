@@ -157,6 +157,7 @@ topo::Cluster RandomLabelledCluster(Rng& rng) {
   shape.name = "hgx";
   shape.gpu = *topo::FindGpu("H100-SXM");
   shape.nic_bandwidth = Gbps(400);
+  shape.extended = {{"rdma_nic", 2}};
   const auto sid = *b.AddShape(shape);
   const auto spine = *b.AddSwitch("spine");
   const int leaves = static_cast<int>(rng.UniformInt(2, 5));
@@ -200,6 +201,10 @@ GangJob RandomRichJob(Rng& rng, std::uint64_t id) {
     j.one_task_per_node = true;
   }
   if (rng.Bernoulli(0.3)) j.node_requirements = {{"zone", NodeRequirement::Op::kIn, {"a"}, 0}};
+  // Named extended resources per task (not with elastic jobs, which take none).
+  if (j.elastic.min_gpus == 0 && rng.Bernoulli(0.3)) {
+    j.extended = {{"rdma_nic", rng.UniformInt(1, 2)}};
+  }
   return j;
 }
 
@@ -243,6 +248,23 @@ std::string CheckRichCycle(const Scheduler& s, const Decisions& d, double now,
   }
   for (const auto& [node, gpu] : shared) {
     EXPECT_EQ((whole[node] >> gpu) & 1, 0u) << "a shared GPU also held whole";
+  }
+  // Extended resources: what each node's accounting says is in use is exactly what the jobs
+  // holding a placement there were charged (bind and unbind are symmetric), within capacity.
+  const int rdma = c.FindExtendedResource("rdma_nic");
+  std::vector<std::int64_t> rdma_held(c.nodes().size(), 0);
+  for (const auto& [id, j] : s.jobs()) {
+    if (j.phase != JobPhase::kRunning && j.phase != JobPhase::kTerminating) continue;
+    for (const auto& a : j.placement.nodes) {
+      const HostResources h = HostOn(j, a);
+      for (int i = 0; i < h.extended.count; ++i) {
+        if (h.extended.id[i] == rdma) rdma_held[a.node.value()] += h.extended.amount[i];
+      }
+    }
+  }
+  for (std::uint32_t n = 0; n < c.nodes().size(); ++n) {
+    EXPECT_EQ(s.state().ExtendedUsed(topo::NodeId(n), rdma), rdma_held[n]) << "node " << n;
+    EXPECT_LE(rdma_held[n], s.state().ExtendedCapacity(topo::NodeId(n), rdma)) << "node " << n;
   }
   std::string digest = ";";
   for (const auto& b : d.binds) digest += fmt::format("b{};", b.job.value());

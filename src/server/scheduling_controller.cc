@@ -142,6 +142,7 @@ Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec
   g.gpu_milli = spec.gpu_milli;
   g.cpu_milli = spec.cpu_milli;
   g.memory_mib = spec.memory_mib;
+  for (const auto& [name, amount] : spec.extended) g.extended.push_back({name, amount});
   if (!spec.gpu_type.empty()) g.gpu_types = {spec.gpu_type};
   if (!spec.topology_required.empty()) {
     ASSIGN_OR_RETURN(topo::Level level, topo::ParseLevel(spec.topology_required));

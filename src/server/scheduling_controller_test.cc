@@ -19,6 +19,7 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +31,7 @@
 #include "server/testing/child_daemon.h"
 #include "server/testing/wait_for.h"
 #include "topology/builders/fabrics.h"
+#include "topology/io/cluster_yaml.h"
 
 #ifndef BATON_SERVE_TEST_DAEMON
 #error "BATON_SERVE_TEST_DAEMON must name the daemon executable"
@@ -101,8 +103,10 @@ class Api {
 class InProcess {
  public:
   InProcess(const fs::path& dir, std::unique_ptr<Executor> executor,
-            SchedulingControllerOptions controller_options = {}) {
-    auto cluster = topo::BuildPreset("superpod-h100");
+            SchedulingControllerOptions controller_options = {},
+            std::optional<topo::Cluster> given = std::nullopt) {
+    auto cluster =
+        given ? Result<topo::Cluster>(std::move(*given)) : topo::BuildPreset("superpod-h100");
     EXPECT_TRUE(cluster.ok());
     auto c = SchedulingController::Create(std::move(cluster).value(), std::move(controller_options),
                                           std::move(executor), clock_);
@@ -449,6 +453,39 @@ TEST(ControllerTest, ImpossibleJobsAreRefusedAtSubmit) {
   api.Submit(R"({"name": "all", "gpus": 1024, "estimated_runtime_s": 1})");
   api.Submit(R"({"name": "leaf", "gpus": 256, "topology": {"required": "leaf"}})");
   api.Submit(R"({"name": "node", "gpus": 8, "gpus_per_node": 8, "gpu_type": "H100-SXM"})");
+}
+
+// Issue 14: named extended resources. Before they existed every name was refused as unknown, and
+// nothing checked a request against what the nodes have.
+TEST(ControllerTest, ExtendedResourcesAreCheckedAtSubmitAndShownInTheJob) {
+  fs::path dir = TempDir("extended");
+  SystemClock clock;
+  auto cluster = topo::LoadClusterYaml(
+      "name: ext\nshapes:\n  rdma: {gpu: H100, gpus: 8, extended: {rdma_nic: 4}}\n"
+      "  plain: {gpu: H100, gpus: 8}\nnodes:\n  - {names: r1, shape: rdma}\n"
+      "  - {names: p1, shape: plain}\n",
+      "ext.yaml");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  InProcess d(dir, DryRun(100, clock), {}, std::move(cluster).value());
+  Api api(d.port());
+  struct Case {
+    const char* spec;
+    const char* field;
+  };
+  for (const Case& c : {
+           Case{R"({"name": "t", "gpus": 8, "extended": {"nvme_gb": 1}})", "extended.nvme_gb"},
+           Case{R"({"name": "t", "gpus": 8, "extended": {"rdma_nic": 5}})", "extended.rdma_nic"},
+           Case{R"({"name": "t", "gpus": 8, "extended": {"rdma_nic": -1}})", "extended.rdma_nic"},
+       }) {
+    json r = api.Send("POST", "/api/v1/jobs", c.spec);
+    EXPECT_EQ(r["http_status"], 400) << c.spec << " " << r.dump();
+    EXPECT_EQ(r["error"].value("field", ""), c.field) << c.spec << " " << r.dump();
+  }
+  EXPECT_EQ(api.Get("/api/v1/jobs")["jobs"].size(), 0u);
+  json ok =
+      api.Send("POST", "/api/v1/jobs", R"({"name": "ok", "gpus": 4, "extended": {"rdma_nic": 4}})");
+  ASSERT_EQ(ok["http_status"], 201) << ok.dump();
+  EXPECT_EQ(ok["spec"]["extended"]["rdma_nic"], 4) << ok.dump();
 }
 
 // Regression (issue 15): /api/v1/topology counted 512 GPUs allocated while its summary, written

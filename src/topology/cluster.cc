@@ -268,6 +268,41 @@ std::size_t Cluster::MemoryBytes() const {
   return total;
 }
 
+Status CheckExtendedResourceName(std::string_view name) {
+  if (name.empty() || name.size() > 63) {
+    return InvalidArgumentError(
+        fmt::format("extended resource name must be 1..63 characters, got {}", name.size()));
+  }
+  if (name[0] < 'a' || name[0] > 'z') {
+    return InvalidArgumentError(fmt::format(
+        "extended resource name '{}' must start with a lower-case letter", Printable(name)));
+  }
+  for (char ch : name) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '.' || ch == '-' || ch == '/';
+    if (!ok) {
+      return InvalidArgumentError(
+          fmt::format("extended resource name '{}' may hold only [a-z0-9_./-]", Printable(name)));
+    }
+  }
+  return Status::Ok();
+}
+
+int Cluster::FindExtendedResource(std::string_view name) const {
+  for (std::size_t i = 0; i < extended_names_.size(); ++i) {
+    if (extended_names_[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::int64_t Cluster::ExtendedCapacity(NodeShapeId shape, int id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= extended_names_.size()) return 0;
+  for (const ExtendedResource& r : shapes_[shape.value()].extended) {
+    if (r.name == extended_names_[static_cast<std::size_t>(id)]) return r.amount;
+  }
+  return 0;
+}
+
 // ---- ClusterBuilder ----
 
 ClusterBuilder::ClusterBuilder(std::string name, FabricKind fabric) {
@@ -318,6 +353,32 @@ Result<NodeShapeId> ClusterBuilder::AddShape(NodeShape shape) {
     if (s.name == shape.name) {
       return AlreadyExistsError(fmt::format("duplicate node shape '{}'", shape.name));
     }
+  }
+  if (shape.extended.size() > kMaxExtendedPerNode) {
+    return bad("extended",
+               fmt::format("{} resources, at most {}", shape.extended.size(), kMaxExtendedPerNode));
+  }
+  std::sort(shape.extended.begin(), shape.extended.end(),
+            [](const ExtendedResource& a, const ExtendedResource& b) { return a.name < b.name; });
+  std::size_t new_names = 0;
+  for (std::size_t i = 0; i < shape.extended.size(); ++i) {
+    const ExtendedResource& r = shape.extended[i];
+    const std::string field = fmt::format("extended.{}", Printable(r.name));
+    if (Status s = CheckExtendedResourceName(r.name); !s.ok()) return bad(field, s.message());
+    if (i > 0 && shape.extended[i - 1].name == r.name) return bad(field, "given twice");
+    if (r.amount < 0 || r.amount > kMaxExtendedAmount) {
+      return bad(field,
+                 fmt::format("amount {} is out of range (0..{})", r.amount, kMaxExtendedAmount));
+    }
+    new_names += c_.FindExtendedResource(r.name) < 0 ? 1 : 0;
+  }
+  if (c_.extended_names_.size() + new_names > kMaxExtendedResources) {
+    return bad("extended", fmt::format("the cluster would have more than {} extended resource "
+                                       "names",
+                                       kMaxExtendedResources));
+  }
+  for (const ExtendedResource& r : shape.extended) {
+    if (c_.FindExtendedResource(r.name) < 0) c_.extended_names_.push_back(r.name);
   }
   if (c_.shapes_.size() >= 60000) return ResourceExhaustedError("too many node shapes");
   c_.shapes_.push_back(std::move(shape));

@@ -69,6 +69,20 @@ struct GpuRef {
 inline constexpr int kMaxGpusPerNode = 64;
 inline constexpr int kMaxSwitchTiers = 4;
 
+// A named extended resource a node offers, in whole units, like a Kubernetes extended resource
+// ("rdma_nic": 4, "nvme_gb": 3000, "example.com/fpga": 2). Names match
+// [a-z][a-z0-9_./-]{0,62} (CheckExtendedResourceName); amounts are 0..kMaxExtendedAmount.
+struct ExtendedResource {
+  std::string name;
+  std::int64_t amount = 0;
+  bool operator==(const ExtendedResource&) const = default;
+};
+inline constexpr int kMaxExtendedPerNode = 16;    // names one node shape may declare
+inline constexpr int kMaxExtendedResources = 64;  // distinct names in one cluster
+inline constexpr std::int64_t kMaxExtendedAmount = std::int64_t{1} << 50;
+// Ok, or InvalidArgument saying why `name` is not an extended resource name.
+Status CheckExtendedResourceName(std::string_view name);
+
 // What a node is made of. Many nodes share one shape.
 struct NodeShape {
   std::string name;  // "hgx-h100"
@@ -80,6 +94,9 @@ struct NodeShape {
   int gpus_per_pcie_switch = 2;  // GPUs sharing one PCIe switch (and usually one NIC)
   int nics = 8;                  // compute-fabric NICs (one per rail on rail-optimised fabrics)
   BytesPerSecond nic_bandwidth;  // per NIC, per direction
+  // Named extended resources of each node of this shape; AddShape sorts them by name. A name not
+  // listed is a resource the node does not have (0), unlike cpus / memory where 0 = undeclared.
+  std::vector<ExtendedResource> extended;
 };
 
 // GPU accounting for a subtree. free = allocatable now (healthy node, not allocated);
@@ -161,6 +178,14 @@ class Cluster {
   // catalogue (FindGpu). NotFound names the declared and built-in types.
   Result<const GpuSpec*> FindGpuType(std::string_view name) const;
 
+  // The extended resource names the shapes declare, interned: a name's id is its index here (in
+  // order of first declaration), below kMaxExtendedResources.
+  std::span<const std::string> extended_resources() const { return extended_names_; }
+  // The id of an extended resource name; -1 when no shape of the cluster declares it.
+  int FindExtendedResource(std::string_view name) const;
+  // How much of extended resource `id` each node of `shape` has (0: none).
+  std::int64_t ExtendedCapacity(NodeShapeId shape, int id) const;
+
   const Node& node(NodeId id) const { return nodes_[id.value()]; }
   const Switch& sw(SwitchId id) const { return switches_[id.value()]; }
   const NvlinkDomain& nvlink_domain(NvlinkDomainId id) const { return domains_[id.value()]; }
@@ -210,6 +235,7 @@ class Cluster {
   std::string name_;
   FabricKind fabric_ = FabricKind::kCustom;
   std::vector<NodeShape> shapes_;
+  std::vector<std::string> extended_names_;                // interned extended resource names
   std::vector<std::shared_ptr<const GpuSpec>> gpu_types_;  // declared; shared by clones
   std::vector<Node> nodes_;
   std::vector<Switch> switches_;

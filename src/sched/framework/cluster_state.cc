@@ -122,6 +122,15 @@ ClusterState::ClusterState(topo::Cluster cluster)
     gpus += c.nodes()[i].gpus;
   }
   share_milli_.assign(gpus, 0);
+  extended_kinds_ = c.extended_resources().size();
+  extended_capacity_.assign(c.nodes().size() * extended_kinds_, 0);
+  extended_used_.assign(c.nodes().size() * extended_kinds_, 0);
+  for (std::uint32_t i = 0; i < c.nodes().size() && extended_kinds_ > 0; ++i) {
+    for (std::size_t k = 0; k < extended_kinds_; ++k) {
+      extended_capacity_[i * extended_kinds_ + k] =
+          c.ExtendedCapacity(c.nodes()[i].shape, static_cast<int>(k));
+    }
+  }
   for (std::uint32_t i = 0; i < c.nodes().size(); ++i) {
     max_node_gpus_ = std::max<int>(max_node_gpus_, c.nodes()[i].gpus);
     Update(topo::NodeId(i), 0);
@@ -149,6 +158,9 @@ ClusterState::ClusterState(const ClusterState& o)
       shares_(o.shares_),
       shared_mask_(o.shared_mask_),
       host_(o.host_),
+      extended_kinds_(o.extended_kinds_),
+      extended_capacity_(o.extended_capacity_),
+      extended_used_(o.extended_used_),
       gpu_offset_(o.gpu_offset_),
       share_milli_(o.share_milli_),
       node_version_(o.node_version_) {}
@@ -269,6 +281,12 @@ Status ClusterState::AllocateHost(topo::NodeId node, const HostResources& r) {
   if (!node.valid() || node.value() >= host_.size())
     return InvalidArgumentError("host: unknown node");
   if (r.cpu_milli < 0 || r.memory_mib < 0) return InvalidArgumentError("host: negative amount");
+  for (int i = 0; i < r.extended.count; ++i) {
+    if (r.extended.amount[i] < 0) return InvalidArgumentError("host: negative amount");
+    if (static_cast<std::size_t>(r.extended.id[i]) >= extended_kinds_) {
+      return InvalidArgumentError("host: unknown extended resource");
+    }
+  }
   HostUsage& h = host_[node.value()];
   if (r.cpu_milli > h.cpu_free()) {
     return FailedPreconditionError(fmt::format("node '{}' has {} milli-CPU free, task needs {}",
@@ -280,8 +298,24 @@ Status ClusterState::AllocateHost(topo::NodeId node, const HostResources& r) {
                                                cluster_.node(node).name, h.memory_free(),
                                                r.memory_mib));
   }
+  for (int i = 0; i < r.extended.count; ++i) {
+    const int id = r.extended.id[i];
+    // Summed over entries, in case a request names one id twice.
+    std::int64_t want = 0;
+    for (int k = 0; k < r.extended.count; ++k) {
+      if (r.extended.id[k] == id) want += r.extended.amount[k];
+    }
+    if (want > ExtendedFree(node, id)) {
+      return FailedPreconditionError(fmt::format("node '{}' has {} {} free, task needs {}",
+                                                 cluster_.node(node).name, ExtendedFree(node, id),
+                                                 cluster_.extended_resources()[id], want));
+    }
+  }
   h.cpu_used += r.cpu_milli;
   h.memory_used += r.memory_mib;
+  for (int i = 0; i < r.extended.count; ++i) {
+    extended_used_[node.value() * extended_kinds_ + r.extended.id[i]] += r.extended.amount[i];
+  }
   ++version_;
   ++node_version_[node.value()];
   return Status::Ok();
@@ -295,8 +329,24 @@ Status ClusterState::ReleaseHost(topo::NodeId node, const HostResources& r) {
       r.memory_mib > h.memory_used) {
     return FailedPreconditionError("host: release of more than the node holds");
   }
+  for (int i = 0; i < r.extended.count; ++i) {
+    const int id = r.extended.id[i];
+    if (id >= static_cast<int>(extended_kinds_) || r.extended.amount[i] < 0) {
+      return FailedPreconditionError("host: release of more than the node holds");
+    }
+    std::int64_t give = 0;
+    for (int k = 0; k < r.extended.count; ++k) {
+      if (r.extended.id[k] == id) give += r.extended.amount[k];
+    }
+    if (give > ExtendedUsed(node, id)) {
+      return FailedPreconditionError("host: release of more than the node holds");
+    }
+  }
   h.cpu_used -= r.cpu_milli;
   h.memory_used -= r.memory_mib;
+  for (int i = 0; i < r.extended.count; ++i) {
+    extended_used_[node.value() * extended_kinds_ + r.extended.id[i]] -= r.extended.amount[i];
+  }
   ++version_;
   ++node_version_[node.value()];
   return Status::Ok();

@@ -155,10 +155,12 @@ class ClusterState {
   const std::map<topo::GpuRef, GpuShare>& shared_gpus() const { return shares_; }
   void SetHealth(topo::NodeId node, topo::NodeHealth health);
 
-  // Host resources (CPU milli-cores, memory MiB) per node: capacity from the node's shape (cpus x
-  // 1000, memory in MiB; 0 = not declared, then that resource is not limited) and what tasks
-  // hold. AllocateHost fails, changing nothing, when a declared capacity would be exceeded or an
-  // amount is negative; ReleaseHost fails on more than the node holds.
+  // Host resources per node: CPU milli-cores and memory MiB with capacity from the node's shape
+  // (cpus x 1000, memory in MiB; 0 = not declared, then that resource is not limited), and the
+  // named extended resources of the shape (topo::NodeShape::extended; a name the shape lacks is
+  // 0, so it is limited), and what tasks hold. AllocateHost fails, changing nothing, when a
+  // capacity would be exceeded or an amount is negative; ReleaseHost fails, changing nothing, on
+  // more than the node holds.
   struct HostUsage {
     std::int64_t cpu_capacity = 0;  // 0: undeclared (unlimited)
     std::int64_t memory_capacity = 0;
@@ -167,13 +169,30 @@ class ClusterState {
     // Free amounts; undeclared resources report INT64_MAX / 4.
     std::int64_t cpu_free() const;
     std::int64_t memory_free() const;
-    bool Fits(const HostResources& r) const {
-      return r.cpu_milli <= cpu_free() && r.memory_mib <= memory_free();
-    }
   };
   Status AllocateHost(topo::NodeId node, const HostResources& r);
   Status ReleaseHost(topo::NodeId node, const HostResources& r);
   const HostUsage& Host(topo::NodeId node) const { return host_[node.value()]; }
+  // Extended resource `id` (topo::Cluster::FindExtendedResource) of a node: capacity and in use.
+  std::int64_t ExtendedCapacity(topo::NodeId node, int id) const {
+    return extended_capacity_[node.value() * extended_kinds_ + static_cast<std::size_t>(id)];
+  }
+  std::int64_t ExtendedUsed(topo::NodeId node, int id) const {
+    return extended_used_[node.value() * extended_kinds_ + static_cast<std::size_t>(id)];
+  }
+  std::int64_t ExtendedFree(topo::NodeId node, int id) const {
+    return ExtendedCapacity(node, id) - ExtendedUsed(node, id);
+  }
+  // Whether `r` fits what the node has free: CPU, memory and every extended resource. No
+  // allocation; O(r.extended.count).
+  bool HostFits(topo::NodeId node, const HostResources& r) const {
+    const HostUsage& h = host_[node.value()];
+    if (r.cpu_milli > h.cpu_free() || r.memory_mib > h.memory_free()) return false;
+    for (int i = 0; i < r.extended.count; ++i) {
+      if (r.extended.amount[i] > ExtendedFree(node, r.extended.id[i])) return false;
+    }
+    return true;
+  }
   // Thousandths of GPU `index` of `node` in use: 1000 for a whole-allocated GPU, the shares'
   // milli on a time-shared GPU (a MIG-shared GPU counts its compute slices as 1000 * slices / 7,
   // rounded up), 0 when idle.
@@ -238,8 +257,13 @@ class ClusterState {
   std::uint64_t version_ = 0;
   std::shared_ptr<const AttributeIndex> attributes_;
   std::map<topo::GpuRef, GpuShare> shares_;
-  std::vector<std::uint64_t> shared_mask_;   // per node: GPUs holding shares
-  std::vector<HostUsage> host_;              // per node
+  std::vector<std::uint64_t> shared_mask_;  // per node: GPUs holding shares
+  std::vector<HostUsage> host_;             // per node
+  // Extended resources, per node x per interned id (node * extended_kinds_ + id); empty when the
+  // cluster declares none, so clusters without them pay nothing.
+  std::size_t extended_kinds_ = 0;
+  std::vector<std::int64_t> extended_capacity_;
+  std::vector<std::int64_t> extended_used_;
   std::vector<std::uint32_t> gpu_offset_;    // per node: its first GPU in share_milli_
   std::vector<std::int16_t> share_milli_;    // per GPU: milli held by shares
   std::vector<std::uint32_t> node_version_;  // per node

@@ -42,11 +42,42 @@ constexpr MigProfile kMig80[] = {
 constexpr MigProfile kMig40[] = {
     {"1g.5gb", 1, 1}, {"2g.10gb", 2, 2}, {"3g.20gb", 3, 4}, {"4g.20gb", 4, 4}, {"7g.40gb", 7, 8}};
 
+// The extended resources of `job` are well formed and known to `cluster`.
+Status CheckExtended(const GangJob& job, const topo::Cluster& cluster) {
+  if (job.extended.size() > kMaxExtendedPerTask) {
+    return InvalidArgumentError(fmt::format("job '{}': field 'extended': {} resources, at most {}",
+                                            Printable(job.name), job.extended.size(),
+                                            kMaxExtendedPerTask));
+  }
+  for (std::size_t i = 0; i < job.extended.size(); ++i) {
+    const auto& r = job.extended[i];
+    auto bad = [&](const std::string& why) {
+      return InvalidArgumentError(fmt::format("job '{}': field 'extended.{}': {}",
+                                              Printable(job.name), Printable(r.name), why));
+    };
+    if (Status s = topo::CheckExtendedResourceName(r.name); !s.ok()) return bad(s.message());
+    for (std::size_t k = 0; k < i; ++k) {
+      if (job.extended[k].name == r.name) return bad("given twice");
+    }
+    if (r.amount < 0) return bad(fmt::format("must be >= 0, got {}", r.amount));
+    if (cluster.FindExtendedResource(r.name) < 0) {
+      std::string known;
+      for (const auto& n : cluster.extended_resources()) {
+        known += fmt::format("{}{}", known.empty() ? "" : ", ", n);
+      }
+      return bad(fmt::format("no node of cluster '{}' has this resource (known: {})",
+                             cluster.name(), known.empty() ? "none" : known));
+    }
+  }
+  return Status::Ok();
+}
+
 // Whether some node (of the accepted GPU types) can hold one task of `task_gpus` GPUs with the
-// job's CPU and memory; names the first resource no node has enough of.
+// job's CPU, memory and extended resources; names the first resource no node has enough of.
 Status CheckHostFit(const GangJob& job, const topo::Cluster& cluster, int task_gpus) {
-  std::string_view short_of;
-  for (const auto& shape : cluster.shapes()) {
+  std::string short_of;
+  for (std::size_t si = 0; si < cluster.shapes().size(); ++si) {
+    const topo::NodeShape& shape = cluster.shapes()[si];
     if (!job.gpu_types.empty()) {
       bool accepted = false;
       for (const auto& t : job.gpu_types) {
@@ -64,14 +95,27 @@ Status CheckHostFit(const GangJob& job, const topo::Cluster& cluster, int task_g
     } else if (mem > 0 && mem < job.memory_mib) {
       if (short_of != "cpu_milli") short_of = "memory_mib";
     } else {
-      return Status::Ok();
+      const topo::ExtendedResource* lacking = nullptr;
+      for (const auto& r : job.extended) {
+        const int id = cluster.FindExtendedResource(r.name);
+        if (cluster.ExtendedCapacity(topo::NodeShapeId(static_cast<std::uint16_t>(si)), id) <
+            r.amount)
+          lacking = &r;
+      }
+      if (lacking == nullptr) return Status::Ok();
+      if (short_of.empty() || short_of == "gpus") {
+        short_of = fmt::format("extended.{}", Printable(lacking->name));
+      }
     }
   }
   if (short_of.empty()) short_of = "gpus";
-  return InvalidArgumentError(fmt::format(
-      "job '{}': field '{}': no node of cluster '{}' has {} GPUs, {} milli-CPU and {} MiB for one "
-      "task",
-      Printable(job.name), short_of, cluster.name(), task_gpus, job.cpu_milli, job.memory_mib));
+  std::string extended;
+  for (const auto& r : job.extended) extended += fmt::format(", {} {}", r.amount, r.name);
+  return InvalidArgumentError(
+      fmt::format("job '{}': field '{}': no node of cluster '{}' has {} GPUs, {} milli-CPU and {} "
+                  "MiB{} for one task",
+                  Printable(job.name), short_of, cluster.name(), task_gpus, job.cpu_milli,
+                  job.memory_mib, extended));
 }
 
 Status ValidateCpuOnly(const GangJob& job, const topo::Cluster& cluster) {
@@ -102,6 +146,34 @@ Status ValidateCpuOnly(const GangJob& job, const topo::Cluster& cluster) {
 }
 
 }  // namespace
+
+bool AsksHostResources(const GangJob& job) {
+  if (job.cpu_milli > 0 || job.memory_mib > 0) return true;
+  for (const auto& r : job.extended) {
+    if (r.amount > 0) return true;
+  }
+  return false;
+}
+
+ExtendedRequest CompileExtended(const GangJob& job, const topo::Cluster& cluster) {
+  ExtendedRequest out;
+  for (const auto& r : job.extended) {
+    const int id = cluster.FindExtendedResource(r.name);
+    if (id < 0 || r.amount <= 0 || out.count >= kMaxExtendedPerTask) continue;
+    out.id[out.count] = static_cast<std::uint8_t>(id);
+    out.amount[out.count] = r.amount;
+    ++out.count;
+  }
+  return out;
+}
+
+HostResources HostResources::Times(std::int64_t tasks) const {
+  HostResources r = *this;
+  r.cpu_milli *= tasks;
+  r.memory_mib *= tasks;
+  for (int i = 0; i < r.extended.count; ++i) r.extended.amount[i] *= tasks;
+  return r;
+}
 
 std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& gpu) {
   if (job.gpu_milli > 0) return GpuShareAmount{job.gpu_milli, 0, 0};
@@ -136,8 +208,8 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
   if (job.memory_mib < 0) {
     return bad("memory_mib", fmt::format("must be >= 0, got {}", job.memory_mib));
   }
-  if (job.gpus == 0 && (job.cpu_milli > 0 || job.memory_mib > 0))
-    return ValidateCpuOnly(job, cluster);
+  RETURN_IF_ERROR(CheckExtended(job, cluster));
+  if (job.gpus == 0 && AsksHostResources(job)) return ValidateCpuOnly(job, cluster);
   if (job.gpus <= 0) return bad("gpus", fmt::format("must be > 0, got {}", job.gpus));
   const int total = cluster.counts().total;
   if (job.gpus > total) {
@@ -264,8 +336,8 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
   }
   RETURN_IF_ERROR(CheckHostFit(job, cluster, SharesGpu(job) ? 1 : g));
   const auto& e = job.elastic;
-  if ((job.cpu_milli > 0 || job.memory_mib > 0) && e.min_gpus != 0) {
-    return bad("elastic", "a job with cpu_milli or memory_mib is not elastic");
+  if (AsksHostResources(job) && e.min_gpus != 0) {
+    return bad("elastic", "a job with cpu_milli, memory_mib or extended resources is not elastic");
   }
   if (e.min_gpus != 0 || e.max_gpus != 0 || e.step_gpus != 0) {
     if (e.step_gpus <= 0) return bad("elastic.step_gpus", "must be > 0");

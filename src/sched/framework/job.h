@@ -3,6 +3,7 @@
 // parameters. ValidateJob checks a spec against a cluster and names the offending field.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -90,6 +91,11 @@ struct GangJob {
   // gpus == 0 and some CPU or memory is a CPU-only job: one task on one node, no GPU.
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
+  // Named extended resources per task ({"rdma_nic", 1}), charged like CPU and memory: a node
+  // holds them only if its shape declares them (topo::NodeShape::extended). At most
+  // kMaxExtendedPerTask names, each once, each one some node shape of the cluster declares;
+  // amounts >= 0 (0 asks for nothing). A job with gpus == 0 and some of them is CPU-only.
+  std::vector<topo::ExtendedResource> extended;
   // A model + plan is attached: the StepTimeEstimator can score placements of this job.
   bool has_plan = false;
   // Which model + plan, when has_plan: a key the driver got from the StepTimeEstimator it gave
@@ -100,18 +106,36 @@ struct GangJob {
 
 // True when the job asks for a share of one GPU (gpu_milli or mig_profile).
 inline bool SharesGpu(const GangJob& job) { return job.gpu_milli > 0 || !job.mig_profile.empty(); }
-// True when the job asks for no GPU at all, only CPU and/or memory (one task on one node).
+// True when the job asks for no GPU at all, only CPU, memory and/or extended resources (one task
+// on one node).
 inline bool CpuOnly(const GangJob& job) { return job.gpus == 0; }
-// What one task of a job takes from its node besides GPUs.
+// Whether the job asks for any CPU, memory or extended resource per task.
+bool AsksHostResources(const GangJob& job);
+
+inline constexpr int kMaxExtendedPerTask = 8;  // extended resource names one job may request
+// A task's extended resources by the cluster's interned ids (topo::Cluster::FindExtendedResource):
+// the first `count` entries of id / amount, amounts > 0. A fixed array, so that charging and
+// checking a placement never allocates.
+struct ExtendedRequest {
+  std::uint8_t count = 0;
+  std::array<std::uint8_t, kMaxExtendedPerTask> id{};
+  std::array<std::int64_t, kMaxExtendedPerTask> amount{};
+  bool operator==(const ExtendedRequest&) const = default;
+};
+// `job.extended` resolved on `cluster`; names the cluster does not declare and zero amounts are
+// left out (ValidateJob refuses the former), as are entries past kMaxExtendedPerTask.
+ExtendedRequest CompileExtended(const GangJob& job, const topo::Cluster& cluster);
+
+// What one task (or, HostOn, the tasks on one node) of a job takes from its node besides GPUs.
 struct HostResources {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
-  bool empty() const { return cpu_milli == 0 && memory_mib == 0; }
+  ExtendedRequest extended;
+  bool empty() const { return cpu_milli == 0 && memory_mib == 0 && extended.count == 0; }
+  // `tasks` tasks' worth.
+  HostResources Times(std::int64_t tasks) const;
   bool operator==(const HostResources&) const = default;
 };
-inline HostResources TaskHostResources(const GangJob& job) {
-  return {job.cpu_milli, job.memory_mib};
-}
 
 // What a GPU-sharing job takes of its GPU: thousandths (time-sharing), or a MIG instance's
 // compute slices (of 7) and memory slices (of 8). A GPU is shared one way or the other.
@@ -135,9 +159,11 @@ std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& g
 // or exceeds every node, an unknown GPU type or one the cluster lacks, a level the cluster does
 // not have, a sub-group size that does not divide the gang, negative times, a bad elastic range,
 // a gpu_milli outside 0..999 or a MIG profile no GPU of the cluster (of the accepted types) has,
-// negative CPU or memory, a CPU-only job (gpus 0) without CPU or memory or with GPU fields, or a
-// task whose GPUs, CPU and memory together exceed every node (of the accepted types). A node
-// shape with 0 CPUs or 0 memory does not declare that resource and does not limit it.
+// negative CPU or memory, a CPU-only job (gpus 0) without CPU, memory or extended resources or
+// with GPU fields, an extended resource (field "extended.NAME") no node shape declares, with a
+// negative amount, given twice or past kMaxExtendedPerTask, or a task whose GPUs, CPU, memory and
+// extended resources together exceed every node (of the accepted types). A node shape with 0 CPUs
+// or 0 memory does not declare that resource and does not limit it.
 Status ValidateJob(const GangJob& job, const topo::Cluster& cluster);
 
 // The task size ValidateJob accepted for `job` on `cluster` (resolves gpus_per_task == 0).

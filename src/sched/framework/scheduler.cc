@@ -19,6 +19,7 @@ void Compile(const ClusterState& state, JobInfo* job) {
   const topo::Cluster& cluster = state.cluster();
   job->task_gpus = EffectiveTaskGpus(job->spec, cluster);
   job->allowed_nodes = state.attributes().Match(job->spec.node_requirements);
+  job->extended = CompileExtended(job->spec, cluster);
   job->accepted_gpus.clear();
   for (const auto& t : job->spec.gpu_types) {
     auto g = cluster.FindGpuType(t);
@@ -211,7 +212,7 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
     // the new node meets the old one at or below the required level and every sub-group level
     // (the tree is ultrametric, so then it meets every other node of the gang there too).
     if (job.phase == JobPhase::kRunning && !job.spec.spread && !SharesGpu(job.spec) &&
-        !CpuOnly(job.spec) && TaskHostResources(job.spec).empty()) {
+        !CpuOnly(job.spec) && TaskHost(job).empty()) {
       topo::Level limit = job.spec.topology.required.value_or(topo::Level::kCore);
       for (const auto& sg : job.spec.sub_groups) {
         if (sg.gpus > job.task_gpus) limit = std::min(limit, sg.level);

@@ -267,7 +267,7 @@ PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraF
   if (SharesGpu(job.spec) && !plugin_places_all) return PlaceShare(job, stmt, extra.filter, out);
   if (CpuOnly(job.spec) && !plugin_places_all) return PlaceCpuOnly(job, stmt, extra.filter, out);
   const bool cacheable = (extra.filter == nullptr || extra.family > 0) && job.bad_nodes.empty() &&
-                         TaskHostResources(job.spec).empty() && !SharesGpu(job.spec) &&
+                         TaskHost(job).empty() && !SharesGpu(job.spec) &&
                          job.allowed_nodes == nullptr && job.spec.sub_groups.empty() &&
                          !job.spec.spread.has_value() && !job.spec.one_task_per_node &&
                          !HasTypeQuota(config_->tenancy, job.spec.tenant);
@@ -427,7 +427,7 @@ PluginStatus Session::PlaceShare(const JobInfo& job, Statement* stmt, const Node
   const std::size_t mark = stmt->size();
   Status as = stmt->AllocateShare(*pick, amount);
   CHECK(as.ok()) << "share placement chose an unavailable GPU: " << as.ToString();
-  if (Status hs = stmt->AllocateHost(pick->node, TaskHostResources(job.spec)); !hs.ok()) {
+  if (Status hs = stmt->AllocateHost(pick->node, TaskHost(job)); !hs.ok()) {
     stmt->RollbackTo(mark);
     return PluginStatus::Unschedulable(hs.message()).WithPlugin("resources");
   }
@@ -440,7 +440,7 @@ PluginStatus Session::PlaceCpuOnly(const JobInfo& job, Statement* stmt, const No
                                    Placement* out) {
   const topo::Cluster& c = state_->cluster();
   ChainFilter filter(this, job, extra);
-  const HostResources need = TaskHostResources(job.spec);
+  const HostResources need = TaskHost(job);
   std::optional<topo::NodeId> pick;
   {
     ScopedTiming t(this, "placement");
@@ -450,7 +450,7 @@ PluginStatus Session::PlaceCpuOnly(const JobInfo& job, Statement* stmt, const No
       const topo::NodeId id(n);
       if (c.node(id).health != topo::NodeHealth::kHealthy) continue;
       const ClusterState::HostUsage& h = state_->Host(id);
-      if (!h.Fits(need)) continue;
+      if (!state_->HostFits(id, need)) continue;
       if (!job.accepted_gpus.empty() &&
           std::find(job.accepted_gpus.begin(), job.accepted_gpus.end(), c.shape_of(id).gpu) ==
               job.accepted_gpus.end()) {
@@ -466,6 +466,9 @@ PluginStatus Session::PlaceCpuOnly(const JobInfo& job, Statement* stmt, const No
   if (!pick) {
     std::string reason =
         fmt::format("no node has {} milli-CPU and {} MiB free", need.cpu_milli, need.memory_mib);
+    for (const auto& r : job.spec.extended) {
+      if (r.amount > 0) reason += fmt::format(", {} {}", r.amount, r.name);
+    }
     if (std::string summary = filter.Summary(); !summary.empty()) reason += "; " + summary;
     return PluginStatus::Unschedulable(std::move(reason))
         .WithPlugin(plugins_->placement.plugin->Name());

@@ -5,10 +5,9 @@
 namespace baton::sched {
 
 HostResources HostOn(const JobInfo& job, const NodeAlloc& a) {
-  HostResources r = TaskHostResources(job.spec);
+  HostResources r = TaskHost(job);
   if (r.empty() || SharesGpu(job.spec) || CpuOnly(job.spec) || job.task_gpus <= 0) return r;
-  const std::int64_t tasks = std::popcount(a.mask) / job.task_gpus;
-  return {r.cpu_milli * tasks, r.memory_mib * tasks};
+  return r.Times(std::popcount(a.mask) / job.task_gpus);
 }
 
 int Placement::gpus() const {

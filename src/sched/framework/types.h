@@ -51,6 +51,7 @@ struct JobInfo {
   // Compiled at admission.
   int task_gpus = 0;
   std::vector<const topo::GpuSpec*> accepted_gpus;  // empty: any
+  ExtendedRequest extended;                         // spec.extended by the cluster's ids
   // Sorted; nodes that went down under the job, where it is not placed again. The list expires
   // (is cleared) when a node is added that leaves the job's other usable nodes (accepted GPU
   // type, allowed attributes) too few GPUs even on an idle cluster: keeping it would strand the
@@ -78,8 +79,13 @@ struct JobInfo {
 
 using JobTable = std::map<JobId, JobInfo>;
 
-// The CPU and memory `job` holds on one node of its placement: one task's worth per task there
-// (a GPU share or a CPU-only job is one task).
+// What one task of `job` takes from its node besides GPUs: the spec's CPU and memory and the
+// extended resources compiled at admission (JobInfo::extended).
+inline HostResources TaskHost(const JobInfo& job) {
+  return {job.spec.cpu_milli, job.spec.memory_mib, job.extended};
+}
+// The CPU, memory and extended resources `job` holds on one node of its placement: one task's
+// worth per task there (a GPU share or a CPU-only job is one task).
 HostResources HostOn(const JobInfo& job, const NodeAlloc& a);
 
 // What happened since the last cycle, reported by a driver.

@@ -97,6 +97,11 @@ json JobJson(const GangJob& j) {
   if (!j.mig_profile.empty()) o["mig_profile"] = j.mig_profile;
   if (j.cpu_milli != d.cpu_milli) o["cpu_milli"] = j.cpu_milli;
   if (j.memory_mib != d.memory_mib) o["memory_mib"] = j.memory_mib;
+  if (!j.extended.empty()) {
+    json ext = json::object();
+    for (const topo::ExtendedResource& r : j.extended) ext[r.name] = r.amount;
+    o["extended"] = std::move(ext);
+  }
   if (j.has_plan) o["plan_key"] = j.plan_key;
   o["submit_time"] = j.submit_time.since_epoch.value();
   return o;
@@ -366,6 +371,26 @@ Result<GangJob> JobFrom(const json& v, const std::string& path) {
   ASSIGN_OR_RETURN(j.mig_profile, f.String("mig_profile", ""));
   ASSIGN_OR_RETURN(j.cpu_milli, f.Int("cpu_milli", 0, 0));
   ASSIGN_OR_RETURN(j.memory_mib, f.Int("memory_mib", 0, 0));
+  // Extended resources by name (older records have none): at most kMaxExtendedPerTask, valid
+  // names, whole amounts >= 0; in name order.
+  if (const json* ext = f.Find("extended")) {
+    const std::string at = f.At("extended");
+    if (!ext->is_object()) return Fields::Err(at, "must be an object {name: amount}");
+    if (ext->size() > kMaxExtendedPerTask) {
+      return Fields::Err(at, fmt::format("at most {} resources", kMaxExtendedPerTask));
+    }
+    for (auto it = ext->begin(); it != ext->end(); ++it) {
+      const std::string field = at + "." + it.key();
+      if (Status s = topo::CheckExtendedResourceName(it.key()); !s.ok()) {
+        return Fields::Err(field, s.message());
+      }
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+          it->get<std::int64_t>() > topo::kMaxExtendedAmount) {
+        return Fields::Err(field, "must be a whole amount >= 0");
+      }
+      j.extended.push_back({it.key(), it->get<std::int64_t>()});
+    }
+  }
   if (f.Find("plan_key") != nullptr) {
     ASSIGN_OR_RETURN(std::int64_t key,
                      f.Int("plan_key", std::nullopt, 0, std::numeric_limits<std::uint32_t>::max()));

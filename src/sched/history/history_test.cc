@@ -45,6 +45,7 @@ GangJob FullJob() {
                          {"nic_gbps_per_gpu", NodeRequirement::Op::kGreaterEqual, {}, 400}};
   j.cpu_milli = 4000;
   j.memory_mib = 1024;
+  j.extended = {{"nvme_gb", 500}, {"rdma_nic", 2}};
   j.has_plan = true;
   j.plan_key = 3;
   j.submit_time = TimePoint{Seconds(1764590000.123456789)};
@@ -137,6 +138,7 @@ TEST(History, EveryEventAndDecisionRoundTrips) {
   EXPECT_EQ(j.node_requirements[1].bound, 400);
   EXPECT_EQ(j.cpu_milli, job.cpu_milli);
   EXPECT_EQ(j.memory_mib, job.memory_mib);
+  EXPECT_EQ(j.extended, job.extended);
   EXPECT_TRUE(j.has_plan);
   EXPECT_EQ(j.plan_key, 3u);
   EXPECT_EQ(j.submit_time, job.submit_time);
@@ -178,6 +180,12 @@ TEST(History, MalformedLinesNameLineAndField) {
       {R"({"type":"cycle","run":1,"cycle":1,"now":5,"events":[[[[[[[[[[1]]]]]]]]]]})",
        "nested deeper"},
       {R"({"type":"cycle","run":2,"cycle":1,"now":5,"events":[]})", "field 'run'"},
+      {R"({"type":"cycle","run":1,"cycle":1,"now":5,"events":[{"kind":"submit","job":{"id":1,"gpus":1,"submit_time":1,"extended":{"rdma_nic":-1}}}]})",
+       "field 'events[0].job.extended.rdma_nic': must be a whole amount"},
+      {R"({"type":"cycle","run":1,"cycle":1,"now":5,"events":[{"kind":"submit","job":{"id":1,"gpus":1,"submit_time":1,"extended":{"RDMA":1}}}]})",
+       "field 'events[0].job.extended.RDMA': extended resource name"},
+      {R"({"type":"cycle","run":1,"cycle":1,"now":5,"events":[{"kind":"submit","job":{"id":1,"gpus":1,"submit_time":1,"extended":[1]}}]})",
+       "field 'events[0].job.extended': must be an object"},
   };
   for (const Case& k : cases) {
     Status error;
@@ -190,6 +198,16 @@ TEST(History, MalformedLinesNameLineAndField) {
   Status error;
   EXPECT_EQ(ReadAll(History(c, {ok}), &error).size(), 2u);
   EXPECT_TRUE(error.ok()) << error.ToString();
+  // A record written before extended resources existed still decodes, with none.
+  const std::string old_submit =
+      R"({"type":"cycle","run":1,"cycle":1,"now":5,"events":[{"kind":"submit","job":{"id":1,"gpus":1,"submit_time":1,"cpu_milli":100}}]})";
+  auto records = ReadAll(History(c, {old_submit}), &error);
+  EXPECT_TRUE(error.ok()) << error.ToString();
+  ASSERT_EQ(records.size(), 2u);
+  const Cycle& old_cycle = std::get<Reader::CycleRead>(records[1]).cycle;
+  ASSERT_EQ(old_cycle.events.size(), 1u);
+  EXPECT_TRUE(old_cycle.events[0].job.extended.empty());
+  EXPECT_EQ(old_cycle.events[0].job.cpu_milli, 100);
 }
 
 TEST(History, RefusesAFileThatIsNotAHistory) {

@@ -44,6 +44,14 @@ Result<topo::Cluster> BuildTopology(const YAML::Node& t) {
   p.leaves_per_spine = get("leaves_per_spine", 2);
   p.tiers = get("tiers", 3);
   if (f["gpu"]) p.layout.gpu = Str(f["gpu"]);
+  if (f["extended"]) {  // {name: amount} on the first `extended_nodes` nodes (default: all)
+    for (const auto& kv : f["extended"]) {
+      auto amount = ParseInt64(Str(kv.second));
+      if (!amount) return InvalidArgumentError("field 'topology.fat_tree.extended': not a number");
+      p.layout.extended.push_back({Str(kv.first), *amount});
+    }
+    p.layout.extended_nodes = get("extended_nodes", -1);
+  }
   return topo::BuildFatTree(p);
 }
 
@@ -154,6 +162,11 @@ class Runner {
       } else if (key == "cpu_milli" || key == "memory_mib") {
         ASSIGN_OR_RETURN(double x, Num(v, field));
         (key == "cpu_milli" ? job.cpu_milli : job.memory_mib) = static_cast<std::int64_t>(x);
+      } else if (key == "extended") {
+        for (const auto& r : v) {
+          ASSIGN_OR_RETURN(double x, Num(r.second, field));
+          job.extended.push_back({Str(r.first), static_cast<std::int64_t>(x)});
+        }
       } else if (key == "mig") {
         job.mig_profile = Str(v);
       } else if (key == "elastic") {

@@ -345,15 +345,27 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
       if (auto e = GetInt(v, key, 0, kMaxHostResource, spec.cpu_milli)) return e;
     } else if (key == "memory_mib") {
       if (auto e = GetInt(v, key, 0, kMaxHostResource, spec.memory_mib)) return e;
-    } else if (key == "resources") {
-      if (!v.is_object()) return FieldError{key, "must be an object, got " + TypeName(v)};
-      for (const auto& [rkey, rv] : v.items()) {
-        (void)rv;
-        return FieldError{"resources." + Printable(rkey, 64),
-                          "unknown resource '" + Printable(rkey, 64) +
-                              "' (the cluster declares no extended resources; CPU, memory and "
-                              "GPU shares are the fields cpu_milli, memory_mib and gpu_milli)"};
+    } else if (key == "extended") {
+      if (!v.is_object())
+        return FieldError{key, "must be an object {name: amount}, got " + TypeName(v)};
+      if (v.size() > kMaxJobExtended) {
+        return FieldError{key, "names " + std::to_string(v.size()) + " resources, at most " +
+                                   std::to_string(kMaxJobExtended)};
       }
+      for (const auto& [rkey, rv] : v.items()) {
+        const std::string field = "extended." + Printable(rkey, 64);
+        if (Status s = topo::CheckExtendedResourceName(rkey); !s.ok()) {
+          return FieldError{field, std::string(s.message())};
+        }
+        std::int64_t amount = 0;
+        if (auto e = GetInt(rv, field, 0, topo::kMaxExtendedAmount, amount)) return e;
+        spec.extended.emplace_back(rkey, amount);
+      }
+      std::sort(spec.extended.begin(), spec.extended.end());
+    } else if (key == "resources") {
+      return FieldError{key,
+                        "named extended resources are the field 'extended' ({name: amount}); "
+                        "CPU, memory and GPU shares are cpu_milli, memory_mib and gpu_milli"};
     } else if (key == "gpus_per_node") {
       std::int64_t g = 0;
       if (auto e = GetInt(v, key, 1, topo::kMaxGpusPerNode, g)) return e;
@@ -424,7 +436,7 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
     } else {
       return FieldError{Printable(key, 64),
                         "unknown field (expected name, tenant, gpus, gpus_per_node, gpu_type, "
-                        "gpu_milli, cpu_milli, memory_mib, resources, priority, preemptible, "
+                        "gpu_milli, cpu_milli, memory_mib, extended, priority, preemptible, "
                         "grace_period_s, estimated_runtime_s, command, topology, plan, stage or "
                         "federation)"};
     }
@@ -435,9 +447,12 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
     return FieldError{"gpu_milli", "a share of a GPU (" + std::to_string(spec.gpu_milli) +
                                        ") needs gpus: 1, got " + std::to_string(spec.gpus)};
   }
-  if (spec.gpus == 0 && spec.cpu_milli == 0 && spec.memory_mib == 0) {
+  const bool any_extended = std::any_of(spec.extended.begin(), spec.extended.end(),
+                                        [](const auto& r) { return r.second > 0; });
+  if (spec.gpus == 0 && spec.cpu_milli == 0 && spec.memory_mib == 0 && !any_extended) {
     return FieldError{"gpus",
-                      "must be >= 1 (or 0 with cpu_milli or memory_mib for a CPU-only job)"};
+                      "must be >= 1 (or 0 with cpu_milli, memory_mib or extended for a CPU-only "
+                      "job)"};
   }
   if (spec.gpus == 0 && spec.gpus_per_node > 0) {
     return FieldError{"gpus_per_node", "a CPU-only job (gpus: 0) has no GPUs per node"};
@@ -544,6 +559,11 @@ std::string CanonicalJson(const JobSpec& spec) {
   if (spec.gpu_milli > 0) j["gpu_milli"] = spec.gpu_milli;
   if (spec.cpu_milli > 0) j["cpu_milli"] = spec.cpu_milli;
   if (spec.memory_mib > 0) j["memory_mib"] = spec.memory_mib;
+  if (!spec.extended.empty()) {
+    json ext = json::object();
+    for (const auto& [name, amount] : spec.extended) ext[name] = amount;
+    j["extended"] = std::move(ext);
+  }
   if (spec.gpu_type.empty()) j.erase("gpu_type");
   if (spec.plan) j["plan"] = json::parse(spec.plan->json, nullptr, /*allow_exceptions=*/false);
   if (!spec.stage.empty()) {

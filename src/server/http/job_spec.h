@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -58,6 +59,10 @@ struct JobSpec {
   // core and MiB, 0 .. kMaxHostResource. A job with gpus: 0 must ask for one of them.
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
+  // Named extended resources per task (`extended: {rdma_nic: 1}`), sorted by name: at most
+  // kMaxJobExtended names of [a-z][a-z0-9_./-]{0,62}, amounts 0 .. topo::kMaxExtendedAmount.
+  // Whether the cluster has them is checked at admission (400 naming "extended.NAME").
+  std::vector<std::pair<std::string, std::int64_t>> extended;
   int gpus_per_node = 0;  // 0: the scheduler decides; else 1..64 and divides gpus
   std::string gpu_type;   // catalogue name ("H100-SXM"); empty: any
   int priority = 0;       // -1000 .. 1000
@@ -77,6 +82,8 @@ inline constexpr std::size_t kMaxListItems = 64;
 
 inline constexpr std::int64_t kMaxJobGpus = 1'000'000;
 inline constexpr std::int64_t kMaxHostResource = std::int64_t{1} << 40;
+// The scheduler's bound on extended resources per task (sched::kMaxExtendedPerTask).
+inline constexpr std::size_t kMaxJobExtended = 8;
 
 enum class BodyFormat { kJson, kYaml };
 
@@ -84,8 +91,7 @@ enum class BodyFormat { kJson, kYaml };
 // format; empty means JSON. kInvalidArgument for anything else.
 Result<BodyFormat> BodyFormatFromContentType(std::string_view content_type);
 
-// Parses and validates a request body. Extended resources (`resources: {name: amount}`) are
-// refused by name: the node model declares none yet, so every name is unknown. On error, `*field`
+// Parses and validates a request body. On error, `*field`
 // (when not null) is set to the dotted path of the offending field ("gpus", "topology.required",
 // "command[2]"), or to "" when the body as a whole is malformed; the Status is kInvalidArgument and
 // its message names the field and the reason.

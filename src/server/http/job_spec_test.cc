@@ -37,8 +37,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"name": "a", "gpus": 2, "gpu_milli": 500})", "gpu_milli", "needs gpus: 1"},
         BadCase{R"({"name": "a", "gpus": 1, "cpu_milli": -1})", "cpu_milli", "got -1"},
         BadCase{R"({"name": "a", "gpus": 1, "memory_mib": "8Gi"})", "memory_mib", "got string"},
-        BadCase{R"({"name": "a", "gpus": 1, "resources": {"example.com/fpga": 1}})",
-                "resources.example.com/fpga", "unknown resource"},
+        BadCase{R"({"name": "a", "gpus": 1, "resources": {"example.com/fpga": 1}})", "resources",
+                "the field 'extended'"},
+        BadCase{R"({"name": "a", "gpus": 1, "extended": {"rdma_nic": -1}})", "extended.rdma_nic",
+                "got -1"},
+        BadCase{R"({"name": "a", "gpus": 1, "extended": {"rdma_nic": 1.5}})", "extended.rdma_nic",
+                "integer"},
+        BadCase{R"({"name": "a", "gpus": 1, "extended": {"rdma_nic": "1"}})", "extended.rdma_nic",
+                "got string"},
+        BadCase{R"({"name": "a", "gpus": 1, "extended": {"RDMA": 1}})", "extended.RDMA",
+                "lower-case letter"},
+        BadCase{R"({"name": "a", "gpus": 1, "extended": {"a b": 1}})", "extended.a b",
+                "only [a-z0-9_./-]"},
+        BadCase{R"({"name": "a", "gpus": 1, "extended": [1]})", "extended", "must be an object"},
+        BadCase{R"({"name": "a", "gpus": 1, "extended": {"r0": 1, "r1": 1, "r2": 1, "r3": 1,
+                "r4": 1, "r5": 1, "r6": 1, "r7": 1, "r8": 1}})",
+                "extended", "at most 8"},
+        BadCase{R"({"name": "a", "gpus": 0, "extended": {"rdma_nic": 0}})", "gpus", "must be >= 1"},
         BadCase{R"({"name": "a", "gpus": -3})", "gpus", "got -3"},
         BadCase{R"({"name": "a", "gpus": 1000000000})", "gpus", "got 1000000000"},
         BadCase{R"({"name": "a", "gpus": 18446744073709551615})", "gpus", "between"},
@@ -158,6 +173,26 @@ TEST(JobSpecTest, ResourcesAndSharesRoundTrip) {
       ParseJobSpec(R"({"name": "w", "gpus": 1, "gpu_milli": 1000})", BodyFormat::kJson, &field);
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(whole->gpu_milli, 0);
+}
+
+TEST(JobSpecTest, ExtendedResourcesRoundTrip) {
+  std::string field;
+  auto r = ParseJobSpec(R"({"name": "x", "gpus": 8, "extended": {"rdma_nic": 4, "nvme_gb": 500}})",
+                        BodyFormat::kJson, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  using Entry = std::pair<std::string, std::int64_t>;
+  EXPECT_EQ(r->extended, (std::vector<Entry>{{"nvme_gb", 500}, {"rdma_nic", 4}}));
+  const std::string canonical = CanonicalJson(*r);
+  EXPECT_NE(canonical.find(R"("extended":{"nvme_gb":500,"rdma_nic":4})"), std::string::npos)
+      << canonical;
+  auto back = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->extended, r->extended);
+  // YAML takes the same field; a job of extended resources alone is CPU-only.
+  auto yaml = ParseJobSpec("name: y\ngpus: 0\nextended: {example.com/fpga: 1}\n", BodyFormat::kYaml,
+                           &field);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  EXPECT_EQ(yaml->extended, (std::vector<Entry>{{"example.com/fpga", 1}}));
 }
 
 TEST(JobSpecTest, MinimalSpecGetsDefaults) {

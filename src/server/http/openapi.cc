@@ -18,7 +18,7 @@ std::string_view OpenApiJson() {
     "/api/v1/jobs": {
       "post": {
         "summary": "Submit a job",
-        "description": "Durable when it returns 201. Repeating a request with the same Idempotency-Key (per tenant) returns the original job with 200 and creates nothing; reusing a key for a different spec is 409. Admission: a job that can never run on the daemon's cluster is refused with 400 naming the field: more GPUs than the cluster (or than its GPUs of gpu_type) ('gpus'), an unknown GPU type or one the cluster lacks ('gpu_type'), more GPUs per node than its largest node ('gpus_per_node'), a topology level the fabric lacks or whose largest domain holds fewer GPUs than the job ('topology.required').",
+        "description": "Durable when it returns 201. Repeating a request with the same Idempotency-Key (per tenant) returns the original job with 200 and creates nothing; reusing a key for a different spec is 409. Admission: a job that can never run on the daemon's cluster is refused with 400 naming the field: more GPUs than the cluster (or than its GPUs of gpu_type) ('gpus'), an unknown GPU type or one the cluster lacks ('gpu_type'), more GPUs per node than its largest node ('gpus_per_node'), a topology level the fabric lacks or whose largest domain holds fewer GPUs than the job ('topology.required'), CPU, memory or an extended resource no node has enough of for one task ('cpu_milli', 'memory_mib', 'extended.NAME'), or an extended resource no node declares ('extended.NAME').",
         "operationId": "submitJob",
         "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false,
                         "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
@@ -397,8 +397,12 @@ std::string_view OpenApiJson() {
         "properties": {
           "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
           "tenant": {"type": "string", "description": "Defaults to the caller's tenant; only admins may name another"},
-          "gpus": {"type": "integer", "minimum": 1, "maximum": 1000000},
+          "gpus": {"type": "integer", "minimum": 0, "maximum": 1000000, "description": "0 only for a CPU-only job (one task asking for cpu_milli, memory_mib or extended resources)"},
           "gpus_per_node": {"type": "integer", "minimum": 1, "maximum": 64, "description": "Must divide gpus"},
+          "gpu_milli": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "A share of one GPU in thousandths (needs gpus: 1; 1000 is the whole GPU)"},
+          "cpu_milli": {"type": "integer", "minimum": 0, "maximum": 1099511627776, "description": "CPU per task in thousandths of a core"},
+          "memory_mib": {"type": "integer", "minimum": 0, "maximum": 1099511627776, "description": "Memory per task in MiB"},
+          "extended": {"type": "object", "maxProperties": 8, "description": "Named extended resources per task, as the cluster's node shapes declare them (e.g. rdma_nic, nvme_gb). 400 naming 'extended.NAME' for a name no node has or an amount above every node's", "propertyNames": {"pattern": "^[a-z][a-z0-9_./-]{0,62}$"}, "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 1125899906842624}, "example": {"rdma_nic": 1}},
           "gpu_type": {"type": "string", "example": "H100-SXM"},
           "priority": {"type": "integer", "minimum": -1000, "maximum": 1000, "default": 0},
           "preemptible": {"type": "boolean", "default": true},

@@ -519,6 +519,7 @@ Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int
   if (t.gpus == 1 && t.gpu_milli > 0 && t.gpu_milli < 1000) g.gpu_milli = t.gpu_milli;
   g.cpu_milli = t.cpu_milli;
   g.memory_mib = t.memory_mib;
+  for (const auto& [name, amount] : t.extended) g.extended.push_back({name, amount});
   g.priority = t.priority;
   g.grace_period = config.grace_period;
   switch (config.estimate) {

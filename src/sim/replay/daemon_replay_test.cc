@@ -17,9 +17,14 @@ namespace {
 
 using sched::history::Reader;
 
-topo::Cluster Cluster16() {
+// With `extended`, the first 8 nodes have 2 RDMA NICs each (named extended resources).
+topo::Cluster Cluster16(bool extended = false) {
   topo::FatTreeParams p;
   p.layout.nodes = 16;
+  if (extended) {
+    p.layout.extended = {{"rdma_nic", 2}};
+    p.layout.extended_nodes = 8;
+  }
   p.layout.node_prefix = "n";
   p.tiers = 2;
   p.nodes_per_leaf = 4;
@@ -29,9 +34,10 @@ topo::Cluster Cluster16() {
 
 // A daemon in miniature: drives a Scheduler the way the SchedulingController does (jobs arrive,
 // run for their estimated runtime, a node drains and comes back, a few jobs are cancelled) and
-// records every cycle with the daemon's encoder.
-std::string RecordedHistory(const sched::SchedulerConfig& config, int jobs) {
-  topo::Cluster cluster = Cluster16();
+// records every cycle with the daemon's encoder. With `extended`, every fourth job needs an RDMA
+// NIC per task, which only half the nodes have.
+std::string RecordedHistory(const sched::SchedulerConfig& config, int jobs, bool extended = false) {
+  topo::Cluster cluster = Cluster16(extended);
   std::string out = sched::history::HeaderLine() + "\n";
   const TimePoint t0{Seconds(1'764'590'000.25)};
   out += sched::history::EncodeRun({1, t0, topo::ExportClusterYaml(cluster), ""}) + "\n";
@@ -61,6 +67,7 @@ std::string RecordedHistory(const sched::SchedulerConfig& config, int jobs) {
         j.priority = rng.Bernoulli(0.1) ? 100 : 0;
         j.estimated_runtime = Seconds(std::round(60 + rng.Uniform() * 600));
         j.submit_time = TimePoint{Seconds(now)};
+        if (extended && submitted % 4 == 0) j.extended = {{"rdma_nic", 1}};
         runtime[j.id] = j.estimated_runtime.value();
         events.push_back(sched::Event::Submit(j));
       }
@@ -114,6 +121,21 @@ TEST(ReplayDaemon, SameConfigReproducesEveryPlacement) {
   EXPECT_GT(r->compared, 250);
   EXPECT_EQ(r->identical, r->compared);
   EXPECT_EQ(r->other_differences, 0);
+  EXPECT_FALSE(r->first.has_value()) << r->first->what;
+}
+
+// Jobs that need named extended resources replay onto the same nodes: the history carries both
+// the nodes' resources (in the run's cluster YAML) and the jobs' requests.
+TEST(ReplayDaemon, ExtendedResourcesReplayIdentically) {
+  const std::string text = RecordedHistory(Daemon(), 200, /*extended=*/true);
+  EXPECT_NE(text.find(R"("extended":{"rdma_nic":1})"), std::string::npos);
+  EXPECT_NE(text.find("rdma_nic: 2"), std::string::npos);
+  std::istringstream in(text);
+  Reader reader(in, "history.jsonl");
+  Result<ReplayReport> r = ReplayDaemon(reader, Daemon());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->compared, 150);
+  EXPECT_EQ(r->identical, r->compared);
   EXPECT_FALSE(r->first.has_value()) << r->first->what;
 }
 

@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/bounded_input.h"
+#include "sched/framework/job.h"
 #include "sim/workload/line_reader.h"
 #include "sim/workload/readers.h"
+#include "topology/cluster.h"
 
 namespace baton::sim {
 namespace {
@@ -82,6 +84,25 @@ class JsonlReader final : public LineReader {
           return bad(fmt::format("{} is out of range (0..{})", v, kMaxHostAmount));
         }
         (key == "cpu_milli" ? j.cpu_milli : j.memory_mib) = v;
+      } else if (key == "extended") {
+        // Named extended resources per task; whether the cluster has them is the scheduler's
+        // admission check.
+        if (!value.is_object() || value.size() > sched::kMaxExtendedPerTask) {
+          return bad(fmt::format("must be an object of at most {} name: amount",
+                                 sched::kMaxExtendedPerTask));
+        }
+        for (const auto& r : value.items()) {
+          const std::string field = fmt::format("extended.{}", r.key());
+          if (Status s = topo::CheckExtendedResourceName(r.key()); !s.ok()) {
+            return InvalidArgumentError(fmt::format("field '{}': {}", field, s.message()));
+          }
+          if (!r.value().is_number_integer() || r.value().get<std::int64_t>() < 0 ||
+              r.value().get<std::int64_t>() > topo::kMaxExtendedAmount) {
+            return InvalidArgumentError(fmt::format("field '{}': must be a whole amount 0..{}",
+                                                    field, topo::kMaxExtendedAmount));
+          }
+          j.extended.emplace_back(r.key(), r.value().get<std::int64_t>());
+        }
       } else if (key == "gpu_types") {
         if (!value.is_array() || value.size() > kMaxNames) {
           return bad(fmt::format("must be an array of at most {} strings", kMaxNames));

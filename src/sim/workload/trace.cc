@@ -267,6 +267,11 @@ std::string ToJsonl(const TraceJob& job) {
   if (!job.gpu_types.empty()) o["gpu_types"] = job.gpu_types;
   if (job.cpu_milli) o["cpu_milli"] = job.cpu_milli;
   if (job.memory_mib) o["memory_mib"] = job.memory_mib;
+  if (!job.extended.empty()) {
+    nlohmann::json ext = nlohmann::json::object();
+    for (const auto& [name, amount] : job.extended) ext[name] = amount;
+    o["extended"] = std::move(ext);
+  }
   if (!job.kind.empty()) o["kind"] = job.kind;
   if (job.total_steps) o["total_steps"] = job.total_steps;
   if (job.priority) o["priority"] = job.priority;

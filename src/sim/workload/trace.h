@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -41,8 +42,10 @@ struct TraceJob {
   std::vector<std::string> gpu_types;     // accepted GPU models (openb `A|B`); empty: gpu_type
   std::int64_t cpu_milli = 0;             // per task; 0: unstated
   std::int64_t memory_mib = 0;            // per task; 0: unstated
-  std::string kind;                       // model / job type, when the trace says
-  std::int64_t total_steps = 0;           // training steps (Philly/Gavel), 0 when unknown
+  // Named extended resources per task ({"rdma_nic", 1}), sorted by name (JSONL `extended`).
+  std::vector<std::pair<std::string, std::int64_t>> extended;
+  std::string kind;              // model / job type, when the trace says
+  std::int64_t total_steps = 0;  // training steps (Philly/Gavel), 0 when unknown
   int priority = 0;
 };
 

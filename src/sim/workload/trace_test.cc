@@ -168,6 +168,23 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   EXPECT_NE(res.stats.warnings[0].find("field 'cpu_milli'"), std::string::npos);
   EXPECT_NE(res.stats.warnings[1].find("field 'memory_mib'"), std::string::npos);
   EXPECT_NE(res.stats.warnings[2].find("field 'gpu_types'"), std::string::npos);
+
+  // Named extended resources per job round-trip; bad ones name the resource.
+  TraceJob x = j;
+  x.extended = {{"nvme_gb", 500}, {"rdma_nic", 2}};
+  auto ext = Read("jsonl", ToJsonl(x) +
+                               "\n{\"gpus\": 1, \"extended\": {\"rdma_nic\": -1}}\n"
+                               "{\"gpus\": 1, \"extended\": {\"RDMA\": 1}}\n"
+                               "{\"gpus\": 1, \"extended\": [1]}\n");
+  ASSERT_EQ(ext.jobs.size(), 1u);
+  EXPECT_EQ(ext.jobs[0].extended, x.extended);
+  EXPECT_EQ(ToJsonl(ext.jobs[0]), ToJsonl(x));
+  ASSERT_EQ(ext.stats.warnings.size(), 3u);
+  EXPECT_NE(ext.stats.warnings[0].find("field 'extended.rdma_nic': must be a whole amount"),
+            std::string::npos)
+      << ext.stats.warnings[0];
+  EXPECT_NE(ext.stats.warnings[1].find("field 'extended.RDMA'"), std::string::npos);
+  EXPECT_NE(ext.stats.warnings[2].find("field 'extended'"), std::string::npos);
 }
 
 TEST(TraceTest, BinaryAndOverlongLinesAreMalformedNotFatal) {

@@ -56,12 +56,27 @@ Result<std::vector<NodeId>> AddNodes(ClusterBuilder& b, const NodeLayout& l) {
   shape.gpus_per_pcie_switch = std::min(l.gpus_per_pcie_switch, l.gpus_per_node);
   shape.nics = l.nics;
   shape.nic_bandwidth = Gbps(l.nic_gbps);
-  ASSIGN_OR_RETURN(NodeShapeId sid, b.AddShape(std::move(shape)));
+  if (l.extended_nodes < -1 || l.extended_nodes > l.nodes) {
+    return Bad("extended_nodes", fmt::format("must be -1 (all) or 0..{}", l.nodes));
+  }
+  const int fitted = l.extended.empty() ? 0 : l.extended_nodes < 0 ? l.nodes : l.extended_nodes;
+  NodeShapeId plain_id;
+  NodeShapeId fitted_id;
+  if (fitted < l.nodes) {
+    NodeShape plain = shape;
+    ASSIGN_OR_RETURN(plain_id, b.AddShape(std::move(plain)));
+  }
+  if (fitted > 0) {
+    shape.name += "-ext";
+    shape.extended = l.extended;
+    ASSIGN_OR_RETURN(fitted_id, b.AddShape(std::move(shape)));
+  }
 
   std::vector<NodeId> ids;
   ids.reserve(static_cast<std::size_t>(l.nodes));
   for (int i = 1; i <= l.nodes; ++i) {
-    ASSIGN_OR_RETURN(NodeId id, b.AddNode(Numbered(l.node_prefix, i, l.nodes), sid));
+    ASSIGN_OR_RETURN(NodeId id, b.AddNode(Numbered(l.node_prefix, i, l.nodes),
+                                          i <= fitted ? fitted_id : plain_id));
     ids.push_back(id);
   }
   std::span<const NodeId> all(ids);

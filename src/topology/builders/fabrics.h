@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "topology/cluster.h"
@@ -29,6 +30,10 @@ struct NodeLayout {
   int nodes_per_rack = 4;
   int pdus_per_rack = 2;
   int racks_per_row = 8;
+  // Named extended resources of the first `extended_nodes` nodes (-1: all of them); the rest get
+  // a shape without them (a partly fitted-out cluster: RDMA NICs or local NVMe on some nodes).
+  std::vector<ExtendedResource> extended;
+  int extended_nodes = -1;
 };
 
 struct FatTreeParams {

@@ -23,8 +23,9 @@ using Yaml = YAML::Node;
 constexpr std::string_view kTopFields[] = {
     "name",  "fabric",           "shapes", "nodes",           "nvlink_domains", "switches",
     "tiers", "oversubscription", "links",  "failure_domains", "builder",        "gpu_types"};
-constexpr std::string_view kShapeFields[] = {
-    "gpu", "gpus", "cpus", "memory_gib", "numa_nodes", "gpus_per_pcie_switch", "nics", "nic_gbps"};
+constexpr std::string_view kShapeFields[] = {"gpu",        "gpus",       "cpus",
+                                             "memory_gib", "numa_nodes", "gpus_per_pcie_switch",
+                                             "nics",       "nic_gbps",   "extended"};
 
 // A builder parameter: where it lives in the Params struct being filled.
 using ParamRef = std::variant<int*, double*, std::string*>;
@@ -280,6 +281,39 @@ class Loader {
     return Status::Ok();
   }
 
+  // A shape's `extended: {NAME: AMOUNT, ...}`: at most kMaxExtendedPerNode names, each valid
+  // (CheckExtendedResourceName) and given once, amounts whole and 0..kMaxExtendedAmount.
+  Result<std::vector<ExtendedResource>> Extended(const Yaml& shape) const {
+    std::vector<ExtendedResource> out;
+    Yaml ext = shape["extended"];
+    if (!ext.IsDefined()) return out;
+    if (!ext.IsMap()) return Error(ext.Mark(), "extended", "expected a map name -> amount");
+    if (ext.size() > kMaxExtendedPerNode) {
+      return Error(
+          ext.Mark(), "extended",
+          fmt::format("{} resources, at most {} per node", ext.size(), kMaxExtendedPerNode));
+    }
+    for (const auto& kv : ext) {
+      if (!kv.first.IsScalar()) return Error(kv.first.Mark(), "extended", "expected a name");
+      const std::string& name = kv.first.Scalar();
+      const std::string field = fmt::format("extended.{}", Printable(name));
+      if (Status s = CheckExtendedResourceName(name); !s.ok()) {
+        return Error(kv.first.Mark(), field, s.message());
+      }
+      for (const auto& r : out) {
+        if (r.name == name) return Error(kv.first.Mark(), field, "given twice");
+      }
+      auto n = kv.second.IsScalar() ? ParseInt64(kv.second.Scalar()) : std::nullopt;
+      if (!n || *n < 0 || *n > kMaxExtendedAmount) {
+        return Error(kv.second.Mark(), field,
+                     fmt::format("expected a whole amount 0..{}, got '{}'", kMaxExtendedAmount,
+                                 Printable(kv.second.IsScalar() ? kv.second.Scalar() : "")));
+      }
+      out.push_back({name, *n});
+    }
+    return out;
+  }
+
   Status LoadShapes(ClusterBuilder& b, const Yaml& root) {
     Yaml shapes = root["shapes"];
     if (!shapes.IsDefined()) return Error(root.Mark(), "shapes", "missing");
@@ -303,6 +337,7 @@ class Loader {
       ASSIGN_OR_RETURN(shape.nics, Int(s, "nics", 0, 64, shape.gpus));
       ASSIGN_OR_RETURN(double gbps, Double(s, "nic_gbps", 400, 1e6, true));
       shape.nic_bandwidth = Gbps(gbps);
+      ASSIGN_OR_RETURN(shape.extended, Extended(s));
       auto id = b.AddShape(std::move(shape));
       if (!id.ok()) return At(kv.first.Mark(), "shapes", id.status());
       shapes_.emplace(kv.first.Scalar(), *id);
@@ -672,9 +707,18 @@ std::string ExportClusterYaml(const Cluster& c) {
   for (const NodeShape& s : c.shapes()) {
     fmt::format_to(std::back_inserter(out),
                    "  {}: {{gpu: {}, gpus: {}, cpus: {}, memory_gib: {}, numa_nodes: {}, "
-                   "gpus_per_pcie_switch: {}, nics: {}, nic_gbps: {}}}\n",
+                   "gpus_per_pcie_switch: {}, nics: {}, nic_gbps: {}",
                    YamlQuote(s.name), YamlQuote(s.gpu->name), s.gpus, s.cpus, ToGiB(s.memory),
                    s.numa_nodes, s.gpus_per_pcie_switch, s.nics, ToGbps(s.nic_bandwidth));
+    if (!s.extended.empty()) {
+      out += ", extended: {";
+      for (std::size_t k = 0; k < s.extended.size(); ++k) {
+        fmt::format_to(std::back_inserter(out), "{}{}: {}", k ? ", " : "",
+                       YamlQuote(s.extended[k].name), s.extended[k].amount);
+      }
+      out += "}";
+    }
+    out += "}\n";
   }
   out += "nodes:\n";
   std::vector<std::string> names;

@@ -8,7 +8,8 @@
 //   fabric: fat-tree            # fat-tree | rail-optimized | dragonfly+ | custom (default)
 //   shapes:                     # name -> node shape
 //     hgx-h100: {gpu: H100-SXM, gpus: 8, cpus: 224, memory_gib: 2048, numa_nodes: 2,
-//                gpus_per_pcie_switch: 2, nics: 8, nic_gbps: 400}
+//                gpus_per_pcie_switch: 2, nics: 8, nic_gbps: 400,
+//                extended: {rdma_nic: 4, nvme_gb: 3000}}   # named extended resources
 //   nodes:                      # in order; names is a hostlist
 //     - {names: "gpu[001-128]", shape: hgx-h100, labels: {zone: a}}
 //   nvlink_domains:             # multi-node NVLink domains (NVL72 racks)
@@ -28,7 +29,10 @@
 // A group entry whose name is a hostlist of k names takes `nodes_each` (or `switches_each`)
 // consecutive members per name, in order. Shape defaults: cpus 0, memory_gib 0, numa_nodes 2,
 // gpus_per_pcie_switch 2 (1 for an odd GPU count), nics = gpus, nic_gbps 400; latency_us defaults
-// to DefaultLatency(level).
+// to DefaultLatency(level). `extended` (named extended resources, as Kubernetes has them) maps
+// at most 16 names of [a-z][a-z0-9_./-]{0,62} (e.g. rdma_nic, nvme_gb, example.com/fpga), each
+// once, to whole amounts 0..2^50; a node has none of a resource its shape does not list, jobs
+// request them per task (GangJob::extended), and a cluster holds at most 64 distinct names.
 //
 // Instead of the lists, `builder:` describes a standard fabric by the parameters of
 // builders/fabrics.h: {kind: fat-tree | rail-optimized | dragonfly+, then the NodeLayout fields

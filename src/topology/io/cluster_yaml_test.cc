@@ -159,6 +159,68 @@ TEST(ClusterYamlTest, DeclaresGpuTypesOutsideTheCatalogue) {
 constexpr std::string_view kHead =
     "name: t\nshapes:\n  s: {gpu: H100, gpus: 8}\nnodes:\n  - {names: \"n[1-4]\", shape: s}\n";
 
+TEST(ClusterYamlTest, ShapesDeclareExtendedResources) {
+  constexpr std::string_view kText =
+      "name: ext\nshapes:\n"
+      "  rdma: {gpu: H100, gpus: 8, extended: {rdma_nic: 4, nvme_gb: 3000, example.com/fpga: 0}}\n"
+      "  plain: {gpu: H100, gpus: 8}\n"
+      "  disk: {gpu: H100, gpus: 8, extended: {nvme_gb: 500}}\n"
+      "nodes:\n  - {names: \"r[1-2]\", shape: rdma}\n  - {names: p1, shape: plain}\n"
+      "  - {names: d1, shape: disk}\n";
+  auto c = LoadClusterYaml(kText, "ext.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Interned in order of first declaration, each shape's list sorted by name.
+  ASSERT_EQ(c->extended_resources().size(), 3u);
+  EXPECT_EQ(c->extended_resources()[0], "example.com/fpga");
+  EXPECT_EQ(c->FindExtendedResource("nvme_gb"), 1);
+  EXPECT_EQ(c->FindExtendedResource("rdma_nic"), 2);
+  EXPECT_EQ(c->FindExtendedResource("gpu"), -1);
+  const int rdma = c->FindExtendedResource("rdma_nic");
+  const int nvme = c->FindExtendedResource("nvme_gb");
+  EXPECT_EQ(c->ExtendedCapacity(c->node(*c->FindNode("r2")).shape, rdma), 4);
+  EXPECT_EQ(c->ExtendedCapacity(c->node(*c->FindNode("p1")).shape, rdma), 0);
+  EXPECT_EQ(c->ExtendedCapacity(c->node(*c->FindNode("d1")).shape, nvme), 500);
+  EXPECT_EQ(c->ExtendedCapacity(c->node(*c->FindNode("d1")).shape, rdma), 0);
+  // Export and load again: the same resources, byte-identical text.
+  const std::string yaml = ExportClusterYaml(*c);
+  EXPECT_THAT(yaml, HasSubstr("extended: {example.com/fpga: 0, nvme_gb: 3000, rdma_nic: 4}"));
+  auto back = LoadClusterYaml(yaml, "back.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << yaml;
+  EXPECT_EQ(back->shape_of(NodeId(0)).extended, c->shape_of(NodeId(0)).extended);
+  EXPECT_EQ(ExportClusterYaml(*back), yaml);
+}
+
+TEST(ClusterYamlTest, RejectsBadExtendedResources) {
+  auto shape = [](std::string_view ext) {
+    return fmt::format(
+        "name: t\nshapes:\n  s: {{gpu: H100, gpus: 8, extended: {}}}\nnodes:\n"
+        "  - {{names: n1, shape: s}}\n",
+        ext);
+  };
+  std::string many = "{";
+  for (int i = 0; i <= kMaxExtendedPerNode; ++i) many += fmt::format("{}r{}: 1", i ? ", " : "", i);
+  many += "}";
+  const std::pair<std::string, std::string_view> cases[] = {
+      {shape("{rdma_nic: -1}"), "c.yaml:3:48: field 'extended.rdma_nic': expected a whole amount"},
+      {shape("{rdma_nic: 1.5}"), "c.yaml:3:48: field 'extended.rdma_nic': expected a whole amount"},
+      {shape("{rdma_nic: four}"), "field 'extended.rdma_nic': expected a whole amount"},
+      {shape("{RDMA: 1}"),
+       "c.yaml:3:38: field 'extended.RDMA': extended resource name 'RDMA' "
+       "must start with a lower-case letter"},
+      {shape("{\"rdma nic\": 1}"), "field 'extended.rdma nic': extended resource name"},
+      {shape("{rdma_nic: 1, rdma_nic: 2}"), "c.yaml:3: duplicate key 'rdma_nic'"},
+      {shape(many), "c.yaml:3:37: field 'extended': 17 resources, at most 16 per node"},
+      {shape("[rdma_nic]"), "c.yaml:3:37: field 'extended': expected a map name -> amount"},
+      {shape("{" + std::string(64, 'a') + ": 1}"), "must be 1..63 characters"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto got = LoadClusterYaml(text, "c.yaml");
+    ASSERT_FALSE(got.ok()) << text;
+    EXPECT_THAT(got.status().message(), HasSubstr(want)) << text;
+    EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << got.status().ToString();
+  }
+}
+
 TEST(ClusterYamlTest, RejectsBadInput) {
   struct Case {
     std::string_view what;

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -102,8 +105,14 @@ struct SlurmNodeDef {
   int gpus = 0;
   std::int64_t cpus = 0;
   std::int64_t memory_mib = 0;
+  std::vector<ExtendedResource> extended;  // Gres= entries other than gpu, sorted by name
   int line = 0;
-  auto Key() const { return std::tuple(gpu, gpus, cpus, memory_mib); }
+  auto Key() const { return std::tuple(gpu, gpus, cpus, memory_mib, extended_key()); }
+  std::vector<std::pair<std::string, std::int64_t>> extended_key() const {
+    std::vector<std::pair<std::string, std::int64_t>> k;
+    for (const auto& r : extended) k.emplace_back(r.name, r.amount);
+    return k;
+  }
 };
 using ShapeKey = decltype(SlurmNodeDef().Key());
 
@@ -113,13 +122,65 @@ struct SlurmNodes {
   std::vector<SlurmNodeDef> defs;
 };
 
+// A GRES count other than a GPU's: digits with an optional K/M/G/T suffix (powers of 1024, as
+// Slurm reads them).
+std::optional<std::int64_t> GresCount(std::string_view s) {
+  std::int64_t scale = 1;
+  if (!s.empty()) {
+    const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
+    const std::string_view suffixes = "KMGT";
+    if (auto at = suffixes.find(last); at != std::string_view::npos) {
+      scale = std::int64_t{1} << (10 * (at + 1));
+      s.remove_suffix(1);
+    }
+  }
+  auto n = ParseInt64(s);
+  if (!n || *n < 0 || *n > kMaxExtendedAmount / scale) return std::nullopt;
+  return *n * scale;
+}
+
+// A Gres= entry other than gpu (NAME[:TYPE]:COUNT, as in "rdma_nic:4" or "nvme:local:3000G")
+// becomes the extended resource NAME or NAME/TYPE; a name is given once per node.
+Status ParseOtherGres(std::string_view file, int line, std::span<const std::string_view> parts,
+                      SlurmNodeDef& def) {
+  if (parts.size() > 3) return LineError(file, line, "Gres", "expected NAME[:TYPE][:COUNT]");
+  std::string name(parts[0]);
+  if (parts.size() == 3) name += "/" + std::string(parts[1]);
+  std::string_view count = parts.size() >= 2 ? parts.back() : "1";
+  if (Status s = CheckExtendedResourceName(name); !s.ok()) {
+    return LineError(file, line, "Gres", s.message());
+  }
+  auto n = GresCount(count);
+  if (!n) {
+    return LineError(file, line, "Gres",
+                     fmt::format("{}: count must be a whole number 0..{} (K/M/G/T suffixes), got "
+                                 "'{}'",
+                                 name, kMaxExtendedAmount, Printable(count)));
+  }
+  for (const auto& r : def.extended) {
+    if (r.name == name) {
+      return LineError(file, line, "Gres", fmt::format("{} is given twice", name));
+    }
+  }
+  if (def.extended.size() >= kMaxExtendedPerNode) {
+    return LineError(file, line, "Gres",
+                     fmt::format("more than {} resources other than gpu", kMaxExtendedPerNode));
+  }
+  def.extended.push_back({std::move(name), *n});
+  return Status::Ok();
+}
+
 Status ParseGres(std::string_view file, int line, std::string_view value, SlurmNodeDef& def) {
   def.gpu = nullptr;
   def.gpus = 0;
+  def.extended.clear();
   for (std::string_view entry : Split(value, ',')) {
     entry = Trim(entry.substr(0, entry.find('(')));
     auto parts = Split(entry, ':');
-    if (!EqualsIgnoreCase(parts[0], "gpu")) continue;
+    if (!EqualsIgnoreCase(parts[0], "gpu")) {
+      RETURN_IF_ERROR(ParseOtherGres(file, line, parts, def));
+      continue;
+    }
     if (parts.size() > 3) return LineError(file, line, "Gres", "expected gpu[:TYPE][:COUNT]");
     std::string_view type = parts.size() == 3 ? parts[1] : "";
     std::string_view count = parts.size() == 3 ? parts[2] : parts.size() == 2 ? parts[1] : "1";
@@ -138,6 +199,8 @@ Status ParseGres(std::string_view file, int line, std::string_view value, SlurmN
     def.gpu = *gpu;
     def.gpus = static_cast<int>(*n);
   }
+  std::sort(def.extended.begin(), def.extended.end(),
+            [](const ExtendedResource& a, const ExtendedResource& b) { return a.name < b.name; });
   return Status::Ok();
 }
 
@@ -198,6 +261,7 @@ Result<NodeShapeId> ShapeFor(ClusterBuilder& b, const SlurmNodeDef& def,
   s.gpus_per_pcie_switch = def.gpus % 2 == 0 ? 2 : 1;
   s.nics = def.gpus;
   s.nic_bandwidth = Gbps(400);
+  s.extended = def.extended;
   ASSIGN_OR_RETURN(NodeShapeId id, b.AddShape(std::move(s)));
   shapes.emplace(def.Key(), id);
   return id;
@@ -434,17 +498,33 @@ std::string ExportSlurmTopology(const Cluster& c) {
 }
 
 std::string ExportSlurmNodes(const Cluster& c) {
+  // Extended resources go out as further GRES: NAME:COUNT, or NAME:TYPE:COUNT for "NAME/TYPE".
+  auto gres_name = [](std::string_view name) {
+    std::string out(name);
+    if (auto slash = out.find('/'); slash != std::string::npos) out[slash] = ':';
+    return out;
+  };
+  std::string types = "gpu";
+  std::vector<std::string> seen;
+  for (const std::string& name : c.extended_resources()) {
+    std::string first = name.substr(0, name.find('/'));
+    if (std::find(seen.begin(), seen.end(), first) != seen.end()) continue;
+    types += "," + first;
+    seen.push_back(std::move(first));
+  }
   std::string out = fmt::format(
-      "# slurm.conf node lines for cluster {} (written by baton)\nClusterName={}\nGresTypes=gpu\n",
-      c.name(), c.name());
-  auto groups = GroupNodes(c, [](const NodeShape& s) {
-    return std::tuple(s.gpu->slurm_type, s.gpus, s.cpus, MemoryMiB(s));
+      "# slurm.conf node lines for cluster {} (written by baton)\nClusterName={}\nGresTypes={}\n",
+      c.name(), c.name(), types);
+  auto groups = GroupNodes(c, [&](const NodeShape& s) {
+    std::string extra;
+    for (const auto& r : s.extended) extra += fmt::format(",{}:{}", gres_name(r.name), r.amount);
+    return std::tuple(s.gpu->slurm_type, s.gpus, s.cpus, MemoryMiB(s), extra);
   });
   for (const auto& [key, names] : groups) {
-    const auto& [type, gpus, cpus, mib] = key;
+    const auto& [type, gpus, cpus, mib, extra] = key;
     fmt::format_to(std::back_inserter(out),
-                   "NodeName={} CPUs={} RealMemory={} Gres=gpu:{}:{} State=UNKNOWN\n",
-                   CompressHostlist(names), cpus, mib, type, gpus);
+                   "NodeName={} CPUs={} RealMemory={} Gres=gpu:{}:{}{} State=UNKNOWN\n",
+                   CompressHostlist(names), cpus, mib, type, gpus, extra);
   }
   return out;
 }

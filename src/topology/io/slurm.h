@@ -32,9 +32,10 @@ Result<std::vector<SlurmSwitchLine>> ParseSlurmTopology(
     std::string_view text, std::string_view filename, std::size_t max_nodes = kMaxClusterFileNodes);
 
 // The slurm.conf that gives imported nodes their shape: only ClusterName= and the NodeName=
-// lines (CPUs=, RealMemory= in MiB, Gres=gpu:TYPE:N with TYPE resolved by FindGpu, and
-// NodeName=DEFAULT) are read; every other line and key is ignored. slurm.conf says nothing about
-// NICs: each node gets one 400 Gb/s NIC per GPU.
+// lines (CPUs=, RealMemory= in MiB, Gres=gpu:TYPE:N with TYPE resolved by FindGpu, other Gres=
+// entries NAME[:TYPE]:COUNT as the extended resource NAME or NAME/TYPE with COUNT's K/M/G/T
+// suffixes in powers of 1024, and NodeName=DEFAULT) are read; every other line and key is ignored.
+// slurm.conf says nothing about NICs: each node gets one 400 Gb/s NIC per GPU.
 struct SlurmConf {
   std::string_view text;
   std::string_view filename = "slurm.conf";

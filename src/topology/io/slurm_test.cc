@@ -92,6 +92,41 @@ TEST(SlurmTest, ParsesSyntaxVariants) {
   EXPECT_EQ(c->Meet(*c->FindNode("a1"), *c->FindNode("b1")), Level::kSpine);
 }
 
+TEST(SlurmTest, GresOtherThanGpuBecomesExtendedResources) {
+  constexpr std::string_view kConf =
+      "ClusterName=x\nGresTypes=gpu,rdma_nic,nvme\n"
+      "NodeName=a[1-2] CPUs=64 Gres=gpu:h100:8,rdma_nic:4,nvme:local:3K State=UNKNOWN\n"
+      "NodeName=b1 CPUs=64 Gres=gpu:h100:8\n";
+  constexpr std::string_view kTopo = "SwitchName=l1 Nodes=a[1-2],b1\n";
+  auto c = ImportSlurmTopology(kTopo, "topology.conf", SlurmConf{kConf});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const int rdma = c->FindExtendedResource("rdma_nic");
+  const int nvme = c->FindExtendedResource("nvme/local");
+  ASSERT_GE(rdma, 0);
+  ASSERT_GE(nvme, 0);
+  EXPECT_EQ(c->ExtendedCapacity(c->node(*c->FindNode("a2")).shape, rdma), 4);
+  EXPECT_EQ(c->ExtendedCapacity(c->node(*c->FindNode("a2")).shape, nvme), 3 * 1024);
+  EXPECT_EQ(c->ExtendedCapacity(c->node(*c->FindNode("b1")).shape, rdma), 0);
+  EXPECT_NE(c->node(*c->FindNode("a1")).shape, c->node(*c->FindNode("b1")).shape);
+  const std::string nodes = ExportSlurmNodes(*c);
+  EXPECT_THAT(nodes, HasSubstr("GresTypes=gpu,nvme,rdma_nic\n"));
+  EXPECT_THAT(nodes, HasSubstr("Gres=gpu:h100:8,nvme:local:3072,rdma_nic:4 State"));
+  ExpectRoundTrip(*c);
+
+  const std::pair<std::string_view, std::string_view> bad[] = {
+      {"NodeName=n1 Gres=gpu:h100:8,rdma_nic:-1\n", "slurm.conf:1: field 'Gres': rdma_nic: count"},
+      {"NodeName=n1 Gres=gpu:h100:8,RDMA:1\n",
+       "slurm.conf:1: field 'Gres': extended resource name"},
+      {"NodeName=n1 Gres=gpu:h100:8,rdma_nic:1,rdma_nic:2\n", "rdma_nic is given twice"},
+      {"NodeName=n1 Gres=gpu:h100:8,a:b:c:1\n", "expected NAME[:TYPE][:COUNT]"},
+  };
+  for (const auto& [conf, want] : bad) {
+    auto got = ImportSlurmTopology("SwitchName=l1 Nodes=n1\n", "topology.conf", SlurmConf{conf});
+    ASSERT_FALSE(got.ok()) << conf;
+    EXPECT_THAT(got.status().message(), HasSubstr(want)) << conf;
+  }
+}
+
 TEST(SlurmTest, RejectsBadInput) {
   struct Case {
     std::string_view what;

@@ -41,12 +41,27 @@ PluginStatus NodeAttributesFilterPlugin::Filter(const PluginContext&, const JobI
 
 PluginStatus ResourcesFilterPlugin::Filter(const PluginContext& ctx, const JobInfo& job,
                                            topo::NodeId node) {
-  const HostResources need = TaskHostResources(job.spec);
-  if (need.empty()) return PluginStatus::Success();
+  // Read in place (called per node per job: no copy of the request).
+  const ExtendedRequest& ext = job.extended;
+  if (job.spec.cpu_milli == 0 && job.spec.memory_mib == 0 && ext.count == 0) {
+    return PluginStatus::Success();
+  }
   const ClusterState::HostUsage& h = ctx.state.Host(node);
-  if (need.cpu_milli > h.cpu_free()) return PluginStatus::Unschedulable("not enough CPU free");
-  if (need.memory_mib > h.memory_free()) {
+  if (job.spec.cpu_milli > h.cpu_free()) {
+    return PluginStatus::Unschedulable("not enough CPU free");
+  }
+  if (job.spec.memory_mib > h.memory_free()) {
     return PluginStatus::Unschedulable("not enough memory free");
+  }
+  for (int i = 0; i < ext.count; ++i) {
+    const int id = ext.id[i];
+    if (ext.amount[i] > ctx.state.ExtendedFree(node, id)) {
+      // A node whose shape lacks the resource never has it; one that has it may free it.
+      if (ctx.state.ExtendedCapacity(node, id) < ext.amount[i]) {
+        return PluginStatus::Unresolvable("node has too little of an extended resource");
+      }
+      return PluginStatus::Unschedulable("not enough of an extended resource free");
+    }
   }
   return PluginStatus::Success();
 }

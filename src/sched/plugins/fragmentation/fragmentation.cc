@@ -212,7 +212,7 @@ PluginStatus PackingPlacement::Propose(const PluginContext& ctx, const JobInfo& 
                          job.spec.sub_groups.empty() && !job.spec.spread);
   if (!one_node) return gangs_.Propose(ctx, job, filter, max_candidates, out);
   Begin(ctx, job);
-  const HostResources need = TaskHostResources(job.spec);
+  const HostResources need = TaskHost(job);
   const int want_gpus = cpu_only ? 0 : (share ? 1 : job.spec.gpus);
 
   // Equal costs break on the capacity left (best fit), then on the node id.
@@ -235,7 +235,7 @@ PluginStatus PackingPlacement::Propose(const PluginContext& ctx, const JobInfo& 
     if (n.gpus < want_gpus || st.FreeGpus(node) < (share ? 0 : want_gpus)) continue;
     const topo::GpuSpec* gpu = c.shape_of(node).gpu;
     if (!AcceptsGpu(job.accepted_gpus, gpu)) continue;
-    if (!st.Host(node).Fits(need)) continue;
+    if (!st.HostFits(node, need)) continue;
     if (share) {
       auto amount = gpu ? ShareOn(job.spec, *gpu) : std::nullopt;
       if (!amount || amount->mig()) continue;  // MIG shares: the framework's slices, not milli

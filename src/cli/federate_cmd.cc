@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/daemon_flags.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/strings.h"
@@ -19,21 +20,17 @@ namespace {
 
 struct FederateOptions {
   std::string sites;
-  std::string listen = "127.0.0.1:8090";
-  std::string db = "baton-federation.db";
-  std::string store;
-  std::string auth;
+  DaemonFlags daemon{.listen = "127.0.0.1:8090", .db = "baton-federation.db"};
   std::string policy = "predicted-completion";
   double site_timeout_s = 30;
   double poll_interval_s = 2;
   double request_timeout_s = 5;
   std::vector<std::string> quotas;
   std::string key_prefix = "baton-fed";
-  std::string tls_cert, tls_key;
 };
 
 Status Run(const FederateOptions& o) {
-  if (spdlog::get_level() > spdlog::level::info) spdlog::set_level(spdlog::level::info);
+  ASSIGN_OR_RETURN(server::ServerOptions so, ServerOptionsFrom(o.daemon));
   ASSIGN_OR_RETURN(federation::Sites sites, federation::LoadSitesFile(o.sites));
   server::BrokerOptions bo;
   bo.policy = o.policy;
@@ -52,18 +49,6 @@ Status Run(const FederateOptions& o) {
       return InvalidArgumentError(fmt::format("--quota: tenant '{}' given twice", q.substr(0, eq)));
     }
   }
-  server::ServerOptions so;
-  std::size_t colon = o.listen.rfind(':');
-  std::optional<std::int64_t> port =
-      colon == std::string::npos ? std::nullopt : ParseInt64(o.listen.substr(colon + 1));
-  if (!port) return InvalidArgumentError("--listen must be HOST:PORT, e.g. 127.0.0.1:8090");
-  so.host = o.listen.substr(0, colon);
-  so.port = static_cast<int>(*port);
-  so.db_path = o.db;
-  so.store = o.store;
-  so.auth_config_path = o.auth;
-  so.tls_cert_path = o.tls_cert;
-  so.tls_key_path = o.tls_key;
   SystemClock clock;
   const std::size_t count = sites.sites().size();
   ASSIGN_OR_RETURN(std::unique_ptr<server::Broker> broker,
@@ -83,13 +68,7 @@ void RegisterFederateCommand(CLI::App& app, int& exit_code) {
       "completion (queue wait, data staging, speed), follow them, re-dispatch when a site is lost");
   cmd->add_option("--sites", o->sites, "Sites file (YAML: sites, their datasets, the WAN)")
       ->required();
-  cmd->add_option("--listen", o->listen, "HOST:PORT to serve on")->capture_default_str();
-  cmd->add_option("--db", o->db, "SQLite database of federation jobs (created if missing)")
-      ->capture_default_str();
-  cmd->add_option("--store", o->store,
-                  "Keep federation jobs in PostgreSQL instead: postgresql://user@host:port/db");
-  cmd->add_option("--auth", o->auth, "YAML file of principals and tokens (as for serve)")
-      ->required();
+  AddDaemonFlags(cmd, &o->daemon, "federation jobs");
   std::string policies;
   for (const federation::RoutingPolicy& p : federation::RoutingPolicies()) {
     policies += fmt::format("{}{}: {}", policies.empty() ? "" : "; ", p.name, p.description);
@@ -108,8 +87,6 @@ void RegisterFederateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--key-prefix", o->key_prefix,
                   "Idempotency keys are PREFIX-JOB-ATTEMPT: distinct per broker sharing a site")
       ->capture_default_str();
-  cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate (HTTPS with --tls-key)");
-  cmd->add_option("--tls-key", o->tls_key, "PEM private key");
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);
     if (!st.ok()) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/daemon_flags.h"
 #include "core/bounded_input.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -32,10 +33,7 @@ namespace baton::cli {
 namespace {
 
 struct ServeOptions {
-  std::string listen = "127.0.0.1:8080";
-  std::string db = "baton.db";
-  std::string store;
-  std::string auth;
+  DaemonFlags daemon{.listen = "127.0.0.1:8080", .db = "baton.db"};
   std::string preset;
   std::string topology;
   std::string scheduler_config;
@@ -47,11 +45,9 @@ struct ServeOptions {
   std::string slurm_conf;
   std::string slurm_partition;
   std::string log_dir = "baton-logs";
-  std::string tls_cert, tls_key;
   bool demo = false;
   std::string demo_token;
   double demo_rate = 2;  // submissions per second
-  std::string log_format = "text";
   std::int64_t history_lines = server::SchedulingControllerOptions{}.history_lines;
 };
 
@@ -102,27 +98,7 @@ void RunDemo(int port, std::string token, double rate, const std::atomic<bool>& 
 }
 
 Status Run(const ServeOptions& o) {
-  if (o.log_format == "json") {
-    spdlog::set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","msg":"%v"})",
-                        spdlog::pattern_time_type::utc);
-  } else if (o.log_format != "text") {
-    return InvalidArgumentError("--log-format must be json or text");
-  }
-  // A daemon reports what it does: info unless a more verbose level was asked for.
-  if (spdlog::get_level() > spdlog::level::info) spdlog::set_level(spdlog::level::info);
-
-  server::ServerOptions so;
-  std::size_t colon = o.listen.rfind(':');
-  std::optional<std::int64_t> port =
-      colon == std::string::npos ? std::nullopt : ParseInt64(o.listen.substr(colon + 1));
-  if (!port) return InvalidArgumentError("--listen must be HOST:PORT, e.g. 127.0.0.1:8080");
-  so.host = o.listen.substr(0, colon);
-  so.port = static_cast<int>(*port);
-  so.db_path = o.db;
-  so.store = o.store;
-  so.auth_config_path = o.auth;
-  so.tls_cert_path = o.tls_cert;
-  so.tls_key_path = o.tls_key;
+  ASSIGN_OR_RETURN(server::ServerOptions so, ServerOptionsFrom(o.daemon));
 
   if (!o.preset.empty() && !o.topology.empty()) {
     return InvalidArgumentError("give --preset or --topology, not both");
@@ -210,14 +186,7 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "Run the scheduling daemon: HTTP API, durable job store, scheduler, executor");
-  cmd->add_option("--listen", o->listen, "HOST:PORT to serve on")->capture_default_str();
-  cmd->add_option("--db", o->db, "SQLite database file (created if missing)")
-      ->capture_default_str();
-  cmd->add_option(
-      "--store", o->store,
-      "Keep the job store in PostgreSQL instead of --db: postgresql://user@host:port/db "
-      "(the database must exist; tables are created on start)");
-  cmd->add_option("--auth", o->auth, "YAML file of principals and tokens")->required();
+  AddDaemonFlags(cmd, &o->daemon, "the job store");
   cmd->add_option("--preset", o->preset, "Built-in cluster (default superpod-h100)");
   cmd->add_option("--topology", o->topology, "Cluster file (baton YAML or Slurm topology.conf)");
   cmd->add_option("--scheduler-config", o->scheduler_config,
@@ -243,13 +212,10 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--log-dir", o->log_dir,
                   "local: where rank logs go; slurm: batch scripts, hostfiles and job output")
       ->capture_default_str();
-  cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate (HTTPS with --tls-key)");
-  cmd->add_option("--tls-key", o->tls_key, "PEM private key");
   cmd->add_flag("--demo", o->demo, "Submit a stream of synthetic jobs through the API");
   cmd->add_option("--demo-token", o->demo_token, "Admin token for --demo (or $BATON_TOKEN)");
   cmd->add_option("--demo-rate", o->demo_rate, "--demo submissions per second")
       ->capture_default_str();
-  cmd->add_option("--log-format", o->log_format, "text or json")->capture_default_str();
   cmd->add_option("--history-lines", o->history_lines,
                   "Scheduling history kept in the store for replay (baton export): the newest N "
                   "cycles; 0 records none")

@@ -42,14 +42,30 @@ std::vector<char*> CStringPointers(std::vector<std::string>& strings) {
   return out;
 }
 
+int SpawnInOwnGroup(std::vector<std::string>& argv, std::vector<std::string>& env,
+                    const posix_spawn_file_actions_t& actions, pid_t* pid) {
+  std::vector<char*> argv_p = CStringPointers(argv);
+  std::vector<char*> env_p = CStringPointers(env);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  int err = posix_spawnp(pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
+  posix_spawnattr_destroy(&attr);
+  return err;
+}
+
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env, Seconds timeout) {
   if (argv.empty()) return InvalidArgumentError("RunCommand: empty argv");
   std::vector<std::string> args = argv;
   std::vector<std::string> vars = EnvironmentWith(env);
-  std::vector<char*> argv_p = CStringPointers(args);
-  std::vector<char*> env_p = CStringPointers(vars);
-
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
     return UnavailableError(fmt::format("pipe: {}", std::strerror(errno)));
@@ -64,20 +80,9 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
   pid_t pid = 0;
-  int err = posix_spawnp(&pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
+  int err = SpawnInOwnGroup(args, vars, actions, &pid);
   posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   int fds[2] = {out_pipe[0], err_pipe[0]};

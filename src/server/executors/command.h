@@ -7,6 +7,8 @@
 // Thread safety: re-entrant; blocks the calling thread until the child exits or times out.
 #pragma once
 
+#include <spawn.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +33,12 @@ inline constexpr std::size_t kMaxCommandOutput = 64 << 20;
 std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& vars);
 // Null-terminated pointers into `strings` (argv / envp); valid while `strings` is unchanged.
 std::vector<char*> CStringPointers(std::vector<std::string>& strings);
+
+// Starts argv[0] (searched in $PATH) with `env`, after `actions` (the caller's redirections), in a
+// process group of its own, with the default signal mask and dispositions (the daemon blocks
+// SIGTERM; its children must not). Returns posix_spawn's error (0: started, *pid set).
+int SpawnInOwnGroup(std::vector<std::string>& argv, std::vector<std::string>& env,
+                    const posix_spawn_file_actions_t& actions, pid_t* pid);
 
 // kUnavailable when the program cannot be started (not found, no processes left); a program
 // that runs and fails is a CommandResult with its exit code.

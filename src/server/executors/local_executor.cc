@@ -45,31 +45,18 @@ std::vector<std::string> RankEnvironment(const LaunchRequest& r, const RankAssig
 }
 
 // Starts argv[0] (searched in $PATH) in its own process group with `env`, stdin from /dev/null,
-// stdout and stderr to `log` (appended to, or truncated), the default signal mask and
-// dispositions (the daemon blocks SIGTERM; its children must not). Returns posix_spawn's error.
+// stdout and stderr to `log` (appended to, or truncated) (SpawnInOwnGroup). Returns
+// posix_spawn's error.
 int SpawnInGroup(std::vector<std::string>& argv, std::vector<std::string>& env,
                  const std::string& log, bool append, pid_t* pid) {
-  std::vector<char*> argv_p = CStringPointers(argv);
-  std::vector<char*> env_p = CStringPointers(env);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
                                    O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  int err = posix_spawnp(pid, argv_p[0], &actions, &attr, argv_p.data(), env_p.data());
+  int err = SpawnInOwnGroup(argv, env, actions, pid);
   posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
   return err;
 }
 

@@ -1,0 +1,51 @@
+#include "cli/daemon_flags.h"
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+
+#include "core/strings.h"
+
+namespace baton::cli {
+
+void AddDaemonFlags(CLI::App* cmd, DaemonFlags* flags, const std::string& what) {
+  cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on")->capture_default_str();
+  cmd->add_option("--db", flags->db, "SQLite database of " + what + " (created if missing)")
+      ->capture_default_str();
+  cmd->add_option("--store", flags->store,
+                  "Keep " + what +
+                      " in PostgreSQL instead of --db: postgresql://user@host:port/db (the "
+                      "database must exist; tables are created on start)");
+  cmd->add_option("--auth", flags->auth, "YAML file of principals and tokens")->required();
+  cmd->add_option("--tls-cert", flags->tls_cert, "PEM certificate (HTTPS with --tls-key)");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key");
+  cmd->add_option("--log-format", flags->log_format, "text or json")->capture_default_str();
+}
+
+Result<server::ServerOptions> ServerOptionsFrom(const DaemonFlags& flags) {
+  if (flags.log_format == "json") {
+    spdlog::set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","msg":"%v"})",
+                        spdlog::pattern_time_type::utc);
+  } else if (flags.log_format != "text") {
+    return InvalidArgumentError("--log-format must be json or text");
+  }
+  if (spdlog::get_level() > spdlog::level::info) spdlog::set_level(spdlog::level::info);
+
+  server::ServerOptions so;
+  std::size_t colon = flags.listen.rfind(':');
+  std::optional<std::int64_t> port =
+      colon == std::string::npos ? std::nullopt : ParseInt64(flags.listen.substr(colon + 1));
+  if (!port || *port < 0 || *port > 65535) {
+    return InvalidArgumentError("--listen must be HOST:PORT, e.g. 127.0.0.1:8080");
+  }
+  so.host = flags.listen.substr(0, colon);
+  so.port = static_cast<int>(*port);
+  so.db_path = flags.db;
+  so.store = flags.store;
+  so.auth_config_path = flags.auth;
+  so.tls_cert_path = flags.tls_cert;
+  so.tls_key_path = flags.tls_key;
+  return so;
+}
+
+}  // namespace baton::cli

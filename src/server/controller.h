@@ -79,6 +79,8 @@ struct WhatIfView {
   std::vector<PlacementView::NodeGpus> nodes;
   std::string level;                  // the lowest level containing that placement
   std::optional<double> step_time_s;  // the planner's step time there (jobs with a plan)
+  int free_gpus = 0;                  // the site's GPUs unallocated now (least-loaded routing)
+  int total_gpus = 0;                 // and all its GPUs
 };
 
 // A node as the API shows it: health from telemetry and admin state, and what is allocated.

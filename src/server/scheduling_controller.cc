@@ -1110,8 +1110,12 @@ Result<WhatIfView> SchedulingController::WhatIf(const JobSpec& spec) {
   v.queue_position = a.forecast.position;
   v.estimated_start = a.forecast.estimated_start;
   v.waiting_kind = sched::WaitingKindName(a.forecast.kind);
+  const topo::Cluster& c = cluster();
+  for (std::size_t i = 0; i < c.nodes().size(); ++i) {
+    v.total_gpus += c.nodes()[i].gpus;
+    v.free_gpus += scheduler_->state().FreeGpus(topo::NodeId(static_cast<std::uint32_t>(i)));
+  }
   if (!a.placement.empty()) {
-    const topo::Cluster& c = cluster();
     if (a.gpu != nullptr) v.gpu_type = a.gpu->name;
     v.level = topo::LevelName(a.placement.span);
     for (const auto& n : a.placement.nodes)

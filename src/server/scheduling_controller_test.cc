@@ -278,6 +278,8 @@ TEST(ControllerTest, QueuedJobsShowPositionEstimatedStartAndWaitingKind) {
   EXPECT_EQ(w["gpu_type"], "H100-SXM") << w.dump();
   EXPECT_EQ(w["placement"]["gpus"], 64) << w.dump();
   EXPECT_GT(w.value("step_time_s", 0.0), 0.0) << w.dump();
+  EXPECT_EQ(w["free_gpus"], 0) << w.dump();  // A holds the whole cluster
+  EXPECT_EQ(w["total_gpus"], 1024) << w.dump();
   // Nothing was stored.
   EXPECT_EQ(api.Get("/api/v1/jobs?state=queued")["jobs"].size(), 2u);
   // A spec the cluster can never run is refused as a submit would be.

@@ -135,6 +135,17 @@ federation::SiteAnswer SiteClient::WhatIf(std::string_view spec_json, std::strin
     double s = b["step_time_s"].get<double>();
     if (std::isfinite(s) && s > 0) answer.step_time = Seconds(s);
   }
+  // Counts a site could not have are ignored (least-loaded then sees an empty site as before).
+  constexpr int kMaxSiteGpus = 10'000'000;
+  if (b.contains("free_gpus") && b["free_gpus"].is_number_integer() && b.contains("total_gpus") &&
+      b["total_gpus"].is_number_integer()) {
+    std::int64_t free = b["free_gpus"].get<std::int64_t>();
+    std::int64_t total = b["total_gpus"].get<std::int64_t>();
+    if (free >= 0 && free <= total && total <= kMaxSiteGpus) {
+      answer.free_gpus = static_cast<int>(free);
+      answer.total_gpus = static_cast<int>(total);
+    }
+  }
   return answer;
 }
 

@@ -637,6 +637,8 @@ struct Api::Routes {
       out["placement"] = PlacementJson(p);
     }
     if (w->step_time_s) out["step_time_s"] = *w->step_time_s;
+    out["free_gpus"] = w->free_gpus;
+    out["total_gpus"] = w->total_gpus;
     SendJson(res, 200, out);
   }
 

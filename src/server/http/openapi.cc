@@ -292,7 +292,7 @@ std::string_view OpenApiJson() {
     "/api/v1/whatif": {
       "post": {
         "summary": "What the scheduler would do with a job submitted now; stores and changes nothing",
-        "description": "Takes a submit's job spec (same checks). Answers from the scheduler's own reservation logic on its live state (Scheduler::WhatIf): queue_position, waiting_kind, estimated_start (absent when unknown), gpu_type and placement it would start on, and step_time_s, the planner's step time on that placement for a job with a plan.",
+        "description": "Takes a submit's job spec (same checks). Answers from the scheduler's own reservation logic on its live state (Scheduler::WhatIf): queue_position, waiting_kind, estimated_start (absent when unknown), gpu_type and placement it would start on, step_time_s, the planner's step time on that placement for a job with a plan, and the site's free_gpus and total_gpus now (a broker's least-loaded routing).",
         "operationId": "whatIf",
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JobSpec"}}, "application/yaml": {"schema": {"$ref": "#/components/schemas/JobSpec"}}}},
         "responses": {
@@ -302,7 +302,9 @@ std::string_view OpenApiJson() {
             "estimated_start": {"type": "string", "format": "date-time"},
             "gpu_type": {"type": "string"},
             "placement": {"$ref": "#/components/schemas/Placement"},
-            "step_time_s": {"type": "number"}}}}}},
+            "step_time_s": {"type": "number"},
+            "free_gpus": {"type": "integer", "minimum": 0},
+            "total_gpus": {"type": "integer", "minimum": 0}}}}}},
           "400": {"$ref": "#/components/responses/Error"},
           "401": {"$ref": "#/components/responses/Error"},
           "403": {"$ref": "#/components/responses/Error"},

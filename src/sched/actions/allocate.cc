@@ -15,22 +15,7 @@ class AllocateAction final : public Action {
     // allocate; otherwise every job that fits is placed (first-fit).
     const bool head_blocks = s.config().head_of_line_blocking || s.HasAction("backfill");
     for (JobInfo* pending : s.PendingJobs()) {
-      JobInfo& job = *pending;
-      const JobId id = job.spec.id;
-      Statement stmt(&s.state());
-      Placement p;
-      PluginStatus st = s.TryPlace(job, &stmt, &p);
-      if (st.ok()) {
-        s.Bind(job, std::move(p), &stmt);
-        continue;
-      }
-      if (st.kind() == StatusKind::kUnresolvable) {
-        s.Reject(id, st.plugin(), st.reason());
-        continue;
-      }
-      const bool blocked = BlockedByRoom(s, st);
-      s.Wait(job, std::move(st));
-      if (head_blocks && blocked) return;
+      if (PlaceOrWait(s, *pending) && head_blocks) return;
     }
     if (s.tail_probe() != nullptr) s.tail_probe()->AllocateDone(s);
   }

@@ -56,12 +56,9 @@ class BackfillAction final : public Action {
     int reservations = 0;
     for (JobInfo* pending : s.PendingJobs()) {
       JobInfo& job = *pending;
-      const JobId id = job.spec.id;
       std::optional<TimePoint> end;
       if (job.spec.estimated_runtime.value() > 0) end = s.now() + job.spec.estimated_runtime;
       ReservationFilter filter(&reserved, end);
-      Statement stmt(&s.state());
-      Placement p;
       // Reservation sets only grow within the cycle: each size is its own filter family, and a
       // later (or unknown) end time accepts fewer reserved nodes.
       Session::ExtraFilter extra;
@@ -69,17 +66,7 @@ class BackfillAction final : public Action {
         extra = {&filter, static_cast<std::uint64_t>(reserved.size()),
                  end ? end->since_epoch.value() : std::numeric_limits<double>::infinity()};
       }
-      PluginStatus st = s.TryPlace(job, &stmt, extra, &p);
-      if (st.ok()) {
-        s.Bind(job, std::move(p), &stmt);
-        continue;
-      }
-      if (st.kind() == StatusKind::kUnresolvable) {
-        s.Reject(id, st.plugin(), st.reason());
-        continue;
-      }
-      const bool blocked = BlockedByRoom(s, st);
-      s.Wait(job, std::move(st));
+      const bool blocked = PlaceOrWait(s, job, extra);
       if (reservations < s.config().backfill_reservations && blocked) {
         ++reservations;
         Reserve(s, job, &reserved);

@@ -18,6 +18,23 @@ bool BlockedByRoom(const Session& s, const PluginStatus& st) {
          st.plugin() == s.plugins().placement.plugin->Name();
 }
 
+bool PlaceOrWait(Session& s, JobInfo& job, const Session::ExtraFilter& extra) {
+  Statement stmt(&s.state());
+  Placement p;
+  PluginStatus st = s.TryPlace(job, &stmt, extra, &p);
+  if (st.ok()) {
+    s.Bind(job, std::move(p), &stmt);
+    return false;
+  }
+  if (st.kind() == StatusKind::kUnresolvable) {
+    s.Reject(job.spec.id, st.plugin(), st.reason());
+    return false;
+  }
+  const bool blocked = BlockedByRoom(s, st);
+  s.Wait(job, std::move(st));
+  return blocked;
+}
+
 bool LowestFirst::operator()(const JobInfo* a, const JobInfo* b) const {
   if (a->spec.priority != b->spec.priority) return a->spec.priority < b->spec.priority;
   const double la = s->LostGpuSeconds(*a);

@@ -24,6 +24,12 @@ bool VictimAllowed(Session& s, const JobInfo& job, const JobInfo& v);
 // Whether `st` is the placement plugin's Unschedulable: the job was blocked for lack of room.
 bool BlockedByRoom(const Session& s, const PluginStatus& st);
 
+// The step allocate and backfill share: TryPlace `job` (under `extra`) in a fresh Statement, then
+// bind it, reject it when it can never fit (Unresolvable), or make it wait. Returns true only when
+// it waits for lack of room (BlockedByRoom), which is what head-of-line blocking and backfill's
+// reservations act on.
+bool PlaceOrWait(Session& s, JobInfo& job, const Session::ExtraFilter& extra = {});
+
 // Releases the GPUs of a growing or shrinking prefix of `jobs` inside one Statement, so that a
 // search over prefix lengths costs O(total moves) releases instead of O(prefix) per probe.
 class PrefixReleaser {

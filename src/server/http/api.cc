@@ -522,27 +522,42 @@ struct Api::Routes {
     SendJson(res, 200, JobJson(original, api.controller_));
   }
 
-  void Submit(const httplib::Request& req, std::string_view body, httplib::Response& res,
-              const Principal& who) {
+  // The job spec of a submit or what-if body: its Content-Type (415), the spec itself (400 naming
+  // the field) and its tenant, which must be the caller's unless the caller is an admin (403;
+  // `verb` says what was refused: "submit jobs for"); a spec without one gets the caller's. On
+  // failure the error is sent and the HTTP status returned; 0 and `*spec` set on success.
+  int ReadJobSpec(const httplib::Request& req, std::string_view body, const Principal& who,
+                  std::string_view verb, httplib::Response& res, std::optional<JobSpec>* spec) {
     Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
     if (!format.ok()) {
       SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE", format.status().message(), "Content-Type");
+      return 415;
+    }
+    std::string field;
+    Result<JobSpec> parsed = ParseJobSpec(body, *format, &field);
+    if (!parsed.ok()) {
+      SendError(res, 400, "INVALID_ARGUMENT", parsed.status().message(), field);
+      return 400;
+    }
+    if (parsed->tenant && *parsed->tenant != who.tenant && who.role != Role::kAdmin) {
+      SendError(res, 403, "PERMISSION_DENIED",
+                fmt::format("{} may only {} tenant {}", who.name, verb, who.tenant), "tenant");
+      return 403;
+    }
+    if (!parsed->tenant) parsed->tenant = who.tenant;
+    *spec = std::move(*parsed);
+    return 0;
+  }
+
+  void Submit(const httplib::Request& req, std::string_view body, httplib::Response& res,
+              const Principal& who) {
+    std::optional<JobSpec> spec;
+    if (int refused = ReadJobSpec(req, body, who, "submit jobs for", res, &spec); refused != 0) {
+      // A body of another media type is not counted as a submission.
+      if (refused != 415) api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
       return;
     }
     std::string field;
-    Result<JobSpec> spec = ParseJobSpec(body, *format, &field);
-    if (!spec.ok()) {
-      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-      SendError(res, 400, "INVALID_ARGUMENT", spec.status().message(), field);
-      return;
-    }
-    if (spec->tenant && *spec->tenant != who.tenant && who.role != Role::kAdmin) {
-      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-      SendError(res, 403, "PERMISSION_DENIED",
-                who.name + " may only submit jobs for tenant " + who.tenant, "tenant");
-      return;
-    }
-    if (!spec->tenant) spec->tenant = who.tenant;
     // A retry is answered from the store before the checks below: the job it names was admitted
     // when it was created, and a retry must get it back (never a refusal that would make its
     // sender submit it elsewhere) even if the cluster or the policy changed since.
@@ -599,20 +614,9 @@ struct Api::Routes {
   // Stores nothing and changes nothing. The same checks as a submit, answered the same way.
   void WhatIf(const httplib::Request& req, std::string_view body, httplib::Response& res,
               const Principal& who) {
-    Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
-    if (!format.ok()) {
-      SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE", format.status().message(), "Content-Type");
-      return;
-    }
+    std::optional<JobSpec> spec;
+    if (ReadJobSpec(req, body, who, "ask about jobs of", res, &spec) != 0) return;
     std::string field;
-    Result<JobSpec> spec = ParseJobSpec(body, *format, &field);
-    if (!spec.ok()) return SendError(res, 400, "INVALID_ARGUMENT", spec.status().message(), field);
-    if (spec->tenant && *spec->tenant != who.tenant && who.role != Role::kAdmin) {
-      SendError(res, 403, "PERMISSION_DENIED",
-                who.name + " may only ask about jobs of tenant " + who.tenant, "tenant");
-      return;
-    }
-    if (!spec->tenant) spec->tenant = who.tenant;
     if (Status admitted = api.controller_.Admit(*spec, &field); !admitted.ok()) {
       return SendError(res, 400, "INVALID_ARGUMENT", admitted.message(), field);
     }

@@ -19,7 +19,8 @@ SRC, DST = sys.argv[1], sys.argv[2]
 OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
             "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
-            "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,assumptions").split(",")
+            "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,cp_attention,"
+            "assumptions").split(",")
 
 # Shapes the source does not print, from the model's own release (named in the assumption).
 KNOWN_SHAPES = {
@@ -344,6 +345,15 @@ def convert(r, skipped):
     # carries a compile note from one metric of a run to its other metrics.
     if grp == "torchtitan":
         o["compiled"] = "yes" if ("compile" in notes.lower() or "compile" in rid) else "no"
+    # Context parallelism: torchtitan ran PyTorch's experimental context_parallel (SDPA ring
+    # with eager fp32 merges, K/V repeated to every head, all-gather rotation); every other stack
+    # Megatron-Core / Transformer Engine's ring (blank).
+    o["cp_attention"] = ""
+    if grp == "torchtitan" and cp and int(cp) > 1:
+        o["cp_attention"] = "torch"
+        a.append("cp attention not printed: PyTorch's context_parallel as torchtitan called it "
+                 "(torch 1963fc8 defaults: load-balanced ring, ALL_GATHER rotation, fp32 merges; "
+                 "K and V repeated to every head by the model before SDPA)")
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"

@@ -419,8 +419,28 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     casts(ffn, &cast_fwd_dense, &cast_bwd_dense);
     casts(eff_ffn * active_experts, &cast_fwd_moe, &cast_bwd_moe);
   }
-  double common =
-      attn_gemm / rate + t_attn_core + (norm_bytes + eager_bytes) / hbm + c.layer_overhead_s;
+  // PyTorch's experimental context_parallel (CpAttention::kTorch; torch.distributed.tensor.
+  // experimental._attention, the version torchtitan ran in 2024-25) does the bookkeeping of each
+  // ring step as eager ops on the local query's elements (E = tokens x hidden / tp; K and V are
+  // repeated to every head, so they hold E elements too), in bytes per element per step after
+  // the first, half the steps on the full query and half on its second chunk (load balancing):
+  //  forward  torch.cat of K and V to pass on (8); the block output cast to fp32 (6) and merged,
+  //           out - sigmoid(lse_b - lse) * (out - out_b) as three fp32 kernels (32), both on
+  //           0.75 E on average; a partial step's _partial_update cats the full fp32 output (8,
+  //           half the steps): 40.5 in all, of which the ring above already counts 10;
+  //  backward the cat of K and V (8); SDPA's dQ accumulator zeroed and converted per call (14 on
+  //           0.75 E); dK and dV in fp32 added to the ring's buffer, half the steps through
+  //           _partial_update's cat (23); the fp32 cat of dK and dV to pass on (16); dQ added in
+  //           fp32 (11.5): 69 in all, where the ring above counts 2.5 x 10.
+  // Full recomputation replays the forward, so these count wherever the forward does.
+  double torch_cp_fwd = 0, torch_cp_bwd = 0;
+  if (plan.cp > 1 && flash && ctx.training.cp_attention == CpAttention::kTorch) {
+    const double steps_elems = (plan.cp - 1) * tokens * h / t;
+    torch_cp_fwd = (40.5 - 10) * steps_elems / hbm;
+    torch_cp_bwd = (69 - 2.5 * 10) * steps_elems / hbm;
+  }
+  double common = attn_gemm / rate + t_attn_core + torch_cp_fwd + (norm_bytes + eager_bytes) / hbm +
+                  c.layer_overhead_s;
   double dense_fwd = common + 2 * tokens * mats * h * ffn / t / rate +
                      2 * (mats == 3 ? 3.0 : 2.0) * tokens * ffn / t / hbm + cast_fwd_dense;
   double moe_fwd =
@@ -430,8 +450,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
       2 * (mats == 3 ? 3.0 : 2.0) * tokens * eff_ffn * active_experts / t / hbm + cast_fwd_moe;
   double layers_fwd = ls_dense * dense_fwd + ls_moe * moe_fwd;
   // The backward's casts replace twice the forward's (bwd = 2 fwd below).
-  const double cast_bwd_extra =
-      ls_dense * (cast_bwd_dense - 2 * cast_fwd_dense) + ls_moe * (cast_bwd_moe - 2 * cast_fwd_moe);
+  const double cast_bwd_extra = ls_dense * (cast_bwd_dense - 2 * cast_fwd_dense) +
+                                ls_moe * (cast_bwd_moe - 2 * cast_fwd_moe) +
+                                stage_layers * (torch_cp_bwd - 2 * torch_cp_fwd);
   double logits_fwd = 2 * tokens * h * vocab / t / gemm_rate(std::min(h, vocab / t)) +
                       12 * tokens * vocab / t / hbm;
   double fwd = layers_fwd + logits_fwd;
@@ -467,8 +488,20 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // behind the attention step running at the same time (the previous chunk's), never behind
   // the GEMMs, which need the attention output. The backward pass sends K, V and their
   // gradients (twice the bytes) behind attention steps that take 2.5 times as long.
+  // PyTorch's context_parallel (CpAttention::kTorch) passes K and V repeated to every query head
+  // and gathers them with one all-gather (its default ALL_GATHER rotater: issued with the
+  // diagonal step, waited on before the next), so only the diagonal step hides it; the backward
+  // gathers K and V again the same way and passes dK and dV (fp32: twice K and V's bytes) round
+  // the ring with one all-to-all per step, each behind the next step's backward.
   double cp_layer = 0, cp_layer_bwd = 0;
-  if (plan.cp > 1) {
+  if (plan.cp > 1 && ctx.training.cp_attention == CpAttention::kTorch) {
+    double chunk = 2 * 2 * tokens * h / t;
+    double gather = HalfCollectiveTime(ctx, cp_g, plan.cp * chunk);
+    double hop_dkv = P2pTime(ctx, cp_g, 2 * chunk);
+    cp_layer = std::max(0.0, gather - t_attn_step_diag);
+    cp_layer_bwd = std::max(0.0, gather - attn_bwd * t_attn_step_diag) +
+                   (plan.cp - 1) * std::max(0.0, hop_dkv - attn_bwd * t_attn_step_off);
+  } else if (plan.cp > 1) {
     double chunk = 2 * 2 * tokens * kvd / t;  // K and V of the local chunk
     double hop = P2pTime(ctx, cp_g, chunk);
     double hop_bwd = P2pTime(ctx, cp_g, 2 * chunk);

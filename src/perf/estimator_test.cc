@@ -203,6 +203,37 @@ TEST(EstimatorTest, ContextParallelRingHidesOnlyBehindAttention) {
             EstimateOf(m, plan, t, slow).cp_comm.value());
 }
 
+// PyTorch's experimental context_parallel (torchtitan) against Transformer Engine's ring on the
+// same plan: its eager fp32 merges add HBM traffic to every ring step, so compute grows with cp
+// beyond the ring's; K and V repeated to every head and gathered behind the diagonal step only
+// expose communication over a slow network that the GQA-width ring hides. Without CP the two
+// are the same run.
+TEST(EstimatorTest, TorchContextParallelCostsMoreThanTheRingAndGrowsWithCp) {
+  ModelSpec m = Model("llama3-70b");
+  TrainingSpec ring = FlashTraining(64);
+  TrainingSpec torch = ring;
+  torch.cp_attention = CpAttention::kTorch;
+  double prev_gap = 0;
+  for (int cp : {1, 2, 4, 8}) {
+    ParallelPlan plan{
+        .tp = 8, .pp = 4, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
+    plan.recompute = Recompute::kFull;
+    StepEstimate a = EstimateOf(m, plan, ring, H100s(256));
+    StepEstimate b = EstimateOf(m, plan, torch, H100s(256));
+    double gap = (b.compute + b.recompute - a.compute - a.recompute).value();
+    if (cp == 1) {
+      EXPECT_EQ(b.step.value(), a.step.value());
+    } else {
+      EXPECT_GT(gap, prev_gap) << "cp" << cp;
+    }
+    prev_gap = gap;
+  }
+  ParallelPlan plan{.tp = 8, .pp = 4, .dp = 1, .cp = 8, .mbs = 1, .sequence_parallel = true};
+  plan.recompute = Recompute::kFull;
+  EXPECT_GT(EstimateOf(m, plan, torch, H100s(256, 50)).cp_comm.value(),
+            EstimateOf(m, plan, ring, H100s(256, 50)).cp_comm.value());
+}
+
 // DeepSpeed's pipeline engine sends and receives one blocking call at a time: four transfers per
 // micro-batch on the critical path where Megatron's batched calls have two. Nothing else moves.
 TEST(EstimatorTest, SerialPipelineP2pDoublesPipelineCommunication) {

@@ -78,6 +78,17 @@ std::string PlanToString(const ParallelPlan& p);
 //               the row-scaled GEMM kernels run slower than the tensor-scaled ones.
 enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kRowwise };
 
+// How a stack runs context-parallel attention (only read when cp > 1):
+//  kRing   Megatron-Core / Transformer Engine's p2p ring: K and V at their GQA width, one hop per
+//          step overlapped with the step before, partial outputs corrected in fused kernels.
+//  kTorch  PyTorch's experimental context_parallel (torch.distributed.tensor.experimental.
+//          _attention, torchtitan 2024-25): the same load-balanced schedule over SDPA calls, but
+//          K and V repeated to every query head before SDPA (torchtitan's repeat_kv), gathered
+//          with one all-gather that only the diagonal step hides (the default ALL_GATHER rotate
+//          method), partial outputs merged in eager fp32 ops with full-tensor torch.cat copies,
+//          and dK, dV passed round the ring in fp32.
+enum class CpAttention : std::uint8_t { kRing, kTorch };
+
 struct TrainingSpec {
   int global_batch = 0;  // sequences per optimizer step
   topo::Dtype dtype = topo::Dtype::kBf16;
@@ -94,6 +105,7 @@ struct TrainingSpec {
   // Engine, Megatron's fused kernels and XLA run them; false: eager PyTorch, each op its own
   // kernel with fp32 intermediates (torchtitan without torch.compile).
   bool fused_elementwise = true;
+  CpAttention cp_attention = CpAttention::kRing;
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

@@ -489,5 +489,32 @@ TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {
   EXPECT_NE(bad2.status().message().find("compiled"), std::string::npos);
 }
 
+// torchtitan's CP rows ran PyTorch's experimental context_parallel; the column says so, every
+// other CP row keeps Transformer Engine's ring, and a value that is neither is refused by name.
+TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  int torch_rows = 0;
+  for (const PublishedRun& r : *runs) {
+    bool torch = r.training.cp_attention == CpAttention::kTorch;
+    EXPECT_EQ(torch, r.group == "torchtitan" && r.plan.cp > 1) << r.id;
+    torch_rows += torch ? 1 : 0;
+  }
+  EXPECT_EQ(torch_rows, 6);
+  std::string header =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
+      "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,cp_attention\n";
+  std::string row =
+      "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,1,1,4,"
+      "2,1,none,no,3,bf16,iteration_time_s,1,v,yes,";
+  auto ok = ParsePublishedRuns(header + row + "torch\n", "t");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0].training.cp_attention, CpAttention::kTorch);
+  auto bad = ParsePublishedRuns(header + row + "ulysses\n", "t");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cp_attention"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace baton::perf

@@ -347,11 +347,11 @@ def convert(r, skipped):
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"
-    # TP communication overlap: Megatron-Core --tp-comm-overlap (NVIDIA recipes), async TP in
-    # torchtitan only where the row says so.
+    # TP communication overlap: Megatron-Core --tp-comm-overlap (NVIDIA recipes: yes), PyTorch's
+    # async TP in torchtitan (async) only where the row says so.
     if int(tp) > 1:
         if grp == "torchtitan":
-            o["tp_overlap"] = "yes" if ("asynctp" in rid.replace("-", "") and not rid.endswith("-0") and
+            o["tp_overlap"] = "async" if ("asynctp" in rid.replace("-", "") and not rid.endswith("-0") and
                                         not rid.endswith("-2") and not rid.endswith("-4")) or \
                 re.search(r"async[ -]?tp", notes.lower()) is not None or \
                 rid.endswith("asynctp") else "no"

@@ -171,7 +171,7 @@ Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
   }
   double rated = RatedPowerW(gpu->name);
   if (d.power_limit_w > 0 && rated > 0 && d.power_limit_w < rated) {
-    s.clock_scale = std::cbrt(d.power_limit_w / rated);
+    s.power_fraction = d.power_limit_w / rated;
   }
   BytesPerSecond nvlink =
       d.nvlink_gbytes_per_s > 0 ? GBps(d.nvlink_gbytes_per_s) : gpu->nvlink_per_direction;

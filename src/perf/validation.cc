@@ -182,8 +182,16 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
         "column fsdp_group: {} needs zero 3 and must divide dp x cp", r.plan.fsdp_group));
   }
   std::string_view tp_overlap = Trim(get("tp_overlap"));
-  if (!tp_overlap.empty()) {
-    ASSIGN_OR_RETURN(r.plan.tp_comm_overlap, YesNo(tp_overlap, "tp_overlap"));
+  if (EqualsIgnoreCase(tp_overlap, "async")) {
+    // PyTorch's async TP (torchtitan), not Transformer Engine's userbuffer overlap (yes).
+    r.plan.tp_comm_overlap = true;
+    r.training.async_tp = true;
+  } else if (!tp_overlap.empty()) {
+    if (!YesNo(tp_overlap, "tp_overlap").ok()) {
+      return InvalidArgumentError(
+          fmt::format("column tp_overlap: '{}' is not yes, no or async", Printable(tp_overlap)));
+    }
+    r.plan.tp_comm_overlap = *YesNo(tp_overlap, "tp_overlap");
   } else {
     // Tables before 2024 describe Megatron-LM without TP overlap; the calibration of their GPU
     // family (Ampere) hides none anyway.

@@ -423,12 +423,34 @@ TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
     const PublishedRun* r = FindRun(*runs, id);
     ASSERT_TRUE(r != nullptr) << id;
     EXPECT_TRUE(r->plan.tp_comm_overlap) << id;
+    // PyTorch's async TP, not Transformer Engine's userbuffer overlap (tp_overlap = async).
+    EXPECT_TRUE(r->training.async_tp) << id;
   }
   for (const char* id : {"tt-405b-h100-128g-1-wps", "tt-asynctp-8b-0", "tt-dec24-t4-2d"}) {
     const PublishedRun* r = FindRun(*runs, id);
     ASSERT_TRUE(r != nullptr) << id;
     EXPECT_FALSE(r->plan.tp_comm_overlap) << id;
   }
+  // NeMo's overlap is Transformer Engine's.
+  for (const PublishedRun& r : *runs) {
+    if (r.group != "torchtitan") EXPECT_FALSE(r.training.async_tp) << r.id;
+  }
+  std::string head =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
+      "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,tp_overlap\n";
+  std::string row =
+      "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,8,1,1,"
+      "1,1,none,yes,0,bf16,iteration_time_s,1,v,yes,";
+  auto async = ParsePublishedRuns(head + row + "async\n", "t");
+  ASSERT_TRUE(async.ok()) << async.status().ToString();
+  EXPECT_TRUE((*async)[0].plan.tp_comm_overlap && (*async)[0].training.async_tp);
+  auto te = ParsePublishedRuns(head + row + "yes\n", "t");
+  ASSERT_TRUE(te.ok()) << te.status().ToString();
+  EXPECT_TRUE((*te)[0].plan.tp_comm_overlap && !(*te)[0].training.async_tp);
+  auto bad = ParsePublishedRuns(head + row + "sometimes\n", "t");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tp_overlap"), std::string::npos);
 }
 
 // torchtitan's Interleaved 1F1B row does not print its stages per rank; torchtitan's default

@@ -456,6 +456,34 @@ TEST(EstimatorTest, PowerCapSlowsTheTensorCores) {
   EXPECT_NE(bad.status().message().find("power_limit_w"), std::string::npos);
 }
 
+// The 96 GB H100 SXM part's HBM2e (ShortSystem::hbm_tbps, 2.41 TB/s) slows the memory-bound
+// kernels (norms, eager element-wise ops, fp8 casts, the optimizer), not the GEMMs.
+TEST(EstimatorTest, SlowerHbmSlowsTheMemoryBoundKernels) {
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 8;
+  auto hbm3 = SystemFromShort(sh);
+  sh.hbm_gib = 94.5;
+  sh.hbm_tbps = 2.41;
+  auto hbm2e = SystemFromShort(sh);
+  ASSERT_TRUE(hbm3.ok() && hbm2e.ok());
+  EXPECT_DOUBLE_EQ(hbm2e->gpu.hbm_bandwidth.value(), 2.41e12);
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.dp = 8, .mbs = 1, .zero = 3};
+  TrainingSpec eager = FlashTraining(8);
+  eager.fused_elementwise = false;
+  StepEstimate a = EstimateOf(m, plan, eager, *hbm3);
+  StepEstimate b = EstimateOf(m, plan, eager, *hbm2e);
+  EXPECT_GT(b.compute.value(), a.compute.value() * 1.01);
+  EXPECT_GT(b.optimizer.value(), a.optimizer.value());
+  // At most the memory-bound share scales by 3.35 / 2.41.
+  EXPECT_LT(b.compute.value(), a.compute.value() * 3.35 / 2.41);
+  sh.hbm_tbps = -1;
+  auto bad = SystemFromShort(sh);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("hbm_tbps"), std::string::npos);
+}
+
 // PyTorch's async TP (TrainingSpec::async_tp) hides its own share of TP communication, apart
 // from Transformer Engine's userbuffer overlap; the Hopper fit has it hide less.
 TEST(EstimatorTest, AsyncTpHidesItsOwnShare) {

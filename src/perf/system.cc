@@ -164,6 +164,10 @@ Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
     return InvalidArgumentError(fmt::format("system.hbm_gib: {} is not in 0..4096", d.hbm_gib));
   }
   if (d.hbm_gib > 0) s.gpu.hbm = GiB(d.hbm_gib);
+  if (!(d.hbm_tbps >= 0) || d.hbm_tbps > 100) {
+    return InvalidArgumentError(fmt::format("system.hbm_tbps: {} is not in 0..100", d.hbm_tbps));
+  }
+  if (d.hbm_tbps > 0) s.gpu.hbm_bandwidth = GBps(1000 * d.hbm_tbps);
   s.ethernet = d.ethernet;
   if (!(d.power_limit_w >= 0) || d.power_limit_w > 5000) {
     return InvalidArgumentError(

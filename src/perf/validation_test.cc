@@ -387,9 +387,10 @@ TEST(ValidationTest, EagerElementwiseKernelsCostTime) {
   auto e = ValidateRun(*eager);
   auto c = ValidateRun(*compiled);
   ASSERT_TRUE(e.ok() && c.ok());
-  // Measured 1.157x; the kernel count gives 5-20 % on this 8B model.
+  // Measured 1.157x; the kernel count gives 5-20 % on this 8B model at HBM3's 3.35 TB/s, up to
+  // 22 % on this part's 2.41 TB/s HBM2e (the kernels are memory-bound).
   EXPECT_GT(c->predicted, 1.05 * e->predicted);
-  EXPECT_LT(c->predicted, 1.20 * e->predicted);
+  EXPECT_LT(c->predicted, 1.22 * e->predicted);
 }
 
 // dgxc's Paxml rows do not print their rematerialisation; Paxml's GPT configs inherit
@@ -415,6 +416,20 @@ TEST(ValidationTest, PaxmlRowsRecomputeEveryLayer) {
 
 // torchtitan's 405B row "Float8 + async TP" says so in lower case ("async tp"); the converter
 // matched only "AsyncTP" and timed that run with its TP communication exposed.
+// torchtitan's 96 GB H100s are the HBM2e part (2.41 TB/s); the 80 GB H100 and the H200 keep
+// their catalogue bandwidth.
+TEST(ValidationTest, NinetySixGigabyteH100sRunHbm2e) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const PublishedRun* tt = FindRun(*runs, "tt-dec24-t1-fsdp");
+  const PublishedRun* h200 = FindRun(*runs, "tt-trainy-h200-4n");
+  const PublishedRun* ibm = FindRun(*runs, "ibm-fsdp-7B-h100-tps");
+  ASSERT_TRUE(tt != nullptr && h200 != nullptr && ibm != nullptr);
+  EXPECT_DOUBLE_EQ(tt->system.hbm_tbps, 2.41);
+  EXPECT_DOUBLE_EQ(h200->system.hbm_tbps, 0.0);
+  EXPECT_DOUBLE_EQ(ibm->system.hbm_tbps, 0.0);
+}
+
 TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
   auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();

@@ -67,6 +67,12 @@ namespace baton::perf {
 //    H100 benchmark recipe (NVIDIA/dgxc-benchmarking, llama3.1: TP 8, PP 8, CP 2, VP 8), both
 //    tuned by teams at scale; with 0.5 the three come out within 1 % of each other and the
 //    NVIDIA recipe ranks second. The 0.5 is that judgement, not a measurement.
+//  * async_tp_overlap_fraction: PyTorch's async TP (torchtitan) apart from the userbuffer overlap
+//    above, fitted on torchtitan's async-TP benchmark (Llama 3 8B and 70B at TP 8, with and
+//    without it); a pipeline of tp chunks can hide at most 1 - 1/tp of the transfers (0.875 at
+//    TP 8), and the fit (0.84 on Hopper) lands just under that.
+//  * power_cap_exponent: the clock of a power-capped part (system.h gives the measurement behind
+//    the prior of 1); fitted on torchtitan's 500 W H100 rows.
 double RatedPowerW(std::string_view gpu_name) {
   if (gpu_name.starts_with("A100")) return 400;
   if (gpu_name.starts_with("H100") || gpu_name.starts_with("H800") ||

@@ -149,9 +149,10 @@ struct ShortSystem {
   int nodes_per_leaf = 32;
   double oversubscription = 1.0;
   double hbm_gib = 0;  // overrides the GPU's HBM (GiB) when > 0 (the 96 GB H100 parts)
-  // Overrides the GPU's HBM bandwidth (TB/s) when > 0: the 96 GB H100 SXM part has six HBM2e
-  // stacks at 2.41 TB/s (measured: Ujeniya et al. 2026, arXiv 2604.11391, on an H100 HBM2e
-  // 94 GiB) where the 80 GB part has HBM3 at 3.35.
+  // Overrides the GPU's HBM bandwidth (TB/s) when > 0: the 96 GB H100 SXM part has HBM2e at
+  // 2.4 TB/s peak (torchtitan's benchmark notes for its Grand Teton H100s,
+  // benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md; 2.41 in Ujeniya et al. 2026, arXiv
+  // 2604.11391, for an H100 HBM2e 94 GiB) where the 80 GB part has HBM3 at 3.35.
   double hbm_tbps = 0;
   // Board power the GPUs run at when below their rating (torchtitan's 500 W H100s), 0 = rated.
   // A GEMM-bound part capped at P of its rated R clocks at (P / R)^e, e =

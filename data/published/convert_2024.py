@@ -124,7 +124,7 @@ def convert(r, skipped):
             o["power_w"] = "500"
             a.append("H100 96 GB HBM2e part at 500 W: 94.5 GiB usable by the driver; "
                      "tensor cores clocked as a 700 W H100 SXM capped at 500 W; HBM2e at "
-                     "2.41 TB/s (six stacks, as measured on an H100 HBM2e 94 GiB)")
+                     "2.4 TB/s (torchtitan's async-TP benchmark notes on these parts)")
     else:
         skipped.append((rid, f"gpu '{g}' not in the catalogue"))
         return None

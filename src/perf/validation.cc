@@ -150,8 +150,8 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
           fmt::format("column hbm_gib: '{}' is not in (0, 4096]", Printable(get("hbm_gib"))));
     }
     r.system.hbm_gib = *hbm;
-    // The only H100 SXM part above 80 GB is the 96 GB one (94.5 GiB usable), whose six HBM2e
-    // stacks run at 2.41 TB/s (system.h), not the 80 GB part's HBM3 3.35.
+    // The only H100 SXM part above 80 GB is the 96 GB one (94.5 GiB usable), whose HBM2e runs
+    // at 2.4 TB/s (ShortSystem::hbm_tbps gives the sources), not the 80 GB part's HBM3 3.35.
     auto part = topo::FindGpu(r.system.gpu);
     if (part.ok() && (*part)->name == "H100-SXM" && *hbm > 90) r.system.hbm_tbps = 2.41;
   }

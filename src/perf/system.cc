@@ -69,8 +69,10 @@ namespace baton::perf {
 //    NVIDIA recipe ranks second. The 0.5 is that judgement, not a measurement.
 //  * async_tp_overlap_fraction: PyTorch's async TP (torchtitan) apart from the userbuffer overlap
 //    above, fitted on torchtitan's async-TP benchmark (Llama 3 8B and 70B at TP 8, with and
-//    without it); a pipeline of tp chunks can hide at most 1 - 1/tp of the transfers (0.875 at
-//    TP 8), and the fit (0.84 on Hopper) lands just under that.
+//    without it). A pipeline of tp chunks hides the all-gather behind the local chunk's GEMM
+//    but leaves the reduce-scatter's last chunk exposed: at most 1 - 1/(2 tp) of the transfers
+//    (0.94 at TP 8); the fit (0.84 on Hopper) lands under that, the rest being SM and HBM
+//    contention with the copy engine.
 //  * power_cap_exponent: the clock of a power-capped part (system.h gives the measurement behind
 //    the prior of 1); fitted on torchtitan's 500 W H100 rows.
 double RatedPowerW(std::string_view gpu_name) {

@@ -124,7 +124,8 @@ def convert(r, skipped):
             o["hbm_gib"] = "94.5"
             o["power_w"] = "500"
             a.append("H100 96 GB HBM2e part at 500 W: 94.5 GiB usable by the driver; "
-                     "tensor cores clocked as a 700 W H100 SXM capped at 500 W")
+                     "tensor cores clocked as a 700 W H100 SXM capped at 500 W; HBM2e at "
+                     "2.4 TB/s (torchtitan's async-TP benchmark notes on these parts)")
     else:
         skipped.append((rid, f"gpu '{g}' not in the catalogue"))
         return None
@@ -357,11 +358,11 @@ def convert(r, skipped):
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"
-    # TP communication overlap: Megatron-Core --tp-comm-overlap (NVIDIA recipes), async TP in
-    # torchtitan only where the row says so.
+    # TP communication overlap: Megatron-Core --tp-comm-overlap (NVIDIA recipes: yes), PyTorch's
+    # async TP in torchtitan (async) only where the row says so.
     if int(tp) > 1:
         if grp == "torchtitan":
-            o["tp_overlap"] = "yes" if ("asynctp" in rid.replace("-", "") and not rid.endswith("-0") and
+            o["tp_overlap"] = "async" if ("asynctp" in rid.replace("-", "") and not rid.endswith("-0") and
                                         not rid.endswith("-2") and not rid.endswith("-4")) or \
                 re.search(r"async[ -]?tp", notes.lower()) is not None or \
                 rid.endswith("asynctp") else "no"

@@ -80,8 +80,12 @@ EvalContext::EvalContext(const ModelSpec& m, const TrainingSpec& t, const System
     gemm_peak = peak_flops;
     attn_peak = peak_flops;
   }
-  gemm_peak *= s.clock_scale;
-  attn_peak *= s.clock_scale;
+  // Power capping (SystemSpec::power_fraction): the tensor cores clock down.
+  const double clock = s.power_fraction < 1.0
+                           ? std::pow(std::max(s.power_fraction, 0.01), s.calib.power_cap_exponent)
+                           : 1.0;
+  gemm_peak *= clock;
+  attn_peak *= clock;
   hbm_bytes_per_s = s.gpu.hbm_bandwidth.value() * s.calib.hbm_efficiency;
   tier_count = std::max(1, s.tier_count);
   for (int i = 0; i < kMaxTiers; ++i) {
@@ -481,7 +485,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const GroupSpan& ep_g = spans->groups[static_cast<int>(Group::kEp)];
   const GroupSpan& dp_g = spans->groups[static_cast<int>(Group::kDp)];
   const GroupSpan& pp_g = spans->groups[static_cast<int>(Group::kPp)];
-  const double tp_hidden = plan.tp_comm_overlap ? c.tp_overlap_fraction : 0.0;
+  const double tp_hidden = !plan.tp_comm_overlap   ? 0.0
+                           : ctx.training.async_tp ? c.async_tp_overlap_fraction
+                                                   : c.tp_overlap_fraction;
   double tp_layer =
       plan.tp > 1 ? (1 - tp_hidden) * 2 * AllReduceTime(ctx, tp_g, 2 * tokens * h) : 0.0;
   // The ring passes K and V of the local chunk cp - 1 times per layer; each transfer hides only

@@ -451,7 +451,7 @@ namespace baton::perf {
 namespace {
 
 // A part capped below its rated power (torchtitan's 500 W H100s) runs its tensor cores at
-// (P / R)^(1/3) of the datasheet clock; MFU still divides by the datasheet peak.
+// (P / R)^power_cap_exponent of the datasheet clock; MFU still divides by the datasheet peak.
 TEST(EstimatorTest, PowerCapSlowsTheTensorCores) {
   ShortSystem sh;
   sh.gpu = "H100-SXM";
@@ -460,19 +460,93 @@ TEST(EstimatorTest, PowerCapSlowsTheTensorCores) {
   sh.power_limit_w = 500;
   auto capped = SystemFromShort(sh);
   ASSERT_TRUE(rated.ok() && capped.ok());
-  EXPECT_DOUBLE_EQ(rated->clock_scale, 1.0);
-  EXPECT_NEAR(capped->clock_scale, std::cbrt(500.0 / 700.0), 1e-12);
+  EXPECT_DOUBLE_EQ(rated->power_fraction, 1.0);
+  EXPECT_NEAR(capped->power_fraction, 500.0 / 700.0, 1e-12);
   ModelSpec m = Model("llama3-8b");
   ParallelPlan plan{.dp = 8, .mbs = 1, .zero = 3};
   plan.recompute = Recompute::kFull;
   StepEstimate a = EstimateOf(m, plan, FlashTraining(8), *rated);
+  capped->calib.power_cap_exponent = 1.0 / 3.0;
   StepEstimate b = EstimateOf(m, plan, FlashTraining(8), *capped);
+  const double cbrt_clock = std::cbrt(500.0 / 700.0);
   EXPECT_GT(b.compute.value(), a.compute.value() * 1.05);
-  EXPECT_LE(b.compute.value(), a.compute.value() / capped->clock_scale * 1.0001);
+  EXPECT_LE(b.compute.value(), a.compute.value() / cbrt_clock * 1.0001);
+  // A steeper exponent (static power, the DVFS voltage floor) costs more, never more than
+  // clocking in proportion to power.
+  capped->calib.power_cap_exponent = 0.8;
+  StepEstimate c = EstimateOf(m, plan, FlashTraining(8), *capped);
+  EXPECT_GT(c.compute.value(), b.compute.value() * 1.1);
+  EXPECT_LE(c.compute.value(), a.compute.value() / std::pow(500.0 / 700.0, 0.8) * 1.0001);
+  // The rated part does not depend on the exponent.
+  rated->calib.power_cap_exponent = 0.8;
+  EXPECT_DOUBLE_EQ(EstimateOf(m, plan, FlashTraining(8), *rated).compute.value(),
+                   a.compute.value());
   sh.power_limit_w = -1;
   auto bad = SystemFromShort(sh);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("power_limit_w"), std::string::npos);
+}
+
+// The 96 GB H100 SXM part's HBM2e (ShortSystem::hbm_tbps, 2.41 TB/s) slows the memory-bound
+// kernels (norms, eager element-wise ops, fp8 casts, the optimizer), not the GEMMs.
+TEST(EstimatorTest, SlowerHbmSlowsTheMemoryBoundKernels) {
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 8;
+  auto hbm3 = SystemFromShort(sh);
+  sh.hbm_gib = 94.5;
+  sh.hbm_tbps = 2.41;
+  auto hbm2e = SystemFromShort(sh);
+  ASSERT_TRUE(hbm3.ok() && hbm2e.ok());
+  EXPECT_DOUBLE_EQ(hbm2e->gpu.hbm_bandwidth.value(), 2.41e12);
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.dp = 8, .mbs = 1, .zero = 3};
+  TrainingSpec eager = FlashTraining(8);
+  eager.fused_elementwise = false;
+  StepEstimate a = EstimateOf(m, plan, eager, *hbm3);
+  StepEstimate b = EstimateOf(m, plan, eager, *hbm2e);
+  EXPECT_GT(b.compute.value(), a.compute.value() * 1.01);
+  EXPECT_GT(b.optimizer.value(), a.optimizer.value());
+  // At most the memory-bound share scales by 3.35 / 2.41.
+  EXPECT_LT(b.compute.value(), a.compute.value() * 3.35 / 2.41);
+  sh.hbm_tbps = -1;
+  auto bad = SystemFromShort(sh);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("hbm_tbps"), std::string::npos);
+}
+
+// PyTorch's async TP (TrainingSpec::async_tp) hides its own share of TP communication, apart
+// from Transformer Engine's userbuffer overlap; the Hopper fit has it hide less.
+TEST(EstimatorTest, AsyncTpHidesItsOwnShare) {
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 64;
+  auto sys = SystemFromShort(sh);
+  ASSERT_TRUE(sys.ok());
+  sys->calib.tp_overlap_fraction = 1.0;
+  sys->calib.async_tp_overlap_fraction = 0.4;
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 3};
+  plan.sequence_parallel = true;
+  TrainingSpec te = FlashTraining(64);
+  TrainingSpec async = te;
+  async.async_tp = true;
+  plan.tp_comm_overlap = false;
+  StepEstimate none = EstimateOf(m, plan, te, *sys);
+  plan.tp_comm_overlap = true;
+  StepEstimate ub = EstimateOf(m, plan, te, *sys);
+  StepEstimate at = EstimateOf(m, plan, async, *sys);
+  ASSERT_GT(none.tp_comm.value(), 0);
+  EXPECT_DOUBLE_EQ(ub.tp_comm.value(), 0.0);
+  EXPECT_NEAR(at.tp_comm.value(), 0.6 * none.tp_comm.value(), 1e-9 * none.tp_comm.value());
+  EXPECT_GT(at.step.value(), ub.step.value());
+  EXPECT_LT(at.step.value(), none.step.value());
+  // Without the plan's overlap, async_tp changes nothing.
+  plan.tp_comm_overlap = false;
+  EXPECT_DOUBLE_EQ(EstimateOf(m, plan, async, *sys).step.value(), none.step.value());
+  // The built-in Hopper profile: async TP hides less than the userbuffer overlap.
+  Calibration hopper = DefaultCalibration("hopper");
+  EXPECT_LT(hopper.async_tp_overlap_fraction, hopper.tp_overlap_fraction);
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ struct ParallelPlan {
   // of every dp x cp rank (plain FSDP / ZeRO-3).
   int fsdp_group = 0;
   // The stack overlaps TP all-gathers / reduce-scatters with the neighbouring GEMMs (Megatron-
-  // Core's --tp-comm-overlap, PyTorch async TP), hiding Calibration::tp_overlap_fraction of them.
+  // Core's --tp-comm-overlap, PyTorch async TP), hiding Calibration::tp_overlap_fraction of them
+  // (async_tp_overlap_fraction with TrainingSpec::async_tp).
   bool tp_comm_overlap = true;
   bool overlap_dp_comm = true;  // overlap DP gradient reduction with the backward pass
   // Pipeline sends and receives of one schedule step go out together, both link directions at
@@ -106,6 +107,11 @@ struct TrainingSpec {
   // kernel with fp32 intermediates (torchtitan without torch.compile).
   bool fused_elementwise = true;
   CpAttention cp_attention = CpAttention::kRing;
+  // The plan's TP overlap (ParallelPlan::tp_comm_overlap) is PyTorch's micro-pipelined async TP
+  // (torchtitan's enable_async_tensor_parallel: each GEMM split into tp chunks whose transfers run
+  // on the copy engine, Calibration::async_tp_overlap_fraction) rather than Transformer Engine's
+  // userbuffer overlap (Megatron-Core --tp-comm-overlap, Calibration::tp_overlap_fraction).
+  bool async_tp = false;
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

@@ -27,7 +27,7 @@ namespace {
 // a median error of +7.4 / +2.8 / +0.7 / -1.8 %); NCCL collectives at most 0.85 of NVLink
 // (nccl-tests all-reduce bus bandwidth: ~230-240 of 300 GB/s on DGX A100, ~370 of 450 on DGX
 // H100) and 0.95 of the NIC line rate (InfiniBand / RoCE protocol overhead).
-constexpr std::array<CalibrationField, 22> kFields = {{
+constexpr std::array<CalibrationField, 24> kFields = {{
     {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true},
     {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true},
     {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true},
@@ -50,6 +50,9 @@ constexpr std::array<CalibrationField, 22> kFields = {{
     {"hbm_fragmentation", &Calibration::hbm_fragmentation, 0, 0.5, false},
     {"fsdp_overlap_fraction", &Calibration::fsdp_overlap_fraction, 0, 1.0, true},
     {"fp8_weight_bytes", &Calibration::fp8_weight_bytes, 0, 4, false},
+    // Physical range: 1/3 dynamic power alone, up to the 1.2 measured on a deep cap (system.h).
+    {"power_cap_exponent", &Calibration::power_cap_exponent, 0.33, 1.25, true},
+    {"async_tp_overlap_fraction", &Calibration::async_tp_overlap_fraction, 0, 1.0, true},
 }};
 
 constexpr std::size_t kMaxProfileBytes = 1 << 16;

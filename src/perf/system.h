@@ -75,6 +75,23 @@ struct Calibration {
   // its tensors need at most (hbm - hbm_reserved_gib) * (1 - hbm_fragmentation).
   double hbm_reserved_gib = 2.0;
   double hbm_fragmentation = 0.05;
+  // Tensor-core clock of a part capped below its rated board power, as (limit / rated)^this
+  // (SystemSpec::power_fraction). 1/3 is the least a cap can cost (dynamic power alone, f V^2
+  // with V following f); static power and the voltage floor of the DVFS curve make a GEMM-bound
+  // part lose more, about clock in proportion to power: cuBLAS GEMMs on a GB300 capped at 500 of
+  // its 1,400 W ran 617 TFLOP/s against 1,600-2,174 uncapped (facebookexperimental/triton pull
+  // request 2023, denoise.sh), an exponent of 0.9-1.2. Fitted (bounds 0.33..1.25) on the only
+  // capped rows, torchtitan's 500 W H100s (data/published/runs-2024.csv); 1 before any fit.
+  double power_cap_exponent = 1.0;
+  // Share of TP communication hidden by PyTorch's micro-pipelined async TP
+  // (TrainingSpec::async_tp: torch._inductor's fused all-gather-matmul and matmul-reduce-scatter
+  // over SymmetricMemory, torchtitan's enable_async_tensor_parallel), apart from
+  // tp_overlap_fraction, which is Transformer Engine's userbuffer overlap (Megatron-Core
+  // --tp-comm-overlap). Async TP decomposes each GEMM into tp chunks and overlaps only the copy
+  // engine's transfers with them, so it hides less; fitted (bounds 0..1) on torchtitan's async-TP
+  // benchmark (async-tp-perf-06-14-2025: +9..16 % tokens/s at Llama 3 8B and 70B, TP 8), 0.5
+  // before any fit.
+  double async_tp_overlap_fraction = 0.5;
 };
 // The built-in profile's constants for a GPU family (src/perf/profiles/builtin.yaml, compiled in;
 // "ampere", "hopper", "blackwell"; an unknown family takes Hopper's), or those of the profile
@@ -99,9 +116,11 @@ struct SystemSpec {
   std::array<NetworkTier, kMaxTiers> tiers{};
   int tier_count = 0;
   Calibration calib;
-  // Tensor-core rate relative to the datasheet's, for parts run below their rated board power
-  // (SystemFromShort: power_limit_w). MFU still divides by the datasheet peak.
-  double clock_scale = 1.0;
+  // Board power limit over the rated power, for parts run below their rating (SystemFromShort:
+  // power_limit_w); 1 = uncapped. The estimator clocks the tensor cores at
+  // power_fraction^Calibration::power_cap_exponent of the datasheet rate; MFU still divides by
+  // the datasheet peak.
+  double power_fraction = 1.0;
   bool ethernet = false;  // inter-node tiers: ShortSystem::ethernet
 };
 
@@ -130,10 +149,14 @@ struct ShortSystem {
   int nodes_per_leaf = 32;
   double oversubscription = 1.0;
   double hbm_gib = 0;  // overrides the GPU's HBM (GiB) when > 0 (the 96 GB H100 parts)
+  // Overrides the GPU's HBM bandwidth (TB/s) when > 0: the 96 GB H100 SXM part has HBM2e at
+  // 2.4 TB/s peak (torchtitan's benchmark notes for its Grand Teton H100s,
+  // benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md; 2.41 in Ujeniya et al. 2026, arXiv
+  // 2604.11391, for an H100 HBM2e 94 GiB) where the 80 GB part has HBM3 at 3.35.
+  double hbm_tbps = 0;
   // Board power the GPUs run at when below their rating (torchtitan's 500 W H100s), 0 = rated.
-  // Dynamic power goes as f V^2 and V with f, so a GEMM-bound part capped at P of its rated R
-  // clocks at (P / R)^(1/3) (500 of 700 W: 0.89); static power is ignored, so this is the least
-  // the cap can cost.
+  // A GEMM-bound part capped at P of its rated R clocks at (P / R)^e, e =
+  // Calibration::power_cap_exponent (1/3, dynamic power alone, is the least the cap can cost).
   double power_limit_w = 0;
   // The inter-node tiers are a general-purpose Ethernet fabric (Calibration::ethernet_efficiency)
   // rather than InfiniBand or a dedicated RoCE training fabric.

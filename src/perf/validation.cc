@@ -150,6 +150,10 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
           fmt::format("column hbm_gib: '{}' is not in (0, 4096]", Printable(get("hbm_gib"))));
     }
     r.system.hbm_gib = *hbm;
+    // The only H100 SXM part above 80 GB is the 96 GB one (94.5 GiB usable), whose HBM2e runs
+    // at 2.4 TB/s (ShortSystem::hbm_tbps gives the sources), not the 80 GB part's HBM3 3.35.
+    auto part = topo::FindGpu(r.system.gpu);
+    if (part.ok() && (*part)->name == "H100-SXM" && *hbm > 90) r.system.hbm_tbps = 2.41;
   }
   if (!Trim(get("power_w")).empty()) {
     auto w = ParseDouble(Trim(get("power_w")));
@@ -182,8 +186,16 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
         "column fsdp_group: {} needs zero 3 and must divide dp x cp", r.plan.fsdp_group));
   }
   std::string_view tp_overlap = Trim(get("tp_overlap"));
-  if (!tp_overlap.empty()) {
-    ASSIGN_OR_RETURN(r.plan.tp_comm_overlap, YesNo(tp_overlap, "tp_overlap"));
+  if (EqualsIgnoreCase(tp_overlap, "async")) {
+    // PyTorch's async TP (torchtitan), not Transformer Engine's userbuffer overlap (yes).
+    r.plan.tp_comm_overlap = true;
+    r.training.async_tp = true;
+  } else if (!tp_overlap.empty()) {
+    if (!YesNo(tp_overlap, "tp_overlap").ok()) {
+      return InvalidArgumentError(
+          fmt::format("column tp_overlap: '{}' is not yes, no or async", Printable(tp_overlap)));
+    }
+    r.plan.tp_comm_overlap = *YesNo(tp_overlap, "tp_overlap");
   } else {
     // Tables before 2024 describe Megatron-LM without TP overlap; the calibration of their GPU
     // family (Ampere) hides none anyway.

@@ -387,9 +387,10 @@ TEST(ValidationTest, EagerElementwiseKernelsCostTime) {
   auto e = ValidateRun(*eager);
   auto c = ValidateRun(*compiled);
   ASSERT_TRUE(e.ok() && c.ok());
-  // Measured 1.157x; the kernel count gives 5-20 % on this 8B model.
+  // Measured 1.157x; the kernel count gives 5-20 % on this 8B model at HBM3's 3.35 TB/s, up to
+  // 22 % on this part's 2.41 TB/s HBM2e (the kernels are memory-bound).
   EXPECT_GT(c->predicted, 1.05 * e->predicted);
-  EXPECT_LT(c->predicted, 1.20 * e->predicted);
+  EXPECT_LT(c->predicted, 1.22 * e->predicted);
 }
 
 // dgxc's Paxml rows do not print their rematerialisation; Paxml's GPT configs inherit
@@ -415,6 +416,20 @@ TEST(ValidationTest, PaxmlRowsRecomputeEveryLayer) {
 
 // torchtitan's 405B row "Float8 + async TP" says so in lower case ("async tp"); the converter
 // matched only "AsyncTP" and timed that run with its TP communication exposed.
+// torchtitan's 96 GB H100s are the HBM2e part (2.41 TB/s); the 80 GB H100 and the H200 keep
+// their catalogue bandwidth.
+TEST(ValidationTest, NinetySixGigabyteH100sRunHbm2e) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const PublishedRun* tt = FindRun(*runs, "tt-dec24-t1-fsdp");
+  const PublishedRun* h200 = FindRun(*runs, "tt-trainy-h200-4n");
+  const PublishedRun* ibm = FindRun(*runs, "ibm-fsdp-7B-h100-tps");
+  ASSERT_TRUE(tt != nullptr && h200 != nullptr && ibm != nullptr);
+  EXPECT_DOUBLE_EQ(tt->system.hbm_tbps, 2.41);
+  EXPECT_DOUBLE_EQ(h200->system.hbm_tbps, 0.0);
+  EXPECT_DOUBLE_EQ(ibm->system.hbm_tbps, 0.0);
+}
+
 TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
   auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
@@ -423,12 +438,34 @@ TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
     const PublishedRun* r = FindRun(*runs, id);
     ASSERT_TRUE(r != nullptr) << id;
     EXPECT_TRUE(r->plan.tp_comm_overlap) << id;
+    // PyTorch's async TP, not Transformer Engine's userbuffer overlap (tp_overlap = async).
+    EXPECT_TRUE(r->training.async_tp) << id;
   }
   for (const char* id : {"tt-405b-h100-128g-1-wps", "tt-asynctp-8b-0", "tt-dec24-t4-2d"}) {
     const PublishedRun* r = FindRun(*runs, id);
     ASSERT_TRUE(r != nullptr) << id;
     EXPECT_FALSE(r->plan.tp_comm_overlap) << id;
   }
+  // NeMo's overlap is Transformer Engine's.
+  for (const PublishedRun& r : *runs) {
+    if (r.group != "torchtitan") EXPECT_FALSE(r.training.async_tp) << r.id;
+  }
+  std::string head =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
+      "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,tp_overlap\n";
+  std::string row =
+      "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,8,1,1,"
+      "1,1,none,yes,0,bf16,iteration_time_s,1,v,yes,";
+  auto async = ParsePublishedRuns(head + row + "async\n", "t");
+  ASSERT_TRUE(async.ok()) << async.status().ToString();
+  EXPECT_TRUE((*async)[0].plan.tp_comm_overlap && (*async)[0].training.async_tp);
+  auto te = ParsePublishedRuns(head + row + "yes\n", "t");
+  ASSERT_TRUE(te.ok()) << te.status().ToString();
+  EXPECT_TRUE((*te)[0].plan.tp_comm_overlap && !(*te)[0].training.async_tp);
+  auto bad = ParsePublishedRuns(head + row + "sometimes\n", "t");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tp_overlap"), std::string::npos);
 }
 
 // torchtitan's Interleaved 1F1B row does not print its stages per rank; torchtitan's default

@@ -57,12 +57,20 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}\n", found.status().ToString());
       return 1;
     }
-    UncertaintyBand band = EstimateBand(ActiveProfile(), *model, *system, sh.gpus);
+    UncertaintyBand band = EstimateBand(ActiveProfile(), *model, *system, sh.gpus,
+                                        found->top.empty() ? 0.0 : found->top[0].estimate.mfu);
     fmt::print("band +-{:.1f}%{}{}\n", 100 * band.relative,
                band.extrapolated ? "  EXTRAPOLATION: " : "", band.why);
     for (const RankedPlan& r : found->top) {
-      fmt::print("{:.3f} s  MFU {:.1f}% (causal {:.1f}%)  {}\n", r.estimate.step.value(),
-                 100 * r.estimate.mfu, 100 * r.estimate.mfu_causal, PlanToString(r.plan));
+      const StepEstimate& e = r.estimate;
+      fmt::print("{:.3f} s  MFU {:.1f}% (causal {:.1f}%)  {}\n", e.step.value(), 100 * e.mfu,
+                 100 * e.mfu_causal, PlanToString(r.plan));
+      fmt::print(
+          "    compute {:.3f} recompute {:.3f} tp {:.3f} pp {:.3f} dp {:.3f} bubble {:.3f} opt "
+          "{:.3f} | mem {:.1f}/{:.1f} GiB\n",
+          e.compute.value(), e.recompute.value(), e.tp_comm.value(), e.pp_comm.value(),
+          e.dp_comm.value(), e.bubble.value(), e.optimizer.value(), ToGiB(e.memory.total()),
+          ToGiB(e.memory.usable));
     }
     return 0;
   }

@@ -305,7 +305,8 @@ Status RunEstimate(const PlanOptions& o) {
   perf::TrainingTotals totals = perf::ComputeTotals(model, training, e, plan.gpus());
   perf::EvalContext ctx(model, training, system);
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
-  perf::UncertaintyBand band = perf::EstimateBand(profile, model, system, plan.gpus());
+  perf::UncertaintyBand band =
+      perf::EstimateBand(profile, model, system, plan.gpus(), e.feasible() ? e.mfu : 0.0);
   if (o.json) {
     nlohmann::json j = perf::EstimateReportJson(model, training, system, plan, e);
     j["band"] = perf::BandToJson(band);
@@ -378,7 +379,9 @@ Status RunSearch(const PlanOptions& o) {
   auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(perf::SearchResult r, perf::Search(model, training, system, space, opts));
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
-  r.band = perf::EstimateBand(profile, model, system, most);
+  // The band of the best plan: beyond the validated MFU it is flagged as an extrapolation.
+  r.band =
+      perf::EstimateBand(profile, model, system, most, r.top.empty() ? 0.0 : r.top[0].estimate.mfu);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.html.empty()) {
     std::ofstream out(o.html);

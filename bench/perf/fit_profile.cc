@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     ShortSystem sh;
     sh.gpus = std::atoi(argv[4]);
     sh.gpu = argv[5];
+    sh.nic_gbits_per_gpu = DefaultNicGbps(sh.gpu);  // as `baton plan` without --nic-gbps
     TrainingSpec training;
     training.global_batch = std::atoi(argv[6]);
     auto system = SystemFromShort(sh);

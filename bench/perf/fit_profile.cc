@@ -60,12 +60,14 @@ int main(int argc, char** argv) {
     }
     UncertaintyBand band = EstimateBand(ActiveProfile(), *model, *system, sh.gpus,
                                         found->top.empty() ? 0.0 : found->top[0].estimate.mfu);
+    MarkBeyondEnvelope(ActiveProfile(), *model, *system, &*found);
     fmt::print("band +-{:.1f}%{}{}\n", 100 * band.relative,
                band.extrapolated ? "  EXTRAPOLATION: " : "", band.why);
     for (const RankedPlan& r : found->top) {
       const StepEstimate& e = r.estimate;
-      fmt::print("{:.3f} s  MFU {:.1f}% (causal {:.1f}%)  {}\n", e.step.value(), 100 * e.mfu,
-                 100 * e.mfu_causal, PlanToString(r.plan));
+      fmt::print("{:.3f} s  MFU {:.1f}%{} (causal {:.1f}%)  {}\n", e.step.value(), 100 * e.mfu,
+                 r.beyond_envelope ? " (beyond the validated MFU)" : "", 100 * e.mfu_causal,
+                 PlanToString(r.plan));
       fmt::print(
           "    compute {:.3f} recompute {:.3f} tp {:.3f} pp {:.3f} dp {:.3f} bubble {:.3f} opt "
           "{:.3f} | mem {:.1f}/{:.1f} GiB\n",

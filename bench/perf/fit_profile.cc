@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     ShortSystem sh;
     sh.gpus = std::atoi(argv[4]);
     sh.gpu = argv[5];
+    sh.nic_gbits_per_gpu = DefaultNicGbps(sh.gpu);  // as `baton plan` without --nic-gbps
     TrainingSpec training;
     training.global_batch = std::atoi(argv[6]);
     auto system = SystemFromShort(sh);
@@ -57,12 +58,22 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}\n", found.status().ToString());
       return 1;
     }
-    UncertaintyBand band = EstimateBand(ActiveProfile(), *model, *system, sh.gpus);
+    UncertaintyBand band = EstimateBand(ActiveProfile(), *model, *system, sh.gpus,
+                                        found->top.empty() ? 0.0 : found->top[0].estimate.mfu);
+    MarkBeyondEnvelope(ActiveProfile(), *model, *system, &*found);
     fmt::print("band +-{:.1f}%{}{}\n", 100 * band.relative,
                band.extrapolated ? "  EXTRAPOLATION: " : "", band.why);
     for (const RankedPlan& r : found->top) {
-      fmt::print("{:.3f} s  MFU {:.1f}% (causal {:.1f}%)  {}\n", r.estimate.step.value(),
-                 100 * r.estimate.mfu, 100 * r.estimate.mfu_causal, PlanToString(r.plan));
+      const StepEstimate& e = r.estimate;
+      fmt::print("{:.3f} s  MFU {:.1f}%{} (causal {:.1f}%)  {}\n", e.step.value(), 100 * e.mfu,
+                 r.beyond_envelope ? " (beyond the validated MFU)" : "", 100 * e.mfu_causal,
+                 PlanToString(r.plan));
+      fmt::print(
+          "    compute {:.3f} recompute {:.3f} tp {:.3f} pp {:.3f} dp {:.3f} bubble {:.3f} opt "
+          "{:.3f} | mem {:.1f}/{:.1f} GiB\n",
+          e.compute.value(), e.recompute.value(), e.tp_comm.value(), e.pp_comm.value(),
+          e.dp_comm.value(), e.bubble.value(), e.optimizer.value(), ToGiB(e.memory.total()),
+          ToGiB(e.memory.usable));
     }
     return 0;
   }

@@ -303,10 +303,24 @@ def convert(r, skipped):
             o["grads"] = "bf16"
             a.append("gradients reduced in bf16 (fms-fsdp's bfSixteen mixed-precision policy)")
     elif grp in ("nemo-2407", "nemo-longseq", "megatron-bridge", "dgxc", "megatron-lm"):
-        o["grads"] = "bf16"
-        a.append("bf16 gradients (Megatron-Core DDP default grad_reduce_in_fp32=False)")
         o["zero"] = "1"
-        a.append("Megatron distributed optimizer (ZeRO-1) assumed (NeMo / Megatron-Core default)")
+        if grp in ("dgxc", "nemo-2407") and "340B" in o["model"]:
+            # dgxc-benchmarking nemotron/nemotron4-340b-synth.yaml (the config its configure.sh
+            # launches): optim distributed_fused_adam, dtype bf16, grad_sync_dtype bf16. Apex's
+            # DistributedFusedAdam then keeps Adam's state in bf16, sharded over dp.
+            o["grads"] = "bf16-adam"
+            if grp == "dgxc":
+                a.append("bf16 gradients and Adam state (dgxc nemotron4-340b-synth.yaml: optim "
+                         "distributed_fused_adam, dtype bf16, grad_sync_dtype bf16), sharded over "
+                         "dp (ZeRO-1)")
+            else:
+                a.append("bf16 gradients and Adam state sharded over dp assumed: NeMo launcher "
+                         "nemotron_340b.yaml sets optim dtype bf16, grad_sync_dtype bf16 (as dgxc's "
+                         "340B config, distributed_fused_adam)")
+        else:
+            o["grads"] = "bf16"
+            a.append("bf16 gradients (Megatron-Core DDP default grad_reduce_in_fp32=False)")
+            a.append("Megatron distributed optimizer (ZeRO-1) assumed (NeMo / Megatron-Core default)")
     else:
         o["zero"] = "0"
         if grp == "flash-attn":

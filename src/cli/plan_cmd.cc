@@ -305,7 +305,8 @@ Status RunEstimate(const PlanOptions& o) {
   perf::TrainingTotals totals = perf::ComputeTotals(model, training, e, plan.gpus());
   perf::EvalContext ctx(model, training, system);
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
-  perf::UncertaintyBand band = perf::EstimateBand(profile, model, system, plan.gpus());
+  perf::UncertaintyBand band =
+      perf::EstimateBand(profile, model, system, plan.gpus(), e.feasible() ? e.mfu : 0.0);
   if (o.json) {
     nlohmann::json j = perf::EstimateReportJson(model, training, system, plan, e);
     j["band"] = perf::BandToJson(band);
@@ -378,7 +379,13 @@ Status RunSearch(const PlanOptions& o) {
   auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(perf::SearchResult r, perf::Search(model, training, system, space, opts));
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
+  // The job's band for the table; plans above the MFU validated runs of this model size reached
+  // are marked one by one, and the best plan's own band says so (EstimateBand with its MFU).
   r.band = perf::EstimateBand(profile, model, system, most);
+  perf::MarkBeyondEnvelope(profile, model, system, &r);
+  perf::UncertaintyBand best_band =
+      r.top.empty() ? r.band
+                    : perf::EstimateBand(profile, model, system, most, r.top[0].estimate.mfu);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.html.empty()) {
     std::ofstream out(o.html);
@@ -408,7 +415,7 @@ Status RunSearch(const PlanOptions& o) {
   }
   fmt::print("{}", perf::FormatSearchTable(r));
   fmt::print("\nbest plan: {}\n{}{}", perf::PlanToString(r.top[0].plan),
-             perf::FormatEstimate(r.top[0].estimate), perf::FormatBand(r.band));
+             perf::FormatEstimate(r.top[0].estimate), perf::FormatBand(best_band));
   if (!o.html.empty()) fmt::print("wrote {}\n", o.html);
   return Status::Ok();
 }

@@ -165,6 +165,7 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       f.family = fam;
       f.runs = 0;
       f.gpus_max = f.seq_max = f.params_max_b = 0;
+      f.mfu_envelope.clear();
       f.bands.clear();
       p.families.push_back(std::move(f));
     }
@@ -191,6 +192,37 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
     }
     if (rows.empty()) continue;
     f.calib = FitFamily(rows, f.calib, options.max_sweeps);
+    // The validated envelope in MFU: the speed each run reached as published, counted in the
+    // model's FLOPs and peak (the estimate's MFU scaled by the row's error: a time metric's
+    // error is the estimate's time over the published one, a rate metric's the inverse), kept
+    // as the highest MFU of the runs of at least each size (FamilyProfile::mfu_envelope).
+    std::map<double, double> by_size;  // params_b -> highest MFU reached at that size
+    SystemProfile one;
+    one.families.push_back(f);
+    for (const PublishedRun* r : rows) {
+      auto v = ValidateRunWithProfile(*r, one);
+      if (!v.ok() || !v->estimate.feasible() || !(1 + v->error > 0)) continue;
+      double reached = r->metric == Metric::kIterationTime ? v->estimate.mfu * (1 + v->error)
+                                                           : v->estimate.mfu / (1 + v->error);
+      double& best = by_size[std::round(r->model.TotalParams() / 1e8) / 10];
+      best = std::max(best, reached);
+    }
+    // From the largest model down, keep a size only where the running maximum rises.
+    f.mfu_envelope.clear();
+    double running = 0;
+    for (auto it = by_size.rbegin(); it != by_size.rend(); ++it) {
+      if (it->second > running) {
+        running = it->second;
+        f.mfu_envelope.emplace_back(it->first, running);
+      }
+    }
+    std::reverse(f.mfu_envelope.begin(), f.mfu_envelope.end());
+    // A profile holds at most 64 entries; dropping the smallest sizes only makes the check
+    // stricter for small models.
+    constexpr std::size_t kMaxEnvelope = 64;
+    if (f.mfu_envelope.size() > kMaxEnvelope) {
+      f.mfu_envelope.erase(f.mfu_envelope.begin(), f.mfu_envelope.end() - kMaxEnvelope);
+    }
   }
   return p;
 }

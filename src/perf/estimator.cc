@@ -294,7 +294,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   mem.weights = Bytes(stage_params * weight_bytes / (plan.zero >= 3 ? shard : 1.0));
   const double grad_elem = ctx.training.fp32_grads ? 4.0 : 2.0;
   mem.gradients = Bytes(stage_params * grad_elem / (plan.zero >= 2 ? shard : 1.0));
-  mem.optimizer = Bytes(stage_params * 12 / (plan.zero >= 1 ? shard : 1.0));
+  const double opt_state_bytes = ctx.training.bf16_optimizer_state ? 6.0 : 12.0;
+  mem.optimizer = Bytes(stage_params * opt_state_bytes / (plan.zero >= 1 ? shard : 1.0));
   // Korthikanti et al. per-layer activations in bytes, generalised to GQA, SwiGLU and MoE.
   double replicated = (8 + (m.dropout ? 2 : 0)) * tokens * h / sp_div;
   double attn_split = 2 * tokens * (h + kvd) + 2 * tokens * kvd + 2 * tokens * h;
@@ -606,7 +607,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double opt_params = stage_params / (plan.zero >= 1 ? d : 1.0);
   double opt_shard = plan.zero >= 3 && plan.fsdp_group > 0 ? double(plan.fsdp_group) : d;
   if (plan.zero >= 1) opt_params = stage_params / opt_shard;
-  out->optimizer = Seconds(opt_params * 32 / hbm + c.step_overhead_s);
+  // Adam reads and writes its state (2 x 12 bytes in fp32, 2 x 6 in bf16), reads the gradient
+  // and writes the 16-bit weight (4 + 4 bytes, rounding the 16-bit cases up).
+  out->optimizer = Seconds(opt_params * (2 * opt_state_bytes + 8) / hbm + c.step_overhead_s);
 
   out->step = out->compute + out->recompute + out->tp_comm + out->cp_comm + out->ep_comm +
               out->pp_comm + out->dp_comm + out->bubble + out->optimizer + out->launch;

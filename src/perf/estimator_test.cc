@@ -411,6 +411,34 @@ namespace {
 // output, far less than Megatron's selective mode; Llama 3 8B with FSDP on 8 H100s at 2 x 8k
 // tokens ran with it (torchtitan's December 2024 table, 82 GiB on 96 GB parts) where the
 // selective model needs more than the GPU has. It costs a recomputation of the even matmuls.
+// Apex's DistributedFusedAdam with dtype=bf16 (dgxc-benchmarking's Nemotron-4 340B config) keeps
+// Adam's state in 6 bytes per parameter, not 12: the 128-GPU layout (tp 8, pp 8, dp 2, vp 12),
+// which ran without recomputation as fast per GPU as the 256-GPU one, fits only with it.
+TEST(EstimatorTest, Bf16AdamStateLetsNemotron340BRunAtDp2WithoutRecompute) {
+  ModelSpec m = Model("gpt3-175b");
+  m.layers = 96;
+  m.hidden = 18432;
+  m.heads = 96;
+  m.kv_heads = 8;
+  m.ffn = 73728;
+  m.seq = 4096;
+  m.vocab = 256000;
+  m.dropout = false;
+  m.tied_embeddings = false;
+  m.learned_positions = false;
+  TrainingSpec t = FlashTraining(32);
+  t.fp32_grads = false;
+  ParallelPlan plan{
+      .tp = 8, .pp = 8, .dp = 2, .mbs = 1, .vp = 12, .sequence_parallel = true, .zero = 1};
+  StepEstimate fp32_state = EstimateOf(m, plan, t, H100s(128));
+  t.bf16_optimizer_state = true;
+  StepEstimate bf16_state = EstimateOf(m, plan, t, H100s(128));
+  EXPECT_NEAR(bf16_state.memory.optimizer.value() / fp32_state.memory.optimizer.value(), 0.5, 1e-9);
+  EXPECT_EQ(fp32_state.rejection, Rejection::kOutOfMemory);
+  EXPECT_TRUE(bf16_state.feasible()) << ToGiB(bf16_state.memory.total());
+  EXPECT_LT(bf16_state.optimizer.value(), fp32_state.optimizer.value());
+}
+
 TEST(EstimatorTest, PerOpCheckpointingFitsWhereSelectiveDoesNot) {
   ModelSpec m = Model("llama3-8b");
   m.seq = 8192;

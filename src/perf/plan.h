@@ -101,6 +101,11 @@ struct TrainingSpec {
   // Gradients held (and reduced) in fp32; false: in the 16-bit dtype, as Megatron-Core's DDP
   // does by default (grad_reduce_in_fp32 = False; NeMo 2 / Megatron-Bridge recipes).
   bool fp32_grads = true;
+  // Adam's state (master weights, first and second moments) held in bf16: 6 bytes per parameter
+  // instead of fp32's 12, as Apex's DistributedFusedAdam keeps it with dtype=bf16 (the NeMo
+  // launcher configs of dgxc-benchmarking's Nemotron-4 340B: optim distributed_fused_adam,
+  // dtype bf16, grad_sync_dtype bf16). Sharded like any optimizer state (ZeRO >= 1).
+  bool bf16_optimizer_state = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // only read when dtype is fp8
   // Element-wise kernels (norms, rotary embedding, SwiGLU) fused, as torch.compile, Transformer
   // Engine, Megatron's fused kernels and XLA run them; false: eager PyTorch, each op its own

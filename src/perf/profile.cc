@@ -58,6 +58,7 @@ constexpr std::array<CalibrationField, 24> kFields = {{
 constexpr std::size_t kMaxProfileBytes = 1 << 16;
 constexpr int kMaxFamilies = 16;
 constexpr int kMaxBands = 16;
+constexpr int kMaxEnvelope = 64;
 
 struct Line {
   int no;
@@ -168,7 +169,7 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
           if (!seen.insert(std::string(k.key)).second) {
             return LineError(source, k.no, fmt::format("duplicate key '{}'", Printable(k.key)));
           }
-          if (k.key == "calibration" || k.key == "bands") {
+          if (k.key == "calibration" || k.key == "bands" || k.key == "mfu_envelope") {
             if (!k.value.empty()) {
               return LineError(source, k.no, fmt::format("{}: expected a mapping", k.key));
             }
@@ -178,6 +179,24 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
               if (v.indent != 3) return LineError(source, v.no, "unexpected indentation");
               if (!sub_seen.insert(std::string(v.key)).second) {
                 return LineError(source, v.no, fmt::format("duplicate key '{}'", Printable(v.key)));
+              }
+              if (k.key == "mfu_envelope") {
+                auto params = ParseDouble(v.key);
+                if (!params || !(*params > 0) || *params > 1e6) {
+                  return LineError(
+                      source, v.no,
+                      fmt::format("mfu_envelope '{}' is not a size in billions", Printable(v.key)));
+                }
+                if (!f.mfu_envelope.empty() && *params <= f.mfu_envelope.back().first) {
+                  return LineError(source, v.no, "mfu_envelope must ascend in size");
+                }
+                if (static_cast<int>(f.mfu_envelope.size()) == kMaxEnvelope) {
+                  return LineError(source, v.no,
+                                   fmt::format("more than {} mfu_envelope entries", kMaxEnvelope));
+                }
+                ASSIGN_OR_RETURN(double mfu, Number(source, v, 0, 1));
+                f.mfu_envelope.emplace_back(*params, mfu);
+                continue;
               }
               if (k.key == "bands") {
                 auto seq = ParseDouble(v.key);
@@ -213,6 +232,7 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
             ASSIGN_OR_RETURN(f.seq_max, Number(source, k, 0, 1e9));
           } else if (k.key == "params_max_b") {
             ASSIGN_OR_RETURN(f.params_max_b, Number(source, k, 0, 1e6));
+
           } else {
             return LineError(source, k.no, fmt::format("unknown key '{}'", Printable(k.key)));
           }
@@ -253,6 +273,14 @@ std::string ProfileToYaml(const SystemProfile& p) {
     out += "    calibration:\n";
     for (const CalibrationField& c : kFields) {
       out += fmt::format("      {}: {:.6g}\n", c.name, f.calib.*(c.member));
+    }
+    if (!f.mfu_envelope.empty()) {
+      out +=
+          "    mfu_envelope:  # highest MFU validated runs of at least this many billion params "
+          "reached\n";
+      for (const auto& [params, mfu] : f.mfu_envelope) {
+        out += fmt::format("      {:g}: {:.4f}\n", params, mfu);
+      }
     }
     if (!f.bands.empty()) {
       out += "    bands:  # cross-validated mean |error| for seq up to the key\n";
@@ -295,8 +323,17 @@ void ApplyProfile(const SystemProfile& p, SystemSpec* system) {
   if (f != nullptr) system->calib = f->calib;
 }
 
+double FamilyProfile::MfuReached(double params_b) const {
+  // Entries ascend in size and descend in MFU: the first at or above half the size is the
+  // highest MFU of the runs at least that large.
+  for (const auto& [params, mfu] : mfu_envelope) {
+    if (params >= params_b / 2) return mfu;
+  }
+  return 0;
+}
+
 UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
-                             int gpus) {
+                             int gpus, double mfu) {
   UncertaintyBand b;
   const FamilyProfile* exact = nullptr;
   for (const FamilyProfile& f : p.families) {
@@ -332,6 +369,16 @@ UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const S
   if (f->params_max_b > 0 && params_b > 1.5 * f->params_max_b) {
     why.push_back(fmt::format("{:.0f}B parameters > 1.5 x the largest validated ({:g}B)", params_b,
                               f->params_max_b));
+  }
+  // A plan faster than any validated run of a model of its size reached on the family: the
+  // constants were never tested at that rate (GPT-3 175B on 1,024 A100s without recomputation:
+  // the published 175B-530B A100 runs reached at most 51 %).
+  double reached = f->MfuReached(params_b);
+  if (mfu > 0 && reached > 0 && mfu > reached) {
+    why.push_back(fmt::format(
+        "MFU {:.1f}% > the highest any validated {} run of a model of {:.0f}B+ parameters reached "
+        "({:.1f}%)",
+        100 * mfu, f->family, params_b / 2, 100 * reached));
   }
   if (!why.empty()) {
     b.extrapolated = true;

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -46,6 +47,14 @@ struct FamilyProfile {
   double seq_max = 0;
   double params_max_b = 0;
   std::vector<SeqBand> bands;  // ascending seq_max
+  // The MFU validated runs of the family reached, by model size: entry (params_b, mfu) is the
+  // highest MFU (published speed in the model's FLOP count and peak) of any run of a model with
+  // at least params_b billion parameters; ascending params_b, so mfu descends. Computed by the
+  // fit from the runs, never hand-set. A plan above the entry for its model's size extrapolates.
+  std::vector<std::pair<double, double>> mfu_envelope;
+  // The envelope's MFU for a model of params_b billion parameters: the highest any validated
+  // run of a model at least half that size reached (0 = no such run: not known).
+  double MfuReached(double params_b) const;
 };
 
 struct SystemProfile {
@@ -80,7 +89,9 @@ struct UncertaintyBand {
   bool extrapolated = false;
   std::string why;  // empty when inside the envelope
 };
+// `mfu`, when > 0, is the estimate's MFU for one plan: above what validated runs of a model of
+// that size reached (FamilyProfile::MfuReached) the plan extrapolates.
 UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
-                             int gpus);
+                             int gpus, double mfu = 0);
 
 }  // namespace baton::perf

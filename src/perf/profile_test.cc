@@ -116,6 +116,47 @@ TEST(ProfileTest, BandWidensOutsideTheEnvelope) {
   EXPECT_NE(other.why.find("blackwell"), std::string::npos) << other.why;
 }
 
+// A plan faster than any validated run of a model of its size reached is an extrapolation: the
+// search must say so when it ranks one first (issue 13: GPT-3 175B on 1,024 A100s).
+TEST(ProfileTest, PlanAboveTheValidatedMfuOfItsSizeExtrapolates) {
+  SystemProfile p;
+  FamilyProfile f;
+  f.family = "ampere";
+  f.runs = 60;
+  f.gpus_max = 3360;
+  f.seq_max = 8192;
+  f.params_max_b = 1008;
+  f.bands = {{8192, 0.09, 60}};
+  // Runs of 13B+ reached 60 %, of 530B+ 51 %.
+  f.mfu_envelope = {{13, 0.60}, {530, 0.51}};
+  p.families.push_back(f);
+  EXPECT_DOUBLE_EQ(p.families[0].MfuReached(7), 0.60);
+  EXPECT_DOUBLE_EQ(p.families[0].MfuReached(20), 0.60);   // 13B is more than half its size
+  EXPECT_DOUBLE_EQ(p.families[0].MfuReached(175), 0.51);  // 13B runs are not
+  EXPECT_DOUBLE_EQ(p.families[0].MfuReached(1000), 0.51);
+  EXPECT_DOUBLE_EQ(p.families[0].MfuReached(5000), 0.0);  // nothing that large: not known
+  ShortSystem sh;
+  sh.gpu = "A100-80GB";
+  sh.gpus = 1024;
+  SystemSpec s = *SystemFromShort(sh);
+  ModelSpec m = *FindModel("megatron-1t");
+  UncertaintyBand slower = EstimateBand(p, m, s, 1024, 0.50);
+  EXPECT_FALSE(slower.extrapolated) << slower.why;
+  UncertaintyBand faster = EstimateBand(p, m, s, 1024, 0.57);
+  EXPECT_TRUE(faster.extrapolated);
+  EXPECT_NE(faster.why.find("MFU 57.0%"), std::string::npos) << faster.why;
+  EXPECT_GT(faster.relative, slower.relative);
+  // Round trip through the YAML, and a hostile envelope is refused with its line.
+  auto back = ParseProfile(ProfileToYaml(p), "p.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->families[0].mfu_envelope, f.mfu_envelope);
+  std::string bad = ProfileToYaml(p);
+  bad.replace(bad.find("      530:"), 10, "      10:");
+  auto refused = ParseProfile(bad, "p.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("ascend"), std::string::npos);
+}
+
 TEST(ProfileTest, AttentionFitMatchesTheKernelCurve) {
   // Points generated from a known curve must be recovered (the fit cannot invent a curve).
   std::vector<AttentionPoint> pts;

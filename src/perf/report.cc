@@ -141,13 +141,15 @@ nlohmann::json SearchToJson(const SearchResult& r) {
   }
   j["rejected"] = rej;
   j["band"] = BandToJson(r.band);
+  j["mfu_reached"] = r.mfu_reached;
   j["top"] = nlohmann::json::array();
   for (const RankedPlan& p : r.top) {
     nlohmann::json e = EstimateToJson(p.estimate);
     double rel = r.band.relative;
     e["step_s_band"] = {p.estimate.step.value() / (1 + rel), p.estimate.step.value() * (1 + rel)};
     e["mfu_band"] = {p.estimate.mfu / (1 + rel), p.estimate.mfu * (1 + rel)};
-    j["top"].push_back({{"plan", PlanToJson(p.plan)}, {"estimate", e}});
+    j["top"].push_back(
+        {{"plan", PlanToJson(p.plan)}, {"estimate", e}, {"beyond_envelope", p.beyond_envelope}});
   }
   return j;
 }
@@ -210,12 +212,20 @@ std::string FormatSearchTable(const SearchResult& r) {
   out += fmt::format("{:>3}  {:<66} {:>10} {:>10} {:>6} {:>7} {:>9}  {}\n", "#", "plan", "step",
                      "tokens/s", "MFU", "causal", "mem GiB", "largest overhead");
   int i = 0;
+  bool any_beyond = false;
   for (const RankedPlan& p : r.top) {
-    out +=
-        fmt::format("{:>3}  {:<66} {:>10} {:>10.4g} {:>5.1f}% {:>6.1f}% {:>9.1f}  {}\n", ++i,
-                    PlanToString(p.plan), FormatDuration(p.estimate.step),
-                    p.estimate.tokens_per_second, 100 * p.estimate.mfu, 100 * p.estimate.mfu_causal,
-                    ToGiB(p.estimate.memory.total()), LargestOverhead(p.estimate));
+    any_beyond = any_beyond || p.beyond_envelope;
+    out += fmt::format("{:>3}  {:<66} {:>10} {:>10.4g} {:>5.1f}%{} {:>6.1f}% {:>9.1f}  {}\n", ++i,
+                       PlanToString(p.plan), FormatDuration(p.estimate.step),
+                       p.estimate.tokens_per_second, 100 * p.estimate.mfu,
+                       p.beyond_envelope ? "!" : " ", 100 * p.estimate.mfu_causal,
+                       ToGiB(p.estimate.memory.total()), LargestOverhead(p.estimate));
+  }
+  if (any_beyond) {
+    out += fmt::format(
+        "! EXTRAPOLATION: MFU above the {:.1f}% validated runs of a model this size reached on "
+        "this GPU family\n",
+        100 * r.mfu_reached);
   }
   return out;
 }
@@ -304,11 +314,11 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
   int i = 0;
   for (const RankedPlan& p : r.top) {
     rows += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4g}</td><td>{:.1f}%</td><td>{:.1f}%</td>"
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4g}</td><td>{:.1f}%{}</td><td>{:.1f}%</td>"
         "<td>{:.1f}%</td><td>{:.1f}</td></tr>",
         ++i, Escape(PlanToString(p.plan)), Escape(FormatDuration(p.estimate.step)),
-        p.estimate.tokens_per_second, 100 * p.estimate.mfu, 100 * p.estimate.mfu_causal,
-        100 * p.estimate.hfu, ToGiB(p.estimate.memory.total()));
+        p.estimate.tokens_per_second, 100 * p.estimate.mfu, p.beyond_envelope ? " !" : "",
+        100 * p.estimate.mfu_causal, 100 * p.estimate.hfu, ToGiB(p.estimate.memory.total()));
   }
   std::string band;
   if (r.band.relative > 0) {
@@ -321,6 +331,13 @@ std::string SearchReportHtml(const std::string& title, const SearchResult& r) {
     band +=
         fmt::format("<p class=band><b>Extrapolation:</b> outside the validated envelope: {}</p>",
                     Escape(r.band.why));
+  }
+  if (std::any_of(r.top.begin(), r.top.end(),
+                  [](const RankedPlan& p) { return p.beyond_envelope; })) {
+    band += fmt::format(
+        "<p class=band><b>Extrapolation (!):</b> MFU above the {:.1f}% validated runs of a model "
+        "this size reached on this GPU family.</p>",
+        100 * r.mfu_reached);
   }
   std::string rejected;
   for (int k = 1; k < kRejectionCount; ++k) {

@@ -226,7 +226,8 @@ Result<SearchResult> Search(const ModelSpec& model, const TrainingSpec& training
                     }
                     ++w.feasible;
                     double key = mfu ? -e.mfu : e.step.value();
-                    if (w.top.Wants(key)) w.top.Offer(Candidate{key, order, RankedPlan{plan, e}});
+                    if (w.top.Wants(key))
+                      w.top.Offer(Candidate{key, order, RankedPlan{plan, e, false}});
                   }
                 }
               }
@@ -269,6 +270,15 @@ Result<SearchResult> Search(const ModelSpec& model, const TrainingSpec& training
   }
   for (const Candidate& c : merged.items()) result.top.push_back(c.ranked);
   return result;
+}
+
+void MarkBeyondEnvelope(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
+                        SearchResult* r) {
+  const FamilyProfile* f = p.Find(s.gpu.family);
+  r->mfu_reached = f == nullptr ? 0.0 : f->MfuReached(m.TotalParams() / 1e9);
+  for (RankedPlan& plan : r->top) {
+    plan.beyond_envelope = r->mfu_reached > 0 && plan.estimate.mfu > r->mfu_reached;
+  }
 }
 
 }  // namespace baton::perf

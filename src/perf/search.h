@@ -48,6 +48,9 @@ struct SearchOptions {
 struct RankedPlan {
   ParallelPlan plan;
   StepEstimate estimate;
+  // Its MFU is above what validated runs of a model of this size reached on the GPU family
+  // (FamilyProfile::MfuReached): an extrapolation. Set by MarkBeyondEnvelope, not by Search.
+  bool beyond_envelope = false;
 };
 
 struct SearchResult {
@@ -58,8 +61,16 @@ struct SearchResult {
   // How far to trust the estimates (profile.h; filled by the caller with EstimateBand, since it
   // depends on the profile, not on the search). relative 0 = not known.
   UncertaintyBand band;
+  // The MFU validated runs of the model's size reached on the family (0 = not known); plans
+  // above it carry beyond_envelope. Filled by MarkBeyondEnvelope.
+  double mfu_reached = 0;
   std::uint64_t rejected_total() const;
 };
+
+// Flags the top plans whose MFU is above what validated runs of the model's size reached on the
+// system's GPU family in profile `p` (sets mfu_reached and each plan's beyond_envelope).
+void MarkBeyondEnvelope(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
+                        SearchResult* r);
 
 // Errors name the bad input (model, training, an empty or non-positive candidate list).
 Result<SearchResult> Search(const ModelSpec& model, const TrainingSpec& training,

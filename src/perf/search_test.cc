@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "perf/report.h"
+
 namespace baton::perf {
 namespace {
 
@@ -142,6 +144,41 @@ TEST(SearchTest, BadSpaceNamesTheField) {
   r = Search(f.model, bad, f.system, SmallSpace(f.model), SearchOptions{});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("training.global_batch"), std::string::npos);
+}
+
+// Plans faster than any validated run of the model's size are marked, one by one, in the table,
+// the JSON and the HTML report (issue 13: never rank an extrapolation first without saying so).
+TEST(SearchTest, PlansAboveTheValidatedMfuAreMarked) {
+  Fixture f = Small();
+  SearchSpace space = SmallSpace(f.model);
+  SearchOptions opts;
+  opts.top_k = 5;
+  auto r = Search(f.model, f.training, f.system, space, opts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_GE(r->top.size(), 2u);
+  // An envelope between the best and the last plan's MFU: the best is beyond, the last is not.
+  double best = r->top.front().estimate.mfu, last = r->top.back().estimate.mfu;
+  ASSERT_GT(best, last);
+  SystemProfile p;
+  FamilyProfile fam;
+  fam.family = "ampere";
+  fam.mfu_envelope = {{7, (best + last) / 2}};  // runs of 7B+ (the model: 7.5B)
+  p.families.push_back(fam);
+  MarkBeyondEnvelope(p, f.model, f.system, &*r);
+  EXPECT_DOUBLE_EQ(r->mfu_reached, (best + last) / 2);
+  EXPECT_TRUE(r->top.front().beyond_envelope);
+  EXPECT_FALSE(r->top.back().beyond_envelope);
+  std::string table = FormatSearchTable(*r);
+  EXPECT_NE(table.find("! EXTRAPOLATION"), std::string::npos) << table;
+  auto j = SearchToJson(*r);
+  EXPECT_TRUE(j["top"][0]["beyond_envelope"].get<bool>());
+  EXPECT_FALSE(j["top"].back()["beyond_envelope"].get<bool>());
+  EXPECT_NE(SearchReportHtml("t", *r).find("Extrapolation (!)"), std::string::npos);
+  // Without runs of that size nothing is known, and nothing is marked.
+  p.families[0].mfu_envelope.clear();
+  MarkBeyondEnvelope(p, f.model, f.system, &*r);
+  EXPECT_FALSE(r->top.front().beyond_envelope);
+  EXPECT_EQ(FormatSearchTable(*r).find("! EXTRAPOLATION"), std::string::npos);
 }
 
 TEST(SearchTest, MoeSearchUsesExpertParallelism) {

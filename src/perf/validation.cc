@@ -250,13 +250,17 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   }
   ASSIGN_OR_RETURN(r.training.dtype, topo::ParseDtype(get("dtype")));
   ASSIGN_OR_RETURN(r.training.flash_attention, YesNo(get("flash_attention"), "flash_attention"));
-  // Optional column grads: fp32 (the default) or bf16 (Megatron-Core's DDP default).
+  // Optional column grads: fp32 (the default) or bf16 (Megatron-Core's DDP default); bf16-adam:
+  // bf16 gradients and Adam state in bf16 too (Apex DistributedFusedAdam with dtype=bf16).
   std::string_view grads = Trim(get("grads"));
   if (EqualsIgnoreCase(grads, "bf16")) {
     r.training.fp32_grads = false;
+  } else if (EqualsIgnoreCase(grads, "bf16-adam")) {
+    r.training.fp32_grads = false;
+    r.training.bf16_optimizer_state = true;
   } else if (!grads.empty() && !EqualsIgnoreCase(grads, "fp32")) {
     return InvalidArgumentError(
-        fmt::format("column grads: '{}' is not fp32 or bf16", Printable(grads)));
+        fmt::format("column grads: '{}' is not fp32, bf16 or bf16-adam", Printable(grads)));
   }
   // Optional column fp8_recipe: delayed (Transformer Engine, the default), tensorwise or
   // rowwise (torchao float8); only fp8 rows may name one.

@@ -309,10 +309,7 @@ Status RunEstimate(const PlanOptions& o) {
       perf::EstimateBand(profile, model, system, plan.gpus(), e.feasible() ? e.mfu : 0.0);
   if (o.json) {
     nlohmann::json j = perf::EstimateReportJson(model, training, system, plan, e);
-    j["band"] = perf::BandToJson(band);
-    j["band"]["step_s"] = {e.step.value() / (1 + band.relative),
-                           e.step.value() * (1 + band.relative)};
-    j["band"]["mfu"] = {e.mfu / (1 + band.relative), e.mfu * (1 + band.relative)};
+    j["band"] = perf::EstimateBandJson(band, e);
     fmt::print("{}\n", j.dump(2));
     return Status::Ok();
   }
@@ -381,8 +378,7 @@ Status RunSearch(const PlanOptions& o) {
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
   // The job's band for the table; plans above the MFU validated runs of this model size reached
   // are marked one by one, and the best plan's own band says so (EstimateBand with its MFU).
-  r.band = perf::EstimateBand(profile, model, system, most);
-  perf::MarkBeyondEnvelope(profile, model, system, &r);
+  perf::AttachTrust(profile, model, system, most, &r);
   perf::UncertaintyBand best_band =
       r.top.empty() ? r.band
                     : perf::EstimateBand(profile, model, system, most, r.top[0].estimate.mfu);

@@ -120,6 +120,13 @@ nlohmann::json BandToJson(const UncertaintyBand& b) {
   return {{"relative", b.relative}, {"extrapolated", b.extrapolated}, {"why", b.why}};
 }
 
+nlohmann::json EstimateBandJson(const UncertaintyBand& b, const StepEstimate& e) {
+  nlohmann::json j = BandToJson(b);
+  j["step_s"] = {e.step.value() / (1 + b.relative), e.step.value() * (1 + b.relative)};
+  j["mfu"] = {e.mfu / (1 + b.relative), e.mfu * (1 + b.relative)};
+  return j;
+}
+
 std::string FormatBand(const UncertaintyBand& b) {
   if (b.relative <= 0) return "";
   std::string s = fmt::format(

@@ -17,6 +17,9 @@ nlohmann::json BandToJson(const UncertaintyBand& b);
 // "uncertainty   +-7% (...)" and, outside the envelope, an EXTRAPOLATION line; empty when the
 // band is not known.
 std::string FormatBand(const UncertaintyBand& b);
+// BandToJson plus the step time and MFU ranges the band puts around estimate `e` ("step_s" and
+// "mfu": [low, high]), as `plan estimate --json` and /api/v1/plan/estimate answer it.
+nlohmann::json EstimateBandJson(const UncertaintyBand& b, const StepEstimate& e);
 // The whole answer to "estimate this plan": model, system, batch, plan, estimate, why it does not
 // fit (when it does not), checkpoint size and interval, and the time / GPU-hours / cost to train
 // when the training spec asks for tokens. `baton plan estimate --json` and the daemon's

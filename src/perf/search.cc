@@ -281,4 +281,10 @@ void MarkBeyondEnvelope(const SystemProfile& p, const ModelSpec& m, const System
   }
 }
 
+void AttachTrust(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s, int gpus,
+                 SearchResult* r) {
+  r->band = EstimateBand(p, m, s, gpus);
+  MarkBeyondEnvelope(p, m, s, r);
+}
+
 }  // namespace baton::perf

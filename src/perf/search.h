@@ -71,6 +71,11 @@ struct SearchResult {
 // system's GPU family in profile `p` (sets mfu_reached and each plan's beyond_envelope).
 void MarkBeyondEnvelope(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
                         SearchResult* r);
+// Everything a search answer says about trust, as `baton plan search` and the daemon's
+// /api/v1/plan/search report it: the job's band on `gpus` GPUs (EstimateBand) and the marks of
+// MarkBeyondEnvelope.
+void AttachTrust(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s, int gpus,
+                 SearchResult* r);
 
 // Errors name the bad input (model, training, an empty or non-positive candidate list).
 Result<SearchResult> Search(const ModelSpec& model, const TrainingSpec& training,

@@ -343,6 +343,13 @@ TEST(ControllerTest, PlanEndpointsEstimateAndSearchOnTheDaemonsCluster) {
   EXPECT_GT(mfu, 0.2);
   EXPECT_LT(mfu, 0.7);
   EXPECT_GT(e["train"]["cost_dollars"].get<double>(), 0);
+  // The answer carries the planner's uncertainty band, as `plan estimate --json` does: the
+  // cross-validated error of the built-in profile around this step time and MFU.
+  ASSERT_TRUE(e.contains("band")) << e.dump();
+  EXPECT_GT(e["band"]["relative"].get<double>(), 0) << e.dump();
+  EXPECT_LT(e["band"]["step_s"][0].get<double>(), step);
+  EXPECT_GT(e["band"]["step_s"][1].get<double>(), step);
+  EXPECT_TRUE(e["band"].contains("extrapolated"));
 
   // An infeasible plan is an answer, not an error: tp1 pp1 cannot hold 70B weights and Adam.
   json oom = api.Send("POST", "/api/v1/plan/estimate",
@@ -360,6 +367,11 @@ TEST(ControllerTest, PlanEndpointsEstimateAndSearchOnTheDaemonsCluster) {
   EXPECT_LE(s["top"][0]["estimate"]["step_s"].get<double>(),
             s["top"][1]["estimate"]["step_s"].get<double>());
   EXPECT_GT(s["feasible"].get<double>(), 0);
+  // And the search says how far to trust it: the job's band, the MFU validated runs of this
+  // model size reached, and which plans are above it.
+  EXPECT_GT(s["band"]["relative"].get<double>(), 0) << s.dump();
+  EXPECT_GT(s["mfu_reached"].get<double>(), 0) << s.dump();
+  EXPECT_TRUE(s["top"][0].contains("beyond_envelope")) << s.dump();
 
   json big = api.Send("POST", "/api/v1/plan/search", R"({"model": "llama3-8b", "gpus": 4096})");
   EXPECT_EQ(big["http_status"], 400);

@@ -465,9 +465,14 @@ struct Api::Routes {
       Result<perf::StepEstimate> e =
           perf::Estimate(request->model, request->plan, request->training, system);
       if (!e.ok()) return SendStatus(res, e.status());
-      return SendJson(
-          res, 200,
-          perf::EstimateReportJson(request->model, request->training, system, request->plan, *e));
+      // The daemon's --profile (perf::InstallProfileFile) or the built-in one, as for the CLI.
+      json out =
+          perf::EstimateReportJson(request->model, request->training, system, request->plan, *e);
+      out["band"] = perf::EstimateBandJson(
+          perf::EstimateBand(perf::ActiveProfile(), request->model, system, request->plan.gpus(),
+                             e->feasible() ? e->mfu : 0.0),
+          *e);
+      return SendJson(res, 200, out);
     }
     perf::SearchOptions options;
     options.top_k = request->top_k;
@@ -475,6 +480,7 @@ struct Api::Routes {
     Result<perf::SearchResult> r =
         perf::Search(request->model, request->training, system, request->space, options);
     if (!r.ok()) return SendStatus(res, r.status());
+    perf::AttachTrust(perf::ActiveProfile(), request->model, system, request->gpus, &*r);
     json out = perf::SearchToJson(*r);
     out["model"] = request->model.name;
     out["system"] = system.name;

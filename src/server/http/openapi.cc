@@ -246,7 +246,7 @@ std::string_view OpenApiJson() {
     "/api/v1/plan/estimate": {
       "post": {
         "summary": "Estimate one parallel plan of a model on N GPUs of this cluster",
-        "description": "The planner's step time, its breakdown (compute, recompute, TP/CP/EP/PP/DP communication, bubble, optimizer), MFU, memory per GPU, checkpoint size and interval, and time/GPU-hours/cost to train when training.tokens is given. An infeasible plan is a 200 answer with estimate.feasible false and a reason. Nothing is stored.",
+        "description": "The planner's step time, its breakdown (compute, recompute, TP/CP/EP/PP/DP communication, bubble, optimizer), MFU, memory per GPU, checkpoint size and interval, time/GPU-hours/cost to train when training.tokens is given, and band: the cross-validated relative error of the daemon's profile around this estimate (step_s and mfu as [low, high]), extrapolated and why when the job is outside the validated envelope. An infeasible plan is a 200 answer with estimate.feasible false and a reason. Nothing is stored.",
         "operationId": "estimatePlan",
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlanRequest"}}}},
         "responses": {
@@ -261,7 +261,7 @@ std::string_view OpenApiJson() {
     "/api/v1/plan/search": {
       "post": {
         "summary": "Search every parallel plan of a model on N GPUs of this cluster; the top plans",
-        "description": "The default space is every tp (powers of two to 64), pp, cp, ep, micro-batch, virtual stage, recompute, sequence-parallel, ZeRO and overlap choice; 'search' restricts it. Answers with the top plans and their estimates, the space size and the rejected plans by reason.",
+        "description": "The default space is every tp (powers of two to 64), pp, cp, ep, micro-batch, virtual stage, recompute, sequence-parallel, ZeRO and overlap choice; 'search' restricts it. Answers with the top plans and their estimates (each with step_s_band and mfu_band, and beyond_envelope when its MFU is above what validated runs of this model size reached: mfu_reached), the job's band, the space size and the rejected plans by reason.",
         "operationId": "searchPlans",
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlanRequest"}}}},
         "responses": {

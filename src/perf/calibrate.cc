@@ -95,28 +95,52 @@ namespace {
 
 bool IsPerf(const PublishedRun& r) { return !IsMemoryMetric(r.metric); }
 
-// Sum over groups of the group's mean squared log error, for the rows of one family.
-double Loss(const std::vector<const PublishedRun*>& rows, const Calibration& c) {
+// The prior penalty: the sum over fitted constants with a prior of (deviation / sigma)^2.
+double PriorPenalty(const Calibration& c, const Calibration& center) {
+  double total = 0;
+  for (const CalibrationField& f : CalibrationFields()) {
+    if (!f.fitted_on_runs || !(f.prior_sigma > 0)) continue;
+    double v = c.*(f.member);
+    double m = center.*(f.member);
+    double d = f.prior_log ? std::log(std::max(v, 1e-12) / std::max(m, 1e-12)) : v - m;
+    d /= f.prior_sigma;
+    total += d * d;
+  }
+  return total;
+}
+
+// One row's cost for a log error e: e^2, or Huber's (linear beyond delta, with matching slope).
+double RowCost(double e, double huber_delta) {
+  double a = std::abs(e);
+  if (huber_delta > 0 && a > huber_delta) return huber_delta * (2 * a - huber_delta);
+  return e * e;
+}
+
+// Sum over groups of the group's mean row cost, for the rows of one family, plus the prior
+// penalty around `center`.
+double Loss(const std::vector<const PublishedRun*>& rows, const Calibration& c,
+            const Calibration& center, const CalibrateOptions& options) {
   std::map<std::string, std::pair<double, int>> per_group;
   for (const PublishedRun* r : rows) {
     auto v = ValidateRun(*r, &c);
     double e = 1.0;  // a row that cannot be evaluated costs as much as a 2.7x miss
     if (v.ok() && v->predicted > 0 && std::isfinite(v->predicted)) {
       e = std::log(v->predicted / r->value);
-      e *= e;
     }
     auto& g = per_group[r->group];
-    g.first += e;
+    g.first += RowCost(e, options.huber_delta);
     g.second += 1;
   }
   double total = 0;
   for (const auto& [name, g] : per_group) total += g.first / g.second;
+  if (options.prior_weight > 0) total += options.prior_weight * PriorPenalty(c, center);
   return total;
 }
 
-Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration c, int sweeps) {
-  double loss = Loss(rows, c);
-  for (int sweep = 0; sweep < sweeps; ++sweep) {
+Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration c,
+                      const Calibration& center, const CalibrateOptions& options) {
+  double loss = Loss(rows, c, center, options);
+  for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
     bool improved = false;
     for (const CalibrationField& f : CalibrationFields()) {
       if (!f.fitted_on_runs) continue;
@@ -131,7 +155,7 @@ Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration 
         if (std::abs(cand - v) < 1e-12) continue;
         Calibration trial = c;
         trial.*(f.member) = cand;
-        double l = Loss(rows, trial);
+        double l = Loss(rows, trial, center, options);
         if (l < best_loss - 1e-9) {
           best_loss = l;
           best_v = cand;
@@ -146,6 +170,13 @@ Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration 
     if (!improved) break;
   }
   return c;
+}
+
+// Copies the constants a family shares with others (fitted, not hardware_specific).
+void CopyPooled(const Calibration& from, Calibration* to) {
+  for (const CalibrationField& f : CalibrationFields()) {
+    if (f.fitted_on_runs && !f.hardware_specific) to->*(f.member) = from.*(f.member);
+  }
 }
 
 const char* const kFamilies[] = {"ampere", "hopper", "blackwell"};
@@ -169,11 +200,55 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       p.families.push_back(std::move(f));
     }
   }
-  for (FamilyProfile& f : p.families) {
-    if (!options.families.empty() && std::find(options.families.begin(), options.families.end(),
-                                               f.family) == options.families.end()) {
-      continue;
+  auto performance_rows = [&](std::string_view family) {
+    std::vector<const PublishedRun*> rows;
+    for (const PublishedRun& r : runs) {
+      if (GpuFamilyOf(r) == family && IsPerf(r)) rows.push_back(&r);
     }
+    return rows;
+  };
+  auto wanted = [&](std::string_view family) {
+    return options.families.empty() || std::find(options.families.begin(), options.families.end(),
+                                                 family) != options.families.end();
+  };
+  // The prior's center per family: the defaults, or the start's constants.
+  auto center_of = [&](const FamilyProfile& f) {
+    if (options.prior_is_start) return f.calib;
+    Calibration c = f.calib;
+    const Calibration defaults;
+    for (const CalibrationField& field : CalibrationFields()) {
+      if (field.fitted_on_runs) c.*(field.member) = defaults.*(field.member);
+    }
+    return c;
+  };
+  // Hierarchical families: fit the family with the most rows first; the others' pooled constants
+  // are centred on (and, without rows, take) its fit.
+  const FamilyProfile* reference = nullptr;
+  std::size_t reference_rows = 0;
+  Calibration reference_fit;
+  if (options.pool_families && !options.prior_is_start) {
+    for (const FamilyProfile& f : p.families) {
+      std::size_t n = performance_rows(f.family).size();
+      if (n > reference_rows) {
+        reference_rows = n;
+        reference = &f;
+      }
+    }
+    if (reference != nullptr) {
+      reference_fit = reference->calib;
+      if (wanted(reference->family)) {
+        if (attention != nullptr) {
+          auto fit = FitAttention(*attention, reference->family, &reference_fit);
+          if (!fit.ok() && fit.status().code() != StatusCode::kNotFound) return fit.status();
+        }
+        reference_fit =
+            FitFamily(performance_rows(reference->family), reference_fit, center_of(*reference),
+                      options);
+      }
+    }
+  }
+  for (FamilyProfile& f : p.families) {
+    if (!wanted(f.family)) continue;
     if (attention != nullptr) {
       auto fit = FitAttention(*attention, f.family, &f.calib);
       if (!fit.ok() && fit.status().code() != StatusCode::kNotFound) return fit.status();
@@ -189,8 +264,17 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       f.params_max_b = std::max(f.params_max_b, r.model.TotalParams() / 1e9);
       if (IsPerf(r)) rows.push_back(&r);
     }
+    Calibration center = center_of(f);
+    if (reference != nullptr && &f != reference) {
+      CopyPooled(reference_fit, &center);
+      CopyPooled(reference_fit, &f.calib);  // the descent starts at the center
+    }
     if (rows.empty()) continue;
-    f.calib = FitFamily(rows, f.calib, options.max_sweeps);
+    if (&f == reference) {
+      f.calib = reference_fit;
+    } else {
+      f.calib = FitFamily(rows, f.calib, center, options);
+    }
   }
   return p;
 }
@@ -210,6 +294,7 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
   SystemProfile prior = start;
   const Calibration defaults;
   for (FamilyProfile& f : prior.families) {
+    if (options.prior_is_start) break;  // `start` never saw these runs: folds keep it
     for (const CalibrationField& field : CalibrationFields()) {
       if (field.fitted_on_runs) f.calib.*(field.member) = defaults.*(field.member);
     }

@@ -40,12 +40,35 @@ struct CalibrateOptions {
   // Filled by CalibrateProfile when `bands` is on: cross-validated error per family and
   // sequence range (costs one fit per source group).
   bool bands = true;
+  // MAP instead of plain least squares: the loss adds prior_weight x the sum over fitted
+  // constants of (deviation from the prior's center / CalibrationField::prior_sigma)^2, so a
+  // constant few rows inform stays near what its source says instead of absorbing another
+  // term's error (Blackwell's NVLink efficiency fitted to 0.25 on one source's 10 rows). The
+  // data term is a sum of per-group means, so 1 is one source group's worth of evidence per
+  // sigma^2. Chosen by leave-one-source-out CV (bench/perf/fit_profile --scan prior_weight).
+  double prior_weight = 0;
+  // The prior's center: Calibration's defaults (false: the built-in fit on the published tables
+  // and every CV fold), or `start` (true: `plan calibrate --runs` on a user's handful of runs,
+  // for which the built-in profile is what was known before them; each CV fold then also starts
+  // from `start`, which never saw those runs).
+  bool prior_is_start = false;
+  // Hierarchical families (with prior_is_start false): the family with the most rows is fitted
+  // first, and the other families' constants that are not hardware_specific are centred on its
+  // fit instead of the defaults; a family with no rows (Blackwell when Megatron-Bridge, its only
+  // source, is held out) takes them, so it borrows fitted overheads and overlap shares rather
+  // than falling back to the priors.
+  bool pool_families = false;
+  // Huber loss on each row's log error: squared up to huber_delta, linear beyond (0: squared
+  // throughout), so one source's outlier rows do not drag the constants it shares with others.
+  double huber_delta = 0;
 };
 
-// Least squares on log(predicted / measured) over the performance rows (memory rows are
-// checked, not fitted), each source group weighted equally, by coordinate descent over the
-// fields CalibrationFields() marks fitted_on_runs, starting from `start`. Families without runs
-// keep `start`'s constants (a family missing from `start` copies Hopper's).
+// Least squares (or Huber, options.huber_delta) on log(predicted / measured) over the
+// performance rows (memory rows are checked, not fitted), each source group weighted equally,
+// plus the prior penalty (options.prior_weight), by coordinate descent over the fields
+// CalibrationFields() marks fitted_on_runs, starting from `start`. Families without runs keep
+// `start`'s constants (a family missing from `start` copies Hopper's), except that with
+// options.pool_families they take the pooled constants of the family with the most rows.
 Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const SystemProfile& start,
                                  const std::vector<AttentionPoint>* attention,
                                  const CalibrateOptions& options);
@@ -67,7 +90,8 @@ struct CvReport {
 // fitted constants (CalibrationFields' fitted_on_runs) from their priors, Calibration's defaults,
 // not from `start`: a start fitted on every source (the built-in profile) would carry the held-out
 // source into its own prediction, through constants only it informs (torchtitan's rowwise fp8
-// rate) and through the local minimum the descent settles in. `start` supplies the rest.
+// rate) and through the local minimum the descent settles in. `start` supplies the rest. With
+// options.prior_is_start (a user's runs, which `start` has not seen) the folds start from `start`.
 Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const SystemProfile& start,
                                const std::vector<AttentionPoint>* attention,
                                const CalibrateOptions& options);

@@ -113,8 +113,7 @@ int main(int argc, char** argv) {
     auto runs = LoadPublishedTables(DevTables(dir));
     auto attention = LoadAttentionTable(dir + "/attention.csv");
     if (!runs.ok() || !attention.ok()) {
-      fmt::print(stderr, "{}\n",
-                 (!runs.ok() ? runs.status() : attention.status()).ToString());
+      fmt::print(stderr, "{}\n", (!runs.ok() ? runs.status() : attention.status()).ToString());
       return 1;
     }
     auto set = [](CalibrateOptions* o, std::string_view key, double v) {

@@ -241,9 +241,8 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
           auto fit = FitAttention(*attention, reference->family, &reference_fit);
           if (!fit.ok() && fit.status().code() != StatusCode::kNotFound) return fit.status();
         }
-        reference_fit =
-            FitFamily(performance_rows(reference->family), reference_fit, center_of(*reference),
-                      options);
+        reference_fit = FitFamily(performance_rows(reference->family), reference_fit,
+                                  center_of(*reference), options);
       }
     }
   }
@@ -267,7 +266,7 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
     Calibration center = center_of(f);
     if (reference != nullptr && &f != reference) {
       CopyPooled(reference_fit, &center);
-      CopyPooled(reference_fit, &f.calib);  // the descent starts at the center
+      if (rows.empty()) CopyPooled(reference_fit, &f.calib);
     }
     if (rows.empty()) continue;
     if (&f == reference) {

@@ -172,6 +172,70 @@ Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration 
   return c;
 }
 
+struct JointFamily {
+  std::vector<const PublishedRun*> rows;
+  Calibration* calib;
+  Calibration center;
+};
+
+// One descent over every family with rows: the pooled constants are one value shared by all
+// (scored on the sum of the families' losses), the hardware-specific ones per family.
+void FitJoint(std::vector<JointFamily>& fams, const CalibrateOptions& options) {
+  std::vector<double> loss(fams.size());
+  for (std::size_t i = 0; i < fams.size(); ++i) {
+    loss[i] = Loss(fams[i].rows, *fams[i].calib, fams[i].center, options);
+  }
+  for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
+    bool improved = false;
+    for (const CalibrationField& f : CalibrationFields()) {
+      if (!f.fitted_on_runs) continue;
+      std::vector<std::vector<std::size_t>> sets;
+      if (f.hardware_specific) {
+        for (std::size_t i = 0; i < fams.size(); ++i) sets.push_back({i});
+      } else {
+        sets.emplace_back();
+        for (std::size_t i = 0; i < fams.size(); ++i) sets.back().push_back(i);
+      }
+      for (const auto& set : sets) {
+        double v = (*fams[set[0]].calib).*(f.member);
+        double span = f.max - f.min;
+        std::vector<double> candidates = {v * 0.5,  v * 0.8,         v * 0.9,        v * 0.97,
+                                          v * 1.03, v * 1.1,         v * 1.25,       v * 2,
+                                          f.min,    v + 0.01 * span, v - 0.01 * span};
+        double base = 0;
+        for (std::size_t i : set) base += loss[i];
+        double best_v = v, best_loss = base;
+        std::vector<double> best_parts;
+        for (double cand : candidates) {
+          cand = std::clamp(cand, f.min, f.max);
+          if (std::abs(cand - v) < 1e-12) continue;
+          double l = 0;
+          std::vector<double> parts;
+          for (std::size_t i : set) {
+            Calibration trial = *fams[i].calib;
+            trial.*(f.member) = cand;
+            parts.push_back(Loss(fams[i].rows, trial, fams[i].center, options));
+            l += parts.back();
+          }
+          if (l < best_loss - 1e-9) {
+            best_loss = l;
+            best_v = cand;
+            best_parts = parts;
+          }
+        }
+        if (best_v != v) {
+          for (std::size_t k = 0; k < set.size(); ++k) {
+            (*fams[set[k]].calib).*(f.member) = best_v;
+            loss[set[k]] = best_parts[k];
+          }
+          improved = true;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+}
+
 // Copies the constants a family shares with others (fitted, not hardware_specific).
 void CopyPooled(const Calibration& from, Calibration* to) {
   for (const CalibrationField& f : CalibrationFields()) {
@@ -222,7 +286,7 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
     return c;
   };
   // Hierarchical families: fit the family with the most rows first; the others' pooled constants
-  // are centred on (and, without rows, take) its fit.
+  // start from (and, without rows, take) its fit, and their prior is centred on it.
   const FamilyProfile* reference = nullptr;
   std::size_t reference_rows = 0;
   Calibration reference_fit;
@@ -273,6 +337,28 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       f.calib = reference_fit;
     } else {
       f.calib = FitFamily(rows, f.calib, center, options);
+    }
+  }
+  // Then the pooled constants become one value for every family with rows, fitted on all of
+  // them together (from the reference family's fit); the hardware-specific ones stay per family.
+  if (reference != nullptr) {
+    std::vector<JointFamily> fams;
+    for (FamilyProfile& f : p.families) {
+      if (!wanted(f.family)) continue;
+      std::vector<const PublishedRun*> rows = performance_rows(f.family);
+      if (rows.empty()) continue;
+      Calibration center = center_of(f);
+      if (&f != reference) {
+        CopyPooled(reference_fit, &center);
+        CopyPooled(reference_fit, &f.calib);
+      }
+      fams.push_back({std::move(rows), &f.calib, center});
+    }
+    FitJoint(fams, options);
+    for (FamilyProfile& f : p.families) {
+      if (wanted(f.family) && performance_rows(f.family).empty() && !fams.empty()) {
+        CopyPooled(*fams[0].calib, &f.calib);
+      }
     }
   }
   return p;

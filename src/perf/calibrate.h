@@ -46,9 +46,10 @@ struct CalibrateOptions {
   // term's error (Blackwell's NVLink efficiency fitted to 0.25 on one source's 10 rows). The
   // data term is a sum of per-group means, so 1 is one source group's worth of evidence per
   // sigma^2. Chosen by leave-one-source-out CV (bench/perf/fit_profile --scan prior_weight, with
-  // pool_families): 0 / 0.0003 / 0.001 / 0.003 gave CV 11.0 / 11.3 / 10.6 / 10.5 % but in-sample
-  // p90 13.9 / 14.3 / 15.0 / 15.4 %, and on a user's handful of runs (calibrate_test's splits of
-  // five Hopper sources) shrinking toward the start helped two and hurt three, so it is off: the
+  // families pooled by center only, before the joint fit): 0 / 0.0003 / 0.001 / 0.003 gave CV
+  // 11.0 / 11.3 / 10.6 / 10.5 % but in-sample p90 13.9 / 14.3 / 15.0 / 15.4 %, and on a user's
+  // handful of runs (splits of five Hopper sources, fit on 5-8 rows, predict the rest) shrinking
+  // toward the start helped two and hurt three (IBM's Ethernet rows 5 -> 18 %), so it is off: the
   // priors' centers (Calibration's defaults) are not estimates for every constant (fp8 1.0 is a
   // floor, TP overlap 0 the pre-userbuffer value; those two have no prior width).
   double prior_weight = 0;
@@ -57,16 +58,20 @@ struct CalibrateOptions {
   // for which the built-in profile is what was known before them; each CV fold then also starts
   // from `start`, which never saw those runs).
   bool prior_is_start = false;
-  // Hierarchical families (with prior_is_start false): the family with the most rows is fitted
-  // first, and the other families' constants that are not hardware_specific are centred on its
-  // fit instead of the defaults; a family with no rows (Blackwell when Megatron-Bridge, its only
-  // source, is held out) takes them, so it borrows fitted overheads and overlap shares rather
-  // than falling back to the priors. A family with rows starts its descent from `start` as
-  // before. CV 11.5 -> 11.0 % (Megatron-Bridge 14.4 -> 8.8 %); in-sample unchanged (7.3 %).
+  // Hierarchical families (with prior_is_start false): the constants that are not
+  // hardware_specific (overheads, overlap shares, fp8 rates, efficiencies: properties of the
+  // software stacks, which the families share) are one value for every family with rows, fitted
+  // on all their rows together, each family's rows scored with its own hardware-specific
+  // constants; the descent starts from the fit of the family with the most rows, and a family
+  // with no rows (Blackwell when Megatron-Bridge, its only source, is held out) takes the shared
+  // values rather than the priors. bench/perf/fit_profile --scan: CV 11.5 -> 9.8 % (torchtitan
+  // 24.1 -> 18.2, Megatron-Bridge 14.4 -> 9.0, ibm-fsdp 19.8 -> 22.7 %); in-sample mean 7.3 ->
+  // 7.4 %, p90 13.9 -> 14.9 %, 0 runs out of memory either way.
   bool pool_families = true;
   // Huber loss on each row's log error: squared up to huber_delta, linear beyond (0: squared
   // throughout), so one source's outlier rows do not drag the constants it shares with others.
-  // Off: 0.05 / 0.1 / 0.2 gave CV 11.5 / 11.4 / 11.4 % against 11.0 % with squares (pooled).
+  // Off: 0.05 / 0.1 / 0.2 gave CV 11.5 / 11.4 / 11.4 % against 11.0 % with squares (families
+  // pooled by center only, before the joint fit).
   double huber_delta = 0;
 };
 
@@ -75,7 +80,8 @@ struct CalibrateOptions {
 // plus the prior penalty (options.prior_weight), by coordinate descent over the fields
 // CalibrationFields() marks fitted_on_runs, starting from `start`. Families without runs keep
 // `start`'s constants (a family missing from `start` copies Hopper's), except that with
-// options.pool_families they take the pooled constants of the family with the most rows.
+// options.pool_families the constants that are not hardware-specific are fitted jointly over
+// every family with rows and a family without rows takes them.
 Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const SystemProfile& start,
                                  const std::vector<AttentionPoint>* attention,
                                  const CalibrateOptions& options);

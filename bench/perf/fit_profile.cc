@@ -9,12 +9,19 @@
 //   `baton plan search` ranks them)
 //   fit_profile DATA_DIR --rows PREFIX [PROFILE.yaml]   (the step breakdown of every row whose
 //   id starts with PREFIX: where the estimate's time goes, to find what a miss points at)
+//   fit_profile DATA_DIR --scan KEY V1,V2,... [KEY=V ...]   (for each value of one calibration
+//   option, KEY one of prior_weight, huber_delta, pool_families, max_sweeps, the others fixed
+//   at their defaults or KEY=V: the in-sample error of the fit and its leave-one-source-out
+//   CV, overall and per source; how CalibrateOptions' defaults are chosen)
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <string>
+#include <string_view>
 
 #include "perf/calibrate.h"
 #include "perf/search.h"
@@ -110,6 +117,72 @@ int main(int argc, char** argv) {
           ToGiB(e.memory.usable), ToGiB(e.memory.weights), ToGiB(e.memory.gradients),
           ToGiB(e.memory.optimizer), ToGiB(e.memory.activations), ToGiB(e.memory.buffers),
           PlanToString(v->plan));
+    }
+    return 0;
+  }
+  if (std::strcmp(argv[2], "--scan") == 0 && argc >= 5) {
+    auto runs = LoadPublishedTables(DevTables(dir));
+    auto attention = LoadAttentionTable(dir + "/attention.csv");
+    if (!runs.ok() || !attention.ok()) {
+      fmt::print(stderr, "{}\n", (!runs.ok() ? runs.status() : attention.status()).ToString());
+      return 1;
+    }
+    auto set = [](CalibrateOptions* o, std::string_view key, double v) {
+      if (key == "prior_weight") {
+        o->prior_weight = v;
+      } else if (key == "huber_delta") {
+        o->huber_delta = v;
+      } else if (key == "pool_families") {
+        o->pool_families = v != 0;
+      } else if (key == "max_sweeps") {
+        o->max_sweeps = static_cast<int>(v);
+      } else {
+        return false;
+      }
+      return true;
+    };
+    CalibrateOptions base;
+    base.bands = false;
+    for (int i = 5; i < argc; ++i) {
+      std::string_view kv = argv[i];
+      std::size_t eq = kv.find('=');
+      if (eq == std::string_view::npos ||
+          !set(&base, kv.substr(0, eq), std::atof(std::string(kv.substr(eq + 1)).c_str()))) {
+        fmt::print(stderr, "bad option '{}'\n", kv);
+        return 2;
+      }
+    }
+    std::string values = argv[4];
+    std::size_t pos = 0;
+    while (pos <= values.size()) {
+      std::size_t comma = values.find(',', pos);
+      if (comma == std::string::npos) comma = values.size();
+      double v = std::atof(values.substr(pos, comma - pos).c_str());
+      pos = comma + 1;
+      CalibrateOptions o = base;
+      if (!set(&o, argv[3], v)) {
+        fmt::print(stderr, "unknown option '{}'\n", argv[3]);
+        return 2;
+      }
+      auto fitted = FitProfile(*runs, BuiltinProfile(), &*attention, o);
+      auto cv = CrossValidate(*runs, BuiltinProfile(), &*attention, o);
+      if (!fitted.ok() || !cv.ok()) {
+        fmt::print(stderr, "{}\n", (!fitted.ok() ? fitted.status() : cv.status()).ToString());
+        return 1;
+      }
+      auto in = RunValidationWithProfile(*runs, *fitted);
+      if (!in.ok()) {
+        fmt::print(stderr, "{}\n", in.status().ToString());
+        return 1;
+      }
+      std::string groups;
+      for (const CvGroup& g : cv->groups) {
+        groups += fmt::format(" {} {:.1f}", g.group, 100 * g.mae);
+      }
+      fmt::print("{}={:g}: in-sample {:.1f}/{:.1f}/{:.1f}% oom {} | cv {:.1f}% max {:.1f}% |{}\n",
+                 argv[3], v, 100 * in->perf_mae, 100 * in->perf_p90, 100 * in->perf_max,
+                 in->oom_rows, 100 * cv->mae, 100 * cv->max, groups);
+      std::fflush(stdout);
     }
     return 0;
   }

@@ -497,6 +497,9 @@ Status RunCalibrate(const PlanOptions& o) {
   perf::CalibrateOptions copts;
   copts.bands = !o.no_bands;
   copts.name = o.out_file;
+  // A user's own runs (--runs): the start profile has not seen them, so the fit's prior and every
+  // CV fold start from it rather than from the defaults (the dev tables' built-in fit saw them).
+  copts.prior_is_start = !o.runs_file.empty();
   for (std::string_view f : Split(o.families, ',')) {
     if (!Trim(f).empty()) copts.families.emplace_back(Trim(f));
   }

@@ -95,28 +95,52 @@ namespace {
 
 bool IsPerf(const PublishedRun& r) { return !IsMemoryMetric(r.metric); }
 
-// Sum over groups of the group's mean squared log error, for the rows of one family.
-double Loss(const std::vector<const PublishedRun*>& rows, const Calibration& c) {
+// The prior penalty: the sum over fitted constants with a prior of (deviation / sigma)^2.
+double PriorPenalty(const Calibration& c, const Calibration& center) {
+  double total = 0;
+  for (const CalibrationField& f : CalibrationFields()) {
+    if (!f.fitted_on_runs || !(f.prior_sigma > 0)) continue;
+    double v = c.*(f.member);
+    double m = center.*(f.member);
+    double d = f.prior_log ? std::log(std::max(v, 1e-12) / std::max(m, 1e-12)) : v - m;
+    d /= f.prior_sigma;
+    total += d * d;
+  }
+  return total;
+}
+
+// One row's cost for a log error e: e^2, or Huber's (linear beyond delta, with matching slope).
+double RowCost(double e, double huber_delta) {
+  double a = std::abs(e);
+  if (huber_delta > 0 && a > huber_delta) return huber_delta * (2 * a - huber_delta);
+  return e * e;
+}
+
+// Sum over groups of the group's mean row cost, for the rows of one family, plus the prior
+// penalty around `center`.
+double Loss(const std::vector<const PublishedRun*>& rows, const Calibration& c,
+            const Calibration& center, const CalibrateOptions& options) {
   std::map<std::string, std::pair<double, int>> per_group;
   for (const PublishedRun* r : rows) {
     auto v = ValidateRun(*r, &c);
     double e = 1.0;  // a row that cannot be evaluated costs as much as a 2.7x miss
     if (v.ok() && v->predicted > 0 && std::isfinite(v->predicted)) {
       e = std::log(v->predicted / r->value);
-      e *= e;
     }
     auto& g = per_group[r->group];
-    g.first += e;
+    g.first += RowCost(e, options.huber_delta);
     g.second += 1;
   }
   double total = 0;
   for (const auto& [name, g] : per_group) total += g.first / g.second;
+  if (options.prior_weight > 0) total += options.prior_weight * PriorPenalty(c, center);
   return total;
 }
 
-Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration c, int sweeps) {
-  double loss = Loss(rows, c);
-  for (int sweep = 0; sweep < sweeps; ++sweep) {
+Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration c,
+                      const Calibration& center, const CalibrateOptions& options) {
+  double loss = Loss(rows, c, center, options);
+  for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
     bool improved = false;
     for (const CalibrationField& f : CalibrationFields()) {
       if (!f.fitted_on_runs) continue;
@@ -131,7 +155,7 @@ Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration 
         if (std::abs(cand - v) < 1e-12) continue;
         Calibration trial = c;
         trial.*(f.member) = cand;
-        double l = Loss(rows, trial);
+        double l = Loss(rows, trial, center, options);
         if (l < best_loss - 1e-9) {
           best_loss = l;
           best_v = cand;
@@ -146,6 +170,111 @@ Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration 
     if (!improved) break;
   }
   return c;
+}
+
+struct JointFamily {
+  std::vector<const PublishedRun*> rows;
+  Calibration* calib;
+  Calibration center;
+};
+
+// One descent over every family with rows: the pooled constants are one value shared by all
+// (scored on the sum of the families' losses), the hardware-specific ones per family.
+void FitJoint(std::vector<JointFamily>& fams, const CalibrateOptions& options) {
+  std::vector<double> loss(fams.size());
+  for (std::size_t i = 0; i < fams.size(); ++i) {
+    loss[i] = Loss(fams[i].rows, *fams[i].calib, fams[i].center, options);
+  }
+  for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
+    bool improved = false;
+    for (const CalibrationField& f : CalibrationFields()) {
+      if (!f.fitted_on_runs) continue;
+      std::vector<std::vector<std::size_t>> sets;
+      if (f.hardware_specific) {
+        for (std::size_t i = 0; i < fams.size(); ++i) sets.push_back({i});
+      } else {
+        sets.emplace_back();
+        for (std::size_t i = 0; i < fams.size(); ++i) sets.back().push_back(i);
+      }
+      for (const auto& set : sets) {
+        double v = (*fams[set[0]].calib).*(f.member);
+        double span = f.max - f.min;
+        std::vector<double> candidates = {v * 0.5,  v * 0.8,         v * 0.9,        v * 0.97,
+                                          v * 1.03, v * 1.1,         v * 1.25,       v * 2,
+                                          f.min,    v + 0.01 * span, v - 0.01 * span};
+        double base = 0;
+        for (std::size_t i : set) base += loss[i];
+        double best_v = v, best_loss = base;
+        std::vector<double> best_parts;
+        for (double cand : candidates) {
+          cand = std::clamp(cand, f.min, f.max);
+          if (std::abs(cand - v) < 1e-12) continue;
+          double l = 0;
+          std::vector<double> parts;
+          for (std::size_t i : set) {
+            Calibration trial = *fams[i].calib;
+            trial.*(f.member) = cand;
+            parts.push_back(Loss(fams[i].rows, trial, fams[i].center, options));
+            l += parts.back();
+          }
+          if (l < best_loss - 1e-9) {
+            best_loss = l;
+            best_v = cand;
+            best_parts = parts;
+          }
+        }
+        if (best_v != v) {
+          for (std::size_t k = 0; k < set.size(); ++k) {
+            (*fams[set[k]].calib).*(f.member) = best_v;
+            loss[set[k]] = best_parts[k];
+          }
+          improved = true;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+}
+
+// Copies the constants a family shares with others (fitted, not hardware_specific).
+void CopyPooled(const Calibration& from, Calibration* to) {
+  for (const CalibrationField& f : CalibrationFields()) {
+    if (f.fitted_on_runs && !f.hardware_specific) to->*(f.member) = from.*(f.member);
+  }
+}
+
+// The validated envelope in MFU: the speed each run reached as published, counted in the
+// model's FLOPs and peak (the estimate's MFU scaled by the row's error: a time metric's error is
+// the estimate's time over the published one, a rate metric's the inverse), kept as the highest
+// MFU of the runs of at least each size (FamilyProfile::mfu_envelope).
+void SetMfuEnvelope(const std::vector<const PublishedRun*>& rows, FamilyProfile* f) {
+  std::map<double, double> by_size;  // params_b -> highest MFU reached at that size
+  SystemProfile one;
+  one.families.push_back(*f);
+  for (const PublishedRun* r : rows) {
+    auto v = ValidateRunWithProfile(*r, one);
+    if (!v.ok() || !v->estimate.feasible() || !(1 + v->error > 0)) continue;
+    double reached = r->metric == Metric::kIterationTime ? v->estimate.mfu * (1 + v->error)
+                                                         : v->estimate.mfu / (1 + v->error);
+    double& best = by_size[std::round(r->model.TotalParams() / 1e8) / 10];
+    best = std::max(best, reached);
+  }
+  // From the largest model down, keep a size only where the running maximum rises.
+  f->mfu_envelope.clear();
+  double running = 0;
+  for (auto it = by_size.rbegin(); it != by_size.rend(); ++it) {
+    if (it->second > running) {
+      running = it->second;
+      f->mfu_envelope.emplace_back(it->first, running);
+    }
+  }
+  std::reverse(f->mfu_envelope.begin(), f->mfu_envelope.end());
+  // A profile holds at most 64 entries; dropping the smallest sizes only makes the check
+  // stricter for small models.
+  constexpr std::size_t kMaxEnvelope = 64;
+  if (f->mfu_envelope.size() > kMaxEnvelope) {
+    f->mfu_envelope.erase(f->mfu_envelope.begin(), f->mfu_envelope.end() - kMaxEnvelope);
+  }
 }
 
 const char* const kFamilies[] = {"ampere", "hopper", "blackwell"};
@@ -170,11 +299,54 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       p.families.push_back(std::move(f));
     }
   }
-  for (FamilyProfile& f : p.families) {
-    if (!options.families.empty() && std::find(options.families.begin(), options.families.end(),
-                                               f.family) == options.families.end()) {
-      continue;
+  auto performance_rows = [&](std::string_view family) {
+    std::vector<const PublishedRun*> rows;
+    for (const PublishedRun& r : runs) {
+      if (GpuFamilyOf(r) == family && IsPerf(r)) rows.push_back(&r);
     }
+    return rows;
+  };
+  auto wanted = [&](std::string_view family) {
+    return options.families.empty() || std::find(options.families.begin(), options.families.end(),
+                                                 family) != options.families.end();
+  };
+  // The prior's center per family: the defaults, or the start's constants.
+  auto center_of = [&](const FamilyProfile& f) {
+    if (options.prior_is_start) return f.calib;
+    Calibration c = f.calib;
+    const Calibration defaults;
+    for (const CalibrationField& field : CalibrationFields()) {
+      if (field.fitted_on_runs) c.*(field.member) = defaults.*(field.member);
+    }
+    return c;
+  };
+  // Hierarchical families: fit the family with the most rows first; the others' pooled constants
+  // start from (and, without rows, take) its fit, and their prior is centred on it.
+  const FamilyProfile* reference = nullptr;
+  std::size_t reference_rows = 0;
+  Calibration reference_fit;
+  if (options.pool_families && !options.prior_is_start) {
+    for (const FamilyProfile& f : p.families) {
+      std::size_t n = performance_rows(f.family).size();
+      if (n > reference_rows) {
+        reference_rows = n;
+        reference = &f;
+      }
+    }
+    if (reference != nullptr) {
+      reference_fit = reference->calib;
+      if (wanted(reference->family)) {
+        if (attention != nullptr) {
+          auto fit = FitAttention(*attention, reference->family, &reference_fit);
+          if (!fit.ok() && fit.status().code() != StatusCode::kNotFound) return fit.status();
+        }
+        reference_fit = FitFamily(performance_rows(reference->family), reference_fit,
+                                  center_of(*reference), options);
+      }
+    }
+  }
+  for (FamilyProfile& f : p.families) {
+    if (!wanted(f.family)) continue;
     if (attention != nullptr) {
       auto fit = FitAttention(*attention, f.family, &f.calib);
       if (!fit.ok() && fit.status().code() != StatusCode::kNotFound) return fit.status();
@@ -190,39 +362,45 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       f.params_max_b = std::max(f.params_max_b, r.model.TotalParams() / 1e9);
       if (IsPerf(r)) rows.push_back(&r);
     }
-    if (rows.empty()) continue;
-    f.calib = FitFamily(rows, f.calib, options.max_sweeps);
-    // The validated envelope in MFU: the speed each run reached as published, counted in the
-    // model's FLOPs and peak (the estimate's MFU scaled by the row's error: a time metric's
-    // error is the estimate's time over the published one, a rate metric's the inverse), kept
-    // as the highest MFU of the runs of at least each size (FamilyProfile::mfu_envelope).
-    std::map<double, double> by_size;  // params_b -> highest MFU reached at that size
-    SystemProfile one;
-    one.families.push_back(f);
-    for (const PublishedRun* r : rows) {
-      auto v = ValidateRunWithProfile(*r, one);
-      if (!v.ok() || !v->estimate.feasible() || !(1 + v->error > 0)) continue;
-      double reached = r->metric == Metric::kIterationTime ? v->estimate.mfu * (1 + v->error)
-                                                           : v->estimate.mfu / (1 + v->error);
-      double& best = by_size[std::round(r->model.TotalParams() / 1e8) / 10];
-      best = std::max(best, reached);
+    Calibration center = center_of(f);
+    if (reference != nullptr && &f != reference) {
+      CopyPooled(reference_fit, &center);
+      if (rows.empty()) CopyPooled(reference_fit, &f.calib);
     }
-    // From the largest model down, keep a size only where the running maximum rises.
-    f.mfu_envelope.clear();
-    double running = 0;
-    for (auto it = by_size.rbegin(); it != by_size.rend(); ++it) {
-      if (it->second > running) {
-        running = it->second;
-        f.mfu_envelope.emplace_back(it->first, running);
+    if (rows.empty()) continue;
+    if (&f == reference) {
+      f.calib = reference_fit;
+    } else {
+      f.calib = FitFamily(rows, f.calib, center, options);
+    }
+  }
+  // Then the pooled constants become one value for every family with rows, fitted on all of
+  // them together (from the reference family's fit); the hardware-specific ones stay per family.
+  if (reference != nullptr) {
+    std::vector<JointFamily> fams;
+    for (FamilyProfile& f : p.families) {
+      if (!wanted(f.family)) continue;
+      std::vector<const PublishedRun*> rows = performance_rows(f.family);
+      if (rows.empty()) continue;
+      Calibration center = center_of(f);
+      if (&f != reference) {
+        CopyPooled(reference_fit, &center);
+        CopyPooled(reference_fit, &f.calib);
+      }
+      fams.push_back({std::move(rows), &f.calib, center});
+    }
+    FitJoint(fams, options);
+    for (FamilyProfile& f : p.families) {
+      if (wanted(f.family) && performance_rows(f.family).empty() && !fams.empty()) {
+        CopyPooled(*fams[0].calib, &f.calib);
       }
     }
-    std::reverse(f.mfu_envelope.begin(), f.mfu_envelope.end());
-    // A profile holds at most 64 entries; dropping the smallest sizes only makes the check
-    // stricter for small models.
-    constexpr std::size_t kMaxEnvelope = 64;
-    if (f.mfu_envelope.size() > kMaxEnvelope) {
-      f.mfu_envelope.erase(f.mfu_envelope.begin(), f.mfu_envelope.end() - kMaxEnvelope);
-    }
+  }
+  // The envelopes are built from the final constants, after the pooled fit.
+  for (FamilyProfile& f : p.families) {
+    if (!wanted(f.family)) continue;
+    std::vector<const PublishedRun*> rows = performance_rows(f.family);
+    if (!rows.empty()) SetMfuEnvelope(rows, &f);
   }
   return p;
 }
@@ -242,6 +420,7 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
   SystemProfile prior = start;
   const Calibration defaults;
   for (FamilyProfile& f : prior.families) {
+    if (options.prior_is_start) break;  // `start` never saw these runs: folds keep it
     for (const CalibrationField& field : CalibrationFields()) {
       if (field.fitted_on_runs) f.calib.*(field.member) = defaults.*(field.member);
     }

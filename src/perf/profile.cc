@@ -27,32 +27,50 @@ namespace {
 // a median error of +7.4 / +2.8 / +0.7 / -1.8 %); NCCL collectives at most 0.85 of NVLink
 // (nccl-tests all-reduce bus bandwidth: ~230-240 of 300 GB/s on DGX A100, ~370 of 450 on DGX
 // H100) and 0.95 of the NIC line rate (InfiniBand / RoCE protocol overhead).
+// Prior widths (CalibrationField::prior_sigma; the prior is centred on Calibration's defaults,
+// or on the start profile for `plan calibrate --runs`), each the spread of what the constant's
+// source reports, so the penalty only pulls a constant that few rows inform: gemm_peak_fraction
+// 15 % (cuBLAS large-GEMM sweeps: A100 0.80-0.85, H100 0.70-0.76 of dense peak); gemm_half_dim
+// and gemm_half_tokens 256 / 512 (the curves' half points in vTrain's and the Megatron papers'
+// sweeps, 0-400 and 0-700); fp8 rates 20 % / 25 % (Transformer Engine's and torchao's end-to-end
+// fp8 speedups, 1.2-1.7x; rowwise is reported both slower and faster than bf16); per-layer and
+// per-step overheads 0.5 / 5 ms (100 kernel launches of ~5 us; the vTrain bound above); NVLink
+// and InfiniBand efficiencies 15 % (nccl-tests bus bandwidth, 0.75-0.9 of line rate); Ethernet
+// 40 % (general-purpose RoCE fabrics without adaptive routing reach 0.4-0.9); overlap shares
+// 0.3 (0.3-1.0 across stacks) and TP overlap 0.4 (0 without userbuffers to ~0.9 with them).
+// Hardware-specific (not pooled across families): the GEMM half points (they grow with a part's
+// SM count and rate) and NVLink efficiency (NVLink 3 / 4 / 5 and the NVL72 switch differ).
 constexpr std::array<CalibrationField, 24> kFields = {{
-    {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true},
-    {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true},
-    {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true},
-    {"fp8_gemm_speedup", &Calibration::fp8_gemm_speedup, 1.0, 2.0, true},
-    {"fp8_rowwise_gemm_speedup", &Calibration::fp8_rowwise_gemm_speedup, 0.5, 2.0, true},
+    {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true, 0.15, true, false},
+    {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true, 256, false, true},
+    {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true, 512, false, true},
+    {"fp8_gemm_speedup", &Calibration::fp8_gemm_speedup, 1.0, 2.0, true, 0, true, false},
+    {"fp8_rowwise_gemm_speedup", &Calibration::fp8_rowwise_gemm_speedup, 0.5, 2.0, true, 0.25, true,
+     false},
     {"flash_attention_fraction", &Calibration::flash_attention_fraction, 0.05, 1.0, false},
     {"flash_half_length", &Calibration::flash_half_length, 0, 8192, false},
     {"flash_half_head_dim", &Calibration::flash_half_head_dim, 0, 512, false},
-    {"layer_overhead_s", &Calibration::layer_overhead_s, 0, 0.01, true},
+    {"layer_overhead_s", &Calibration::layer_overhead_s, 0, 0.01, true, 0.0005, false, false},
     {"host_layer_pass_s", &Calibration::host_layer_pass_s, 0, 0.01, false},
     {"collective_overhead_s", &Calibration::collective_overhead_s, 0, 0.01, false},
-    {"step_overhead_s", &Calibration::step_overhead_s, 0, 0.01, true},
+    {"step_overhead_s", &Calibration::step_overhead_s, 0, 0.01, true, 0.005, false, false},
     {"hbm_efficiency", &Calibration::hbm_efficiency, 0.1, 1.0, false},
-    {"nvlink_efficiency", &Calibration::nvlink_efficiency, 0.1, 0.85, true},
-    {"network_efficiency", &Calibration::network_efficiency, 0.1, 0.95, true},
-    {"ethernet_efficiency", &Calibration::ethernet_efficiency, 0.1, 0.95, true},
-    {"dp_overlap_fraction", &Calibration::dp_overlap_fraction, 0, 1.0, true},
-    {"tp_overlap_fraction", &Calibration::tp_overlap_fraction, 0, 1.0, true},
+    {"nvlink_efficiency", &Calibration::nvlink_efficiency, 0.1, 0.85, true, 0.15, true, true},
+    {"network_efficiency", &Calibration::network_efficiency, 0.1, 0.95, true, 0.15, true, false},
+    {"ethernet_efficiency", &Calibration::ethernet_efficiency, 0.1, 0.95, true, 0.4, true, false},
+    {"dp_overlap_fraction", &Calibration::dp_overlap_fraction, 0, 1.0, true, 0.3, false, false},
+    {"tp_overlap_fraction", &Calibration::tp_overlap_fraction, 0, 1.0, true, 0, false, false},
     {"hbm_reserved_gib", &Calibration::hbm_reserved_gib, 0, 64, false},
     {"hbm_fragmentation", &Calibration::hbm_fragmentation, 0, 0.5, false},
-    {"fsdp_overlap_fraction", &Calibration::fsdp_overlap_fraction, 0, 1.0, true},
+    {"fsdp_overlap_fraction", &Calibration::fsdp_overlap_fraction, 0, 1.0, true, 0.3, false, false},
     {"fp8_weight_bytes", &Calibration::fp8_weight_bytes, 0, 4, false},
     // Physical range: 1/3 dynamic power alone, up to the 1.2 measured on a deep cap (system.h).
-    {"power_cap_exponent", &Calibration::power_cap_exponent, 0.33, 1.25, true},
-    {"async_tp_overlap_fraction", &Calibration::async_tp_overlap_fraction, 0, 1.0, true},
+    // Prior width 0.3 (the 1/3 of dynamic power alone to the 1.2 measured); a property of the
+    // part's power management, so not pooled across families.
+    {"power_cap_exponent", &Calibration::power_cap_exponent, 0.33, 1.25, true, 0.3, false, true},
+    // Prior width 0.3, like the other overlap shares.
+    {"async_tp_overlap_fraction", &Calibration::async_tp_overlap_fraction, 0, 1.0, true, 0.3, false,
+     false},
 }};
 
 constexpr std::size_t kMaxProfileBytes = 1 << 16;

@@ -28,6 +28,15 @@ struct CalibrationField {
   double min;
   double max;
   bool fitted_on_runs;
+  // The Gaussian prior `plan calibrate` puts on a fitted constant (CalibrateOptions::
+  // prior_weight): its width, on log(value / center) when prior_log (constants that scale a rate
+  // and cannot reach 0), else in the constant's own units; 0 = no prior (plain least squares).
+  double prior_sigma = 0;
+  bool prior_log = false;
+  // A property of the GPU family's silicon or links (GEMM shapes, NVLink generation) rather than
+  // of the software stack (overheads, overlap shares): not pooled across families
+  // (CalibrateOptions::pool_families).
+  bool hardware_specific = false;
 };
 std::span<const CalibrationField> CalibrationFields();
 

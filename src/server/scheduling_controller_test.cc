@@ -186,29 +186,38 @@ TEST(ControllerTest, EveryCycleIsRecordedInTheHistory) {
   Api api(d.port());
   std::int64_t id = api.Submit(R"({"name": "llm", "gpus": 16, "estimated_runtime_s": 50})");
   ASSERT_TRUE(WaitFor([&] { return api.State(id) == "succeeded"; })) << api.State(id);
-  auto lines = SqliteJobStore::ReadHistory((dir / "baton.db").string(), 0, 10000);
-  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
-  std::string text = sched::history::HeaderLine() + "\n";
-  for (const HistoryLine& l : *lines) text += l.text + "\n";
-  std::istringstream in(text);
-  sched::history::Reader reader(in, "history");
+  // The job reads succeeded as soon as the executor reports it; the cycle that consumes the
+  // finish event is recorded after, so read the history until it holds that cycle.
   int runs = 0, submits = 0, finishes = 0;
   std::optional<sched::history::Placed> placed;
-  while (true) {
-    auto item = reader.Next();
-    ASSERT_TRUE(item.ok()) << item.status().ToString();
-    if (!item->has_value()) break;
-    if (std::holds_alternative<sched::history::Reader::RunStart>(**item)) {
-      ++runs;
-      continue;
+  std::string error;
+  auto scan = [&] {
+    runs = submits = finishes = 0;
+    placed.reset();
+    auto lines = SqliteJobStore::ReadHistory((dir / "baton.db").string(), 0, 10000);
+    if (!lines.ok()) return error = lines.status().ToString(), false;
+    std::string text = sched::history::HeaderLine() + "\n";
+    for (const HistoryLine& l : *lines) text += l.text + "\n";
+    std::istringstream in(text);
+    sched::history::Reader reader(in, "history");
+    while (true) {
+      auto item = reader.Next();
+      if (!item.ok()) return error = item.status().ToString(), false;
+      if (!item->has_value()) break;
+      if (std::holds_alternative<sched::history::Reader::RunStart>(**item)) {
+        ++runs;
+        continue;
+      }
+      const auto& c = std::get<sched::history::Reader::CycleRead>(**item).cycle;
+      for (const sched::Event& e : c.events) {
+        submits += e.kind == sched::Event::Kind::kSubmit && e.job.gpus == 16;
+        finishes += e.kind == sched::Event::Kind::kFinish;
+      }
+      if (!c.binds.empty()) placed = c.binds.front();
     }
-    const auto& c = std::get<sched::history::Reader::CycleRead>(**item).cycle;
-    for (const sched::Event& e : c.events) {
-      submits += e.kind == sched::Event::Kind::kSubmit && e.job.gpus == 16;
-      finishes += e.kind == sched::Event::Kind::kFinish;
-    }
-    if (!c.binds.empty()) placed = c.binds.front();
-  }
+    return finishes > 0;
+  };
+  ASSERT_TRUE(WaitFor(scan)) << error;
   EXPECT_EQ(runs, 1);
   EXPECT_EQ(submits, 1);
   EXPECT_EQ(finishes, 1);

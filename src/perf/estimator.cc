@@ -458,8 +458,13 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double cast_bwd_extra = ls_dense * (cast_bwd_dense - 2 * cast_fwd_dense) +
                                 ls_moe * (cast_bwd_moe - 2 * cast_fwd_moe) +
                                 stage_layers * (torch_cp_bwd - 2 * torch_cp_fwd);
-  double logits_fwd = 2 * tokens * h * vocab / t / gemm_rate(std::min(h, vocab / t)) +
-                      12 * tokens * vocab / t / hbm;
+  // The output layer stays in 16 bits under every fp8 recipe: Megatron-Core's output layer is a
+  // plain ColumnParallelLinear outside Transformer Engine's fp8 autocast, and torchtitan's float8
+  // conversion skips the module named "output" (its filter_fqns). attn_peak is the 16-bit peak.
+  const double logits_peak_ratio = ctx.attn_peak / ctx.gemm_peak;
+  double logits_fwd =
+      2 * tokens * h * vocab / t / (gemm_rate(std::min(h, vocab / t)) * logits_peak_ratio) +
+      12 * tokens * vocab / t / hbm;
   double fwd = layers_fwd + logits_fwd;
   // The backward pass costs twice the forward for every GEMM; a fused attention kernel's costs
   // 2.5 times its forward (FlashAttention-2 recomputes Q K^T and the softmax: 5 matrix products
@@ -532,7 +537,11 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double rc_ep = plan.recompute == Recompute::kFull ? comm_fwd_ep : 0.0;
   double rc_comm = rc_tp + rc_cp + rc_ep;
   double t_fwd = fwd + comm_fwd_tp + comm_fwd_cp + comm_fwd_ep;
-  double t_bwd = bwd + 2 * (comm_fwd_tp + comm_fwd_ep) + comm_bwd_cp + rc + rc_comm;
+  // Megatron's TP backward: without sequence parallelism one all-reduce per block, as the forward
+  // (the conjugate f / g operators); with it, the conjugates of the forward's all-gather and
+  // reduce-scatter plus a second all-gather of the saved shard for the weight gradient: 1.5x.
+  const double tp_bwd = plan.sequence_parallel ? 1.5 : 1.0;
+  double t_bwd = bwd + tp_bwd * comm_fwd_tp + 2 * comm_fwd_ep + comm_bwd_cp + rc + rc_comm;
   double t_mb = t_fwd + t_bwd;
   // Launch-bound micro-batches: the host must dispatch every pass of every layer of the stage.
   double passes = 3.0 + (plan.recompute != Recompute::kNone ? 1.0 : 0.0);
@@ -542,7 +551,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   out->micro_batches = micro;
   out->compute = Seconds(mb * (fwd + bwd));
   out->recompute = Seconds(mb * rc);
-  out->tp_comm = Seconds(mb * (3 * comm_fwd_tp + rc_tp));
+  out->tp_comm = Seconds(mb * ((1 + tp_bwd) * comm_fwd_tp + rc_tp));
   out->cp_comm = Seconds(mb * (comm_fwd_cp + comm_bwd_cp + rc_cp));
   out->ep_comm = Seconds(mb * (3 * comm_fwd_ep + rc_ep));
   out->launch = Seconds(mb * launch);

@@ -577,5 +577,43 @@ TEST(EstimatorTest, AsyncTpHidesItsOwnShare) {
   EXPECT_LT(hopper.async_tp_overlap_fraction, hopper.tp_overlap_fraction);
 }
 
+// Megatron's TP backward moves as much as the forward without sequence parallelism and 1.5 times
+// as much with it (the re-gather of the saved shard for the weight gradient), not twice.
+TEST(EstimatorTest, TensorParallelBackwardIsOneOrOneAndAHalfForwards) {
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 1};
+  plan.tp_comm_overlap = false;
+  TrainingSpec t = FlashTraining(64);
+  SystemSpec s = H100s(64);
+  StepEstimate plain = EstimateOf(m, plan, t, s);
+  plan.sequence_parallel = true;
+  StepEstimate sp = EstimateOf(m, plan, t, s);
+  ASSERT_GT(plain.tp_comm.value(), 0);
+  // Same forward traffic either way (2 all-reduces' worth per layer); the backward differs.
+  EXPECT_NEAR(sp.tp_comm.value() / plain.tp_comm.value(), 2.5 / 2.0, 1e-9);
+}
+
+// The output layer runs in 16 bits under fp8: a larger vocabulary adds the same time in fp8 as
+// in bf16, where the transformer layers' GEMMs run at the fp8 rate.
+TEST(EstimatorTest, OutputLayerStaysSixteenBitUnderFp8) {
+  ModelSpec small = Model("llama3-8b");
+  ModelSpec large = small;
+  large.vocab = 8 * small.vocab;
+  ParallelPlan plan{.tp = 1, .dp = 8, .mbs = 1, .zero = 1};
+  SystemSpec s = H100s(8);
+  TrainingSpec bf16 = FlashTraining(8);
+  TrainingSpec fp8 = bf16;
+  fp8.dtype = topo::Dtype::kFp8;
+  auto added = [&](const TrainingSpec& t) {
+    return EstimateOf(large, plan, t, s).compute.value() -
+           EstimateOf(small, plan, t, s).compute.value();
+  };
+  ASSERT_GT(added(bf16), 0);
+  EXPECT_NEAR(added(fp8) / added(bf16), 1.0, 0.02);
+  // ... while the layers themselves do get faster.
+  EXPECT_LT(EstimateOf(small, plan, fp8, s).compute.value(),
+            0.9 * EstimateOf(small, plan, bf16, s).compute.value());
+}
+
 }  // namespace
 }  // namespace baton::perf

@@ -68,10 +68,10 @@ struct CalibrateOptions {
   // values rather than the priors. bench/perf/fit_profile --scan: CV 11.5 -> 9.8 % (torchtitan
   // 24.1 -> 18.2, Megatron-Bridge 14.4 -> 9.0, ibm-fsdp 19.8 -> 22.7 %); in-sample mean 7.3 ->
   // 7.4 %, p90 13.9 -> 14.9 %, 0 runs out of memory either way. Off since the fourth pass's
-  // model changes (async TP, power-cap exponent, HBM2e, torch CP, bf16 Adam state): on that model
-  // `fit_profile data/published --scan pool_families 0,1` gives in-sample 5.9 / 11.7 / 30.6 % and
-  // CV 8.5 % without pooling against 6.2 / 12.5 / 31.0 % and CV 8.8 % with it (Megatron-Bridge
-  // 12.7 -> 7.5 % held out, ibm-fsdp 19.6 -> 22.0 %).
+  // model changes (async TP, power-cap exponent, HBM2e, torch CP, bf16 Adam state, TP backward,
+  // 16-bit output layer): on that model `fit_profile data/published --scan pool_families 0,1`
+  // gives in-sample 5.8 / 11.5 / 28.7 % and CV 8.4 % without pooling against 6.1 / 12.4 / 29.2 %
+  // and CV 8.5 % with it (Megatron-Bridge 12.9 -> 7.5 % held out, ibm-fsdp 18.3 -> 22.2 %).
   bool pool_families = false;
   // Huber loss on each row's log error: squared up to huber_delta, linear beyond (0: squared
   // throughout), so one source's outlier rows do not drag the constants it shares with others.

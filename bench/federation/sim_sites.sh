@@ -9,11 +9,8 @@
 # (default build/release/src/cli/baton, else build/dev/src/cli/baton; 2000 jobs; 45 s; seed 1)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-baton=${1:-}
-if [[ -z $baton ]]; then
-  baton="$root/build/release/src/cli/baton"
-  [[ -x $baton ]] || baton="$root/build/dev/src/cli/baton"
-fi
+source "$root/bench/lib.sh"
+baton=$(bench_baton "$root" "${1:-}")
 jobs=${2:-2000}
 gap=${3:-45}
 seed=${4:-1}

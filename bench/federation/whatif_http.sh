@@ -8,11 +8,8 @@
 # (default build/release/src/cli/baton, else build/dev/src/cli/baton; 600 jobs; 200 asks)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-baton=${1:-}
-if [[ -z $baton ]]; then
-  baton="$root/build/release/src/cli/baton"
-  [[ -x $baton ]] || baton="$root/build/dev/src/cli/baton"
-fi
+source "$root/bench/lib.sh"
+baton=$(bench_baton "$root" "${1:-}")
 jobs=${2:-600}
 asks=${3:-200}
 work=$(mktemp -d -t baton-whatif.XXXXXX)

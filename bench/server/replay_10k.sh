@@ -6,9 +6,6 @@
 # (default build/release/src/cli/baton, else build/dev/src/cli/baton; 10000 jobs; speedup 1000)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-baton=${1:-}
-if [[ -z $baton ]]; then
-  baton="$root/build/release/src/cli/baton"
-  [[ -x $baton ]] || baton="$root/build/dev/src/cli/baton"
-fi
+source "$root/bench/lib.sh"
+baton=$(bench_baton "$root" "${1:-}")
 exec "$root/tests/replay/replay_e2e.sh" "$baton" "$root" "${2:-10000}" "${3:-1000}"

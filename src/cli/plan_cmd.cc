@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -19,6 +21,7 @@
 #include "perf/profile.h"
 #include "perf/report.h"
 #include "perf/search.h"
+#include "perf/stack.h"
 #include "perf/validation.h"
 #include "topology/builders/fabrics.h"
 #include "topology/io/cluster_file.h"
@@ -37,6 +40,9 @@ struct PlanOptions {
   double tokens = 0;
   double price = 0;
   bool no_flash = false;
+  // The software stack (perf/stack.h) by setting name; "" = the default. Map nodes stay put, so
+  // CLI11 can write into them.
+  std::map<std::string, std::string, std::less<>> stack;
   double checkpoint_gbps = 100;
   double mtbf_hours = 24;
   // system
@@ -80,6 +86,13 @@ struct PlanOptions {
 };
 
 void PrintError(const Status& st) { fmt::print(stderr, "error: {}\n", st.ToString()); }
+
+// "cp_attention" -> "--cp-attention".
+std::string StackFlag(std::string_view setting) {
+  std::string flag = "--" + std::string(setting);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
 
 Result<std::vector<int>> ParseGpuList(const std::string& s) {
   std::vector<int> out;
@@ -151,6 +164,10 @@ Result<perf::TrainingSpec> MakeTraining(const PlanOptions& o, const perf::ModelS
   t.tokens_to_train = o.tokens;
   t.dollars_per_gpu_hour = o.price;
   t.flash_attention = !o.no_flash;
+  for (const auto& [name, word] : o.stack) {
+    if (word.empty()) continue;
+    RETURN_IF_ERROR(perf::ApplyStackSetting(name, word, StackFlag(name), &t));
+  }
   if (!(o.checkpoint_gbps > 0)) {
     return InvalidArgumentError("training.checkpoint_gbps: must be > 0");
   }
@@ -254,6 +271,10 @@ void AddModelOptions(CLI::App* c, PlanOptions* o) {
   c->add_option("--tokens", o->tokens, "Tokens to train (for time, GPU-hours and cost)");
   c->add_option("--price", o->price, "$ per GPU-hour");
   c->add_flag("--no-flash-attention", o->no_flash, "Unfused attention (pre-2022 kernels)");
+  for (const perf::StackSetting& s : perf::StackSettings()) {
+    std::string& word = o->stack[std::string(s.name)];
+    c->add_option(StackFlag(s.name), word, fmt::format("{}: {}", s.values, s.help));
+  }
   c->add_option("--checkpoint-gbps", o->checkpoint_gbps, "Checkpoint write bandwidth, GB/s")
       ->capture_default_str();
   c->add_option("--mtbf-hours", o->mtbf_hours, "Mean time between job failures, hours")

@@ -13,6 +13,7 @@
 #include "core/bounded_input.h"
 #include "core/strings.h"
 #include "perf/estimator.h"
+#include "perf/stack.h"
 
 namespace baton::perf {
 namespace {
@@ -20,9 +21,11 @@ namespace {
 using nlohmann::json;
 
 // The fields of the "training" and "plan" objects; a job plan (ParseJobPlan) has them side by side.
+// The stack settings (perf/stack.h) are training fields too.
 constexpr std::string_view kTrainingFields[] = {
-    "global_batch", "global_batch_tokens", "dtype",
-    "tokens",       "price_per_gpu_hour",  "flash_attention"};
+    "global_batch",       "global_batch_tokens", "dtype",   "tokens",
+    "price_per_gpu_hour", "flash_attention",     "grads",   "fp8_recipe",
+    "compiled",           "cp_attention",        "async_tp"};
 constexpr std::string_view kPlanFields[] = {"tp",
                                             "pp",
                                             "dp",
@@ -183,6 +186,18 @@ bool ReadTraining(Reader& r, const json& v, const ModelSpec& model, TrainingSpec
   if (v.contains("flash_attention") &&
       !r.Bool(v["flash_attention"], "training.flash_attention", &out->flash_attention)) {
     return false;
+  }
+  // After dtype: fp8_recipe is only for fp8 runs. A yes/no setting also takes true / false.
+  for (const StackSetting& s : StackSettings()) {
+    if (!v.contains(s.name)) continue;
+    std::string field = fmt::format("training.{}", s.name), word;
+    const json& x = v[std::string(s.name)];
+    if (x.is_boolean() && (s.values == "yes|no" || s.values == "no|yes")) {
+      word = x.get<bool>() ? "yes" : "no";
+    } else if (!r.String(x, field, &word)) {
+      return false;
+    }
+    if (!r.Adopt(ApplyStackSetting(s.name, word, field, out), field)) return false;
   }
   return true;
 }
@@ -420,7 +435,8 @@ Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::stri
                   "unknown field (expected model, a plan field: tp, pp, dp, cp, ep, mbs, vp, "
                   "recompute, sequence_parallel, zero, overlap_dp_comm, uneven_pp, order; or a "
                   "training field: global_batch, global_batch_tokens, dtype, tokens, "
-                  "price_per_gpu_hour, flash_attention)");
+                  "price_per_gpu_hour, flash_attention, grads, fp8_recipe, compiled, "
+                  "cp_attention, async_tp)");
     }
   }
   if (!root.contains("model")) return fail("plan.model", "required");

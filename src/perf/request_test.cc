@@ -1,6 +1,9 @@
 #include "perf/request.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "perf/stack.h"
 
 namespace baton::perf {
 namespace {
@@ -52,6 +55,32 @@ TEST(PlanRequestTest, SearchRestrictsTheDefaultSpace) {
   EXPECT_FALSE(r->space.pp.empty());
 }
 
+TEST(PlanRequestTest, TheStackIsPartOfTraining) {
+  std::string field;
+  auto r = Parse(R"({"model": "llama3-8b", "gpus": 64,
+                     "training": {"dtype": "fp8", "grads": "bf16", "fp8_recipe": "rowwise",
+                                  "compiled": false, "cp_attention": "torch",
+                                  "async_tp": "yes"}})",
+                 PlanQuestion::kSearch, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->training.fp32_grads);
+  EXPECT_EQ(r->training.fp8_recipe, Fp8Recipe::kRowwise);
+  EXPECT_FALSE(r->training.fused_elementwise);
+  EXPECT_EQ(r->training.cp_attention, CpAttention::kTorch);
+  EXPECT_TRUE(r->training.async_tp);
+  // Every stack setting is a training field of the API (and of a job's flat plan).
+  for (const StackSetting& s : StackSettings()) {
+    std::string word(s.values.substr(0, s.values.find('|')));
+    std::string body = fmt::format(
+        R"({{"model": "llama3-8b", "gpus": 8, "training": {{"dtype": "fp8", "{}": "{}"}}}})",
+        s.name, word);
+    EXPECT_TRUE(Parse(body, PlanQuestion::kEstimate, &field).ok()) << body;
+    std::string flat = fmt::format(
+        R"({{"model": "llama3-8b", "dtype": "fp8", "tp": 8, "{}": "{}"}})", s.name, word);
+    EXPECT_TRUE(ParseJobPlan(flat, 8, &field).ok()) << flat;
+  }
+}
+
 struct BadCase {
   const char* body;
   PlanQuestion question;
@@ -95,6 +124,14 @@ TEST(PlanRequestTest, BadRequestsNameTheField) {
        PlanQuestion::kEstimate, "training.global_batch", "not in"},
       {R"({"model": "llama3-8b", "gpus": 8, "training": {"tokens": -5}})", PlanQuestion::kEstimate,
        "training.tokens", ">= 0"},
+      {R"({"model": "llama3-8b", "gpus": 8, "training": {"grads": "fp16"}})",
+       PlanQuestion::kEstimate, "training.grads", "is not fp32, bf16 or bf16-adam"},
+      {R"({"model": "llama3-8b", "gpus": 8, "training": {"fp8_recipe": "rowwise"}})",
+       PlanQuestion::kEstimate, "training.fp8_recipe", "given for a bf16 run"},
+      {R"({"model": "llama3-8b", "gpus": 8, "training": {"cp_attention": 1}})",
+       PlanQuestion::kEstimate, "training.cp_attention", "must be a string"},
+      {R"({"model": "llama3-8b", "gpus": 8, "training": {"grads": true}})", PlanQuestion::kEstimate,
+       "training.grads", "must be a string"},
       {R"({"model": "llama3-8b", "gpus": 8, "search": {"pp": [1, "x"]}})", PlanQuestion::kSearch,
        "search.pp[1]", "integer"},
       {R"({"model": "llama3-8b", "gpus": 8, "search": {"tp": []}})", PlanQuestion::kSearch,

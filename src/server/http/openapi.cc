@@ -369,7 +369,12 @@ std::string_view OpenApiJson() {
           "training": {"type": "object", "additionalProperties": false, "properties": {
             "global_batch": {"type": "integer", "minimum": 1}, "global_batch_tokens": {"type": "number"},
             "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp8"]}, "tokens": {"type": "number", "minimum": 0},
-            "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"}}},
+            "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"},
+            "grads": {"type": "string", "enum": ["fp32", "bf16", "bf16-adam"]},
+            "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise"], "description": "fp8 runs only"},
+            "compiled": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["yes", "no"]}]},
+            "cp_attention": {"type": "string", "enum": ["ring", "torch"]},
+            "async_tp": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["no", "yes"]}]}}},
           "plan": {"type": "object", "description": "estimate only; dp defaults to gpus / (tp*pp*cp)", "additionalProperties": false, "properties": {
             "tp": {"type": "integer"}, "pp": {"type": "integer"}, "dp": {"type": "integer"}, "cp": {"type": "integer"},
             "ep": {"type": "integer"}, "mbs": {"type": "integer"}, "vp": {"type": "integer"},
@@ -445,7 +450,12 @@ std::string_view OpenApiJson() {
           "uneven_pp": {"type": "boolean"}, "order": {"type": "string", "enum": ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"]},
           "global_batch": {"type": "integer", "minimum": 1}, "global_batch_tokens": {"type": "number"},
           "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp8"]}, "tokens": {"type": "number", "minimum": 0},
-          "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"}}
+          "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"},
+          "grads": {"type": "string", "enum": ["fp32", "bf16", "bf16-adam"]},
+          "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise"], "description": "fp8 runs only"},
+          "compiled": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["yes", "no"]}]},
+          "cp_attention": {"type": "string", "enum": ["ring", "torch"]},
+          "async_tp": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["no", "yes"]}]}}
       },
       "TopologyLevel": {"type": "string", "enum": ["gpu", "node", "nvlink-domain", "leaf", "spine", "group", "core"]},
       "Job": {

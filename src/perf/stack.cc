@@ -1,0 +1,112 @@
+#include "perf/stack.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "core/strings.h"
+
+namespace baton::perf {
+namespace {
+
+// A setting with how it reads and writes TrainingSpec: `set` takes the index of the word in
+// `values`, `get` returns it.
+struct Setting {
+  StackSetting info;
+  bool fp8_only;
+  void (*set)(int word, TrainingSpec* t);
+  int (*get)(const TrainingSpec& t);
+};
+
+constexpr std::array<Setting, 5> kSettings{{
+    {{"grads", "fp32|bf16|bf16-adam",
+      "gradients in fp32 (default), bf16 (Megatron-Core DDP), or bf16 with Adam state in bf16 "
+      "(Apex DistributedFusedAdam)"},
+     false,
+     [](int w, TrainingSpec* t) {
+       t->fp32_grads = w == 0;
+       t->bf16_optimizer_state = w == 2;
+     },
+     [](const TrainingSpec& t) { return t.bf16_optimizer_state ? 2 : (t.fp32_grads ? 0 : 1); }},
+    {{"fp8_recipe", "delayed|tensorwise|rowwise",
+      "fp8 scaling: Transformer Engine's delayed (default) or torchao's tensorwise / rowwise"},
+     true,  // the words are in Fp8Recipe's order
+     [](int w, TrainingSpec* t) { t->fp8_recipe = static_cast<Fp8Recipe>(w); },
+     [](const TrainingSpec& t) { return static_cast<int>(t.fp8_recipe); }},
+    {{"compiled", "yes|no",
+      "element-wise ops fused (torch.compile, Transformer Engine, XLA; default) or eager"},
+     false,
+     [](int w, TrainingSpec* t) { t->fused_elementwise = w == 0; },
+     [](const TrainingSpec& t) { return t.fused_elementwise ? 0 : 1; }},
+    {{"cp_attention", "ring|torch",
+      "context-parallel attention: Transformer Engine's ring (default) or PyTorch's "
+      "experimental context_parallel"},
+     false,  // the words are in CpAttention's order
+     [](int w, TrainingSpec* t) { t->cp_attention = static_cast<CpAttention>(w); },
+     [](const TrainingSpec& t) { return static_cast<int>(t.cp_attention); }},
+    {{"async_tp", "no|yes",
+      "TP overlap by PyTorch's async TP (torchtitan) instead of Transformer Engine's userbuffers"},
+     false,
+     [](int w, TrainingSpec* t) { t->async_tp = w == 1; },
+     [](const TrainingSpec& t) { return t.async_tp ? 1 : 0; }},
+}};
+
+constexpr std::array<StackSetting, kSettings.size()> Infos() {
+  std::array<StackSetting, kSettings.size()> out{};
+  for (std::size_t i = 0; i < kSettings.size(); ++i) out[i] = kSettings[i].info;
+  return out;
+}
+constexpr std::array<StackSetting, kSettings.size()> kInfos = Infos();
+
+const Setting* Find(std::string_view name) {
+  for (const Setting& s : kSettings) {
+    if (s.info.name == name) return &s;
+  }
+  return nullptr;
+}
+
+// "a|b|c" -> "a, b or c".
+std::string Expected(std::string_view words) {
+  std::vector<std::string_view> parts = Split(words, '|');
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += i + 1 == parts.size() ? " or " : ", ";
+    out += parts[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const StackSetting> StackSettings() { return kInfos; }
+
+Status ApplyStackSetting(std::string_view name, std::string_view value, std::string_view field,
+                         TrainingSpec* training) {
+  const Setting* s = Find(name);
+  if (s == nullptr) {
+    return InvalidArgumentError(fmt::format("{}: not a stack setting", Printable(field)));
+  }
+  std::vector<std::string_view> words = Split(s->info.values, '|');
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (!EqualsIgnoreCase(words[i], Trim(value))) continue;
+    if (s->fp8_only && training->dtype != topo::Dtype::kFp8) {
+      return InvalidArgumentError(fmt::format("{}: '{}' given for a {} run", Printable(field),
+                                              Printable(value, 64),
+                                              topo::DtypeName(training->dtype)));
+    }
+    s->set(static_cast<int>(i), training);
+    return Status::Ok();
+  }
+  return InvalidArgumentError(fmt::format("{}: '{}' is not {}", Printable(field),
+                                          Printable(value, 64), Expected(s->info.values)));
+}
+
+std::string_view StackSettingValue(std::string_view name, const TrainingSpec& training) {
+  const Setting* s = Find(name);
+  if (s == nullptr) return {};
+  return Split(s->info.values, '|')[static_cast<std::size_t>(s->get(training))];
+}
+
+}  // namespace baton::perf

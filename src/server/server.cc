@@ -71,6 +71,7 @@ Server::~Server() {
 
 int Server::port() const { return impl_->port; }
 JobStore& Server::store() { return *impl_->store; }
+const std::vector<std::string>& Server::routes() const { return impl_->api->routes(); }
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
                                                Controller* controller) {

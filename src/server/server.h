@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/units.h"
@@ -55,6 +56,8 @@ class Server {
 
   int port() const;
   JobStore& store();
+  // The HTTP routes served, as "METHOD shape" (Api::routes).
+  const std::vector<std::string>& routes() const;
 
   // Serves on the calling thread until Shutdown. Returns OK after a requested shutdown.
   Status Serve();

@@ -1039,6 +1039,7 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
   auto routes =
       std::make_shared<Routes>(Routes{*this, server, max_body_bytes, std::move(hooks), {}});
   routes->Install();
+  for (const Routes::Route& r : routes->table) route_names_.push_back(r.method + " " + r.label);
   // httplib keeps the handlers (which capture `routes`) alive.
   server.set_pre_routing_handler([routes](const httplib::Request& req, httplib::Response& res) {
     return routes->PreRoute(req, res);

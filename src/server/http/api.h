@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/controller.h"
 #include "server/http/auth.h"
@@ -53,6 +54,10 @@ class Api {
   // refused body is never read: its connection is closed after the answer.
   void Register(httplib::Server& server, std::size_t max_body_bytes, ConnectionHooks hooks = {});
 
+  // The routes Register installed, as "METHOD shape" ("GET /api/v1/jobs/{id}"), in install order;
+  // what the OpenAPI document must describe (server_test checks it does).
+  const std::vector<std::string>& routes() const { return route_names_; }
+
  private:
   struct Routes;
   JobStore& store_;
@@ -64,6 +69,7 @@ class Api {
   Family<Gauge>& jobs_;
   Family<Counter>& telemetry_;
   std::atomic<int> open_streams_{0};  // dashboard event streams (http/dashboard.h)
+  std::vector<std::string> route_names_;
 };
 
 }  // namespace baton::server

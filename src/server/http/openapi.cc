@@ -333,6 +333,49 @@ std::string_view OpenApiJson() {
         }
       }
     },
+    "/api/v1/whoami": {
+      "get": {
+        "summary": "The caller as the daemon authenticated it: token name, role and tenant",
+        "operationId": "whoami",
+        "responses": {
+          "200": {"description": "The caller", "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"name": {"type": "string"}, "role": {"type": "string", "enum": ["admin", "tenant"]},
+                                             "tenant": {"type": "string"}}}}}},
+          "401": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/cluster": {
+      "get": {
+        "summary": "Every node and GPU and the job holding it, filtered for the caller",
+        "description": "What the dashboard's cluster view draws. Each GPU is the id of the job holding it, 0 when free, or -1 when another tenant's job holds it (admins see every id). jobs maps each visible id to its tenant.",
+        "operationId": "getCluster",
+        "responses": {
+          "200": {"description": "The cluster", "content": {"application/json": {"schema": {
+            "type": "object", "properties": {
+              "name": {"type": "string"}, "gpus": {"type": "integer"}, "gpus_allocated": {"type": "integer"},
+              "nodes": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "path": {"type": "string"}, "domain": {"type": "string"},
+                "health": {"type": "string"}, "admin": {"type": "string"},
+                "gpus": {"type": "array", "items": {"type": "integer"}}}}},
+              "jobs": {"type": "object", "additionalProperties": {"type": "object", "properties": {"tenant": {"type": "string"}}}}}}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/api/v1/stream": {
+      "get": {
+        "summary": "Server-sent events: 'event: change' whenever the scheduler's state changes",
+        "description": "text/event-stream. The state is checked every 200 ms; a comment line every 15 s keeps proxies from closing the stream, which ends after 45 s (reconnect at once, then read again). At most 16 streams are open at a time; more get 503.",
+        "operationId": "stream",
+        "responses": {
+          "200": {"description": "An event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+          "401": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
     "/api/v1/openapi.json": {
       "get": {"summary": "This document", "operationId": "openapi", "security": [],
               "responses": {"200": {"description": "OpenAPI 3 document", "content": {"application/json": {}}}}}

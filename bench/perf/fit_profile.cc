@@ -225,6 +225,18 @@ int main(int argc, char** argv) {
           fmt::print("  tp {} hidden/tp {:>5}: {:>4} points, mean error {:+.1f}%\n", k.first,
                      k.second, v.second, 100 * v.first / v.second);
         }
+        // ... and by TP degree and micro-batch: where launch-bound points (small micro-batches)
+        // and GEMM-bound ones part.
+        std::map<std::pair<int, int>, std::pair<double, int>> by_mbs;
+        for (const VtrainPoint& p : vt->rows) {
+          auto& b = by_mbs[{p.plan.tp, p.plan.mbs}];
+          b.first += p.estimated_s / p.measured_s - 1;
+          b.second += 1;
+        }
+        for (const auto& [k, v] : by_mbs) {
+          fmt::print("  tp {} mbs {}: {:>4} points, mean error {:+.1f}%\n", k.first, k.second,
+                     v.second, 100 * v.first / v.second);
+        }
       }
     }
     return 0;

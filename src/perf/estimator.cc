@@ -543,9 +543,18 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double tp_bwd = plan.sequence_parallel ? 1.5 : 1.0;
   double t_bwd = bwd + tp_bwd * comm_fwd_tp + 2 * comm_fwd_ep + comm_bwd_cp + rc + rc_comm;
   double t_mb = t_fwd + t_bwd;
-  // Launch-bound micro-batches: the host must dispatch every pass of every layer of the stage.
+  // Launch-bound micro-batches: the host must dispatch every pass of every layer of the stage,
+  // every TP collective (a rendezvous of tp ranks behind a ring of tp - 1 dependent steps,
+  // Calibration::host_collective_step_s: the forward's two all-reduces, or two all-gathers and
+  // two reduce-scatters with sequence parallelism; the backward's 1x / 1.5x of those, tp_bwd
+  // above; full recomputation's replay) and the micro-batch's work outside the layers.
   double passes = 3.0 + (plan.recompute != Recompute::kNone ? 1.0 : 0.0);
-  double launch = std::max(0.0, stage_layers * passes * c.host_layer_pass_s - t_mb);
+  const double tp_calls_fwd = plan.tp > 1 ? (plan.sequence_parallel ? 4.0 : 2.0) : 0.0;
+  const double tp_calls =
+      tp_calls_fwd * (1 + tp_bwd + (plan.recompute == Recompute::kFull ? 1.0 : 0.0));
+  double launch = std::max(0.0, stage_layers * (passes * c.host_layer_pass_s +
+                                                tp_calls * (t - 1) * c.host_collective_step_s) +
+                                    c.host_microbatch_s - t_mb);
   t_mb += launch;
 
   out->micro_batches = micro;

@@ -260,17 +260,60 @@ TEST(EstimatorTest, SmallLayersAreLaunchBound) {
   small.seq = 1024;
   ParallelPlan p{.tp = 8, .pp = 1, .dp = 1, .mbs = 1, .recompute = Recompute::kFull};
   StepEstimate e = EstimateOf(small, p, Training(16), A100s(8));
-  const double host = A100s(8).calib.host_layer_pass_s;
+  const Calibration& c = A100s(8).calib;
+  const double host = c.host_layer_pass_s;
   ASSERT_GT(host, 0);
   EXPECT_GT(e.launch.value(), 0);
-  // 16 micro-batches x 12 layers x (forward + recomputation + 2 backward) passes.
-  EXPECT_NEAR(e.step.value() - e.optimizer.value(), 16 * 12 * 4 * host, 1e-9);
+  // 16 micro-batches x (12 layers x ((forward + recomputation + 2 backward) passes + 6 TP
+  // all-reduces of 7 ring steps) + the micro-batch's host work outside the layers).
+  EXPECT_NEAR(e.step.value() - e.optimizer.value(),
+              16 * (12 * (4 * host + 6 * 7 * c.host_collective_step_s) + c.host_microbatch_s),
+              1e-9);
 
   StepEstimate big =
       EstimateOf(Model("gpt3-175b"),
                  ParallelPlan{.tp = 8, .pp = 8, .dp = 8, .mbs = 1, .recompute = Recompute::kFull},
                  Training(256), A100s(512));
   EXPECT_EQ(big.launch.value(), 0);
+}
+
+// The launch floor grows with the TP group (each collective is a rendezvous of tp ranks behind
+// a ring of tp - 1 dependent steps) and carries a per-micro-batch host cost: the vTrain
+// single-node set's TP 8 points, launch-bound, ran 17 % slower than a per-layer floor alone.
+TEST(EstimatorTest, LaunchFloorCountsTensorParallelCollectivesAndMicroBatches) {
+  ModelSpec small = Model("gpt-1.7b");
+  small.hidden = 1024;
+  small.heads = small.kv_heads = 16;
+  small.ffn = 4096;
+  small.layers = 12;
+  small.seq = 1024;
+  SystemSpec sys = A100s(8);
+  sys.calib.host_layer_pass_s = 1e-3;
+  sys.calib.host_collective_step_s = 50e-6;
+  sys.calib.host_microbatch_s = 5e-3;
+  auto floor_of = [&](const ParallelPlan& p, int gbs) {
+    StepEstimate e = EstimateOf(small, p, Training(gbs), sys);
+    EXPECT_GT(e.launch.value(), 0);
+    return (e.step - e.optimizer - e.dp_comm).value();
+  };
+  // TP 8, full recomputation, no sequence parallelism: 2 all-reduces forward, 2 backward, 2 in
+  // the replay, each 7 ring steps; 16 micro-batches.
+  ParallelPlan tp8{.tp = 8, .pp = 1, .dp = 1, .mbs = 1, .recompute = Recompute::kFull};
+  EXPECT_NEAR(floor_of(tp8, 16), 16 * (12 * (4 * 1e-3 + 6 * 7 * 50e-6) + 5e-3), 1e-9);
+  // TP 2: one ring step per collective.
+  ParallelPlan tp2 = tp8;
+  tp2.tp = 2;
+  tp2.dp = 4;
+  EXPECT_NEAR(floor_of(tp2, 64), 16 * (12 * (4 * 1e-3 + 6 * 1 * 50e-6) + 5e-3), 1e-9);
+  // With sequence parallelism: 2 all-gathers + 2 reduce-scatters forward, 1.5x that backward.
+  ParallelPlan sp = tp8;
+  sp.sequence_parallel = true;
+  EXPECT_NEAR(floor_of(sp, 16), 16 * (12 * (4 * 1e-3 + 4 * 3.5 * 7 * 50e-6) + 5e-3), 1e-9);
+  // No TP: the layer passes and the micro-batch only.
+  ParallelPlan tp1 = tp8;
+  tp1.tp = 1;
+  tp1.dp = 8;
+  EXPECT_NEAR(floor_of(tp1, 128), 16 * (12 * 4 * 1e-3 + 5e-3), 1e-9);
 }
 
 TEST(EstimatorTest, PartsAddUpAndRatesAreConsistent) {

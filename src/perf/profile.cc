@@ -40,7 +40,7 @@ namespace {
 // 0.3 (0.3-1.0 across stacks) and TP overlap 0.4 (0 without userbuffers to ~0.9 with them).
 // Hardware-specific (not pooled across families): the GEMM half points (they grow with a part's
 // SM count and rate) and NVLink efficiency (NVLink 3 / 4 / 5 and the NVL72 switch differ).
-constexpr std::array<CalibrationField, 24> kFields = {{
+constexpr std::array<CalibrationField, 26> kFields = {{
     {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true, 0.15, true, false},
     {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true, 256, false, true},
     {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true, 512, false, true},
@@ -71,6 +71,10 @@ constexpr std::array<CalibrationField, 24> kFields = {{
     // Prior width 0.3, like the other overlap shares.
     {"async_tp_overlap_fraction", &Calibration::async_tp_overlap_fraction, 0, 1.0, true, 0.3, false,
      false},
+    // Launch-floor terms set on the vTrain single-node set (system.h), not fitted: no
+    // published row is launch-bound.
+    {"host_microbatch_s", &Calibration::host_microbatch_s, 0, 0.01, false},
+    {"host_collective_step_s", &Calibration::host_collective_step_s, 0, 0.001, false},
 }};
 
 constexpr std::size_t kMaxProfileBytes = 1 << 16;

@@ -43,6 +43,22 @@ namespace baton::perf {
 //    recomputation and two per backward, 0.9 ms each, fits: vTrain's mean |error| falls from
 //    22.7 % to 8.6 % (median -12.0 % to -0.3 %), and no published row changes, their layers
 //    being 10-100 times longer than the floor (0.8-1.0 ms scanned; 0.9 is the minimum).
+//  * host_microbatch_s, host_collective_step_s (all families), with host_layer_pass_s 0.8 ms:
+//    that single floor left vTrain's TP 8 points 17 % too fast and TP 1-4 right. Regressing
+//    vTrain's launch-bound iteration times (pp 1) on micro-batches and micro-batches x layers
+//    separates the floor into a cost per layer and micro-batch of 3.0 ms at TP 1, 3.35 at TP 2,
+//    3.45 at TP 4 and 3.7-5.0 at TP 8, and 2-3 ms per micro-batch outside the layers (TP 2-8;
+//    at TP 1 the output layer's own GPU time is in it). The per-layer increments over TP 1, per
+//    TP collective (6 a layer: no sequence parallelism, full recomputation), are 53 / 70 /
+//    115-330 us, growing with the group like NCCL's ring (2 (tp - 1) dependent steps; 10 / 17 /
+//    34 us for 2 / 4 / 8 idle A100s, NVIDIA nccl-tests issue 123) rather than as a fixed host
+//    cost per call (which made TP 2 and 4 too slow before it fixed TP 8). A grid over the three
+//    (0.76-0.82 ms, 15-25 us per ring step, 1-2.5 ms per micro-batch) gives 0.8 ms, 20 us and
+//    1.5 ms: vTrain's mean |error| 9.6 -> 9.3 %, mean error by TP 1 / 2 / 4 / 8 from +3.3 / +1.0 /
+//    +4.8 / -17.1 % to +1.3 / -1.1 / +6.5 / -6.2 %. No published row changes (none is
+//    launch-bound). TP 8 at mbs 1 stays 14-17 % fast (mbs 2: +2..+5 %): those points cost 25 %
+//    more per layer than mbs 2 at the same TP, which no dispatch cost can reproduce; TP 4 at
+//    hidden 2048, mbs 1-2, stays 19-25 % slow (measured faster per layer than hidden 1024).
 //  * hbm_efficiency: STREAM-like element-wise kernels reach 70-80 % of HBM bandwidth.
 //  * nvlink_efficiency: nccl-tests all-reduce bus bandwidth on DGX A100 ~230 GB/s of 300 GB/s;
 //    on DGX H100 ~360-370 GB/s of 450 GB/s.

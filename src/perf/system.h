@@ -92,6 +92,23 @@ struct Calibration {
   // benchmark (async-tp-perf-06-14-2025: +9..16 % tokens/s at Llama 3 8B and 70B, TP 8), 0.5
   // before any fit.
   double async_tp_overlap_fraction = 0.5;
+  // Host dispatch outside the layers, once per micro-batch on a stage (the schedule's
+  // bookkeeping, embedding, loss and output-layer kernels, the pipeline's send/receive calls),
+  // added to the launch floor (host_layer_pass_s). Set (bounds 0..0.01 s, not fitted: no
+  // published row is launch-bound) with host_layer_pass_s and host_collective_step_s on the
+  // vTrain single-node set, whose iteration times regressed on micro-batches x layers leave
+  // 2-3 ms per micro-batch at TP 2-8 (system.cc); 0 before any fit.
+  double host_microbatch_s = 0;
+  // Launch-bound tensor-parallel collectives: a TP all-reduce / all-gather / reduce-scatter is a
+  // rendezvous of tp ranks that the GPUs reach only when the slowest rank's host has issued it,
+  // and NCCL's ring then runs 2 (tp - 1) dependent steps before any rank goes on; in a step
+  // bound by the host's dispatch neither hides. Each TP collective call adds (tp - 1) x this to
+  // the launch floor. The vTrain single-node set (Megatron-DeepSpeed, no sequence parallelism,
+  // 6 collectives per layer with full recomputation) costs 0.3 / 0.4 / 0.7-2.0 ms more per layer
+  // at TP 2 / 4 / 8 than at TP 1 once launch-bound, growing with the group like the ring (NVIDIA
+  // nccl-tests issue 123: 10 / 17 / 34 us for 2 / 4 / 8 A100s idle); set to 20 us (bounds
+  // 0..0.001 s, not fitted) on that set; 0 before any fit.
+  double host_collective_step_s = 0;
 };
 // The built-in profile's constants for a GPU family (src/perf/profiles/builtin.yaml, compiled in;
 // "ampere", "hopper", "blackwell"; an unknown family takes Hopper's), or those of the profile

@@ -415,14 +415,6 @@ def convert(r, skipped):
             a.append("model TFLOP/s counted causally (Megatron-Bridge 25.09 and later)")
         elif grp == "nemo-longseq":
             a.append("TFLOP/s counted over the full s x s square (NeMo 24.x)")
-        elif grp == "nemo-2407" and "sft" in rid:
-            # The printed TFLOP/s over the printed tokens/s is 39.8, 77.3 and 412 GFLOP per token
-            # for Llama 2 7B, 13B and 70B: 6 x the parameters without the input embedding
-            # (39.6, 77.1, 412.3), attention not counted (SQuAD inputs packed to 4096 tokens,
-            # each attending within its own short example).
-            flops = "6n-dense"
-            a.append("SFT TFLOP/s counts 6 x non-embedding params per token (printed TFLOP/s over "
-                     "printed tokens/s)")
     o["metric"] = metric
     o["value"] = f"{val:g}"
     o["flops"] = flops

@@ -237,12 +237,9 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     r.flops = FlopConvention::kSixNTotal;
   } else if (EqualsIgnoreCase(flops, "full-mha")) {
     r.flops = FlopConvention::kFullMha;
-  } else if (EqualsIgnoreCase(flops, "6n-dense")) {
-    r.flops = FlopConvention::kSixNDense;
   } else {
-    return InvalidArgumentError(
-        fmt::format("column flops: '{}' is not full, causal, 6n, 6n-total, full-mha or 6n-dense",
-                    Printable(flops)));
+    return InvalidArgumentError(fmt::format(
+        "column flops: '{}' is not full, causal, 6n, 6n-total or full-mha", Printable(flops)));
   }
   std::string_view peak = Trim(get("mfu_peak"));
   if (EqualsIgnoreCase(peak, "bf16")) {
@@ -376,8 +373,6 @@ double ModelFlops(const PublishedRun& run, const StepEstimate& e) {
       return 6 * (m.TotalParams() - double(m.vocab) * h) * tokens + 12 * l * h * s * tokens;
     case FlopConvention::kSixNTotal:
       return 6 * m.TotalParams() * tokens + 12 * l * h * s * tokens;
-    case FlopConvention::kSixNDense:
-      return 6 * (m.TotalParams() - double(m.vocab) * h) * tokens;
     case FlopConvention::kFullMha: {
       // K and V projections at h x h instead of h x kv_heads x head_dim: 2 x 2 h (h - kvd)
       // forward FLOPs per token and layer, x3 with the backward pass.

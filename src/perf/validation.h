@@ -34,10 +34,7 @@ enum class Metric {
 //            own K and V (NVIDIA dgxc v25.01's Nemotron-4 MFU: its printed MFU over its step time
 //            implies 1.129 x / 1.172 x the GQA count for 15B / 340B, exactly what
 //            NeMo's formula gives with query_groups = heads; data/published/README.md)
-//  6n-dense  6 x parameters but the token embedding, no attention term (NeMo 24.07's SFT rows,
-//            inputs packed so each short example attends only to itself: the printed TFLOP/s
-//            over the printed tokens/s is 6 x those parameters within 0.5 %)
-enum class FlopConvention { kFull, kCausal, kSixN, kSixNTotal, kFullMha, kSixNDense };
+enum class FlopConvention { kFull, kCausal, kSixN, kSixNTotal, kFullMha };
 std::string_view MetricName(Metric m);  // the CSV's names: "iteration_time_s", ...
 bool IsMemoryMetric(Metric m);
 

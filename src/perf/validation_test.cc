@@ -318,28 +318,6 @@ TEST(ValidationTest, FullMhaConventionCountsKvAtFullWidth) {
   EXPECT_FALSE(bad.ok());
 }
 
-// NeMo 24.07's SFT TFLOP/s counts 6 x the parameters but the input embedding per token, no
-// attention: for Llama 2 7B that is 39.6 GFLOP per token, where 6n adds 12 L h s (6.4 more).
-TEST(ValidationTest, SixNDenseConventionCountsNoAttention) {
-  std::string head =
-      "id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,gbs,"
-      "mbs,gpus,gpu,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,"
-      "confidence,flash_attention,flops\n";
-  std::string row =
-      "x,s,nemo-2407,LLAMA2-7B (SFT),,32,4096,32,32,11008,swiglu,4096,32000,8,1,8,H100-SXM,"
-      "IB 400G per GPU,1,1,8,1,1,none,no,1,bf16,tflops_per_gpu,600,secondary,yes,";
-  auto dense = ParsePublishedRuns(head + row + "6n-dense\n", "t.csv");
-  auto sixn = ParsePublishedRuns(head + row + "6n\n", "t.csv");
-  ASSERT_TRUE(dense.ok() && sixn.ok()) << dense.status().ToString();
-  auto a = ValidateRun((*dense)[0]);
-  auto b = ValidateRun((*sixn)[0]);
-  ASSERT_TRUE(a.ok() && b.ok());
-  const double tokens_per_s = a->estimate.tokens_per_second / 8;
-  const double per_token = 6.0 * (32 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008) + 32000.0 * 4096);
-  EXPECT_NEAR(a->predicted * 1e12 / tokens_per_s / per_token, 1.0, 1e-3);  // norms aside
-  EXPECT_NEAR((b->predicted - a->predicted) * 1e12 / tokens_per_s, 12.0 * 32 * 4096 * 4096, 1e3);
-}
-
 TEST(ValidationTest, BucketsNameParallelismAndSequence) {
   ParallelPlan p;
   EXPECT_EQ(ParallelismKind(p), "dp");

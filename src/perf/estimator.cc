@@ -172,6 +172,15 @@ GroupSpan SpanFromStride(const EvalContext& ctx, double stride, double size) {
 
 inline double SwigluMats(const ModelSpec& m) { return m.ffn_kind == FfnKind::kSwiGlu ? 3.0 : 2.0; }
 
+// HBM bytes per logit of the unfused vocab-parallel cross-entropy (Megatron-Core's
+// _VocabParallelCrossEntropy; torchtitan's and FSDP stacks' F.cross_entropy on logits.float() move
+// the same order). Forward: the bf16 logits cast to fp32 (read 2, write 4), their max (4), the
+// max subtracted in place (8), exp in place (8), the sum (4) and the division by it (8): 38.
+// Backward: the saved fp32 softmax scaled by the incoming gradient in place (8) and cast back to
+// bf16 for the output layer's GEMM (6): 14.
+constexpr double kLossFwdBytes = 38;
+constexpr double kLossBwdBytes = 14;
+
 }  // namespace
 
 GroupSpans RankOrderSpans(const EvalContext& ctx, const ParallelPlan& p) {
@@ -464,14 +473,15 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double logits_peak_ratio = ctx.attn_peak / ctx.gemm_peak;
   double logits_fwd =
       2 * tokens * h * vocab / t / (gemm_rate(std::min(h, vocab / t)) * logits_peak_ratio) +
-      12 * tokens * vocab / t / hbm;
+      kLossFwdBytes * tokens * vocab / t / hbm;
   double fwd = layers_fwd + logits_fwd;
   // The backward pass costs twice the forward for every GEMM; a fused attention kernel's costs
   // 2.5 times its forward (FlashAttention-2 recomputes Q K^T and the softmax: 5 matrix products
   // against the forward's 2; Dao 2023, and the kernel charts in data/published/attention.csv
   // count forward+backward as 3.5 x the forward FLOPs, the rate the flash_* constants fit).
   const double attn_bwd = flash ? 2.5 : 2.0;
-  double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core + cast_bwd_extra;
+  double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core + cast_bwd_extra +
+               (kLossBwdBytes - 2 * kLossFwdBytes) * tokens * vocab / t / hbm;
   // Per-op checkpointing reruns the even matmuls (k, o and w3 or fc2) and the element-wise ops.
   const double ops_rc_flops = 2 * tokens * (h * kvd + h * h + h * ffn) / t;
   double rc = plan.recompute == Recompute::kFull        ? layers_fwd

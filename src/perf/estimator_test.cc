@@ -658,5 +658,29 @@ TEST(EstimatorTest, OutputLayerStaysSixteenBitUnderFp8) {
             0.9 * EstimateOf(small, plan, bf16, s).compute.value());
 }
 
+TEST(EstimatorTest, CrossEntropyMovesFiftyTwoBytesPerLogit) {
+  // Each added vocabulary entry costs the output layer's GEMM (forward and two backward
+  // products) plus the unfused vocab-parallel cross-entropy's HBM traffic: 38 bytes per logit
+  // forward (fp32 cast, max, subtract, exp, sum, divide) and 14 backward (scale the saved softmax,
+  // cast back to bf16), not three times a 12-byte forward.
+  ModelSpec small = Model("llama3-8b");
+  ModelSpec large = small;
+  large.vocab = 2 * small.vocab;
+  ParallelPlan plan{.tp = 1, .dp = 8, .mbs = 1, .zero = 1};
+  SystemSpec s = H100s(8);
+  TrainingSpec t = FlashTraining(8);
+  EvalContext ctx(small, t, s);
+  const StepEstimate a = EstimateOf(small, plan, t, s);
+  const StepEstimate b = EstimateOf(large, plan, t, s);
+  const double added = (b.compute.value() - a.compute.value()) / a.micro_batches;
+  const Calibration& c = s.calib;
+  const double tokens = small.seq, h = small.hidden, dv = large.vocab - small.vocab;
+  const double rate = ctx.gemm_peak * c.gemm_peak_fraction * h / (h + c.gemm_half_dim) * tokens /
+                      (tokens + c.gemm_half_tokens);
+  const double gemm = 3 * 2 * tokens * h * dv / rate;
+  const double bytes = (added - gemm) * ctx.hbm_bytes_per_s / (tokens * dv);
+  EXPECT_NEAR(bytes, 52, 0.5);
+}
+
 }  // namespace
 }  // namespace baton::perf

@@ -538,6 +538,9 @@ TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {
     torch_rows += torch ? 1 : 0;
   }
   EXPECT_EQ(torch_rows, 6);
+  const PublishedRun* llama = FindRun(*runs, "llama3-405b-128k");
+  ASSERT_TRUE(llama != nullptr);
+  EXPECT_EQ(llama->training.cp_attention, CpAttention::kAllGather);
   std::string header =
       "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
       "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
@@ -548,6 +551,9 @@ TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {
   auto ok = ParsePublishedRuns(header + row + "torch\n", "t");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ((*ok)[0].training.cp_attention, CpAttention::kTorch);
+  auto ag = ParsePublishedRuns(header + row + "allgather\n", "t");
+  ASSERT_TRUE(ag.ok()) << ag.status().ToString();
+  EXPECT_EQ((*ag)[0].training.cp_attention, CpAttention::kAllGather);
   auto bad = ParsePublishedRuns(header + row + "ulysses\n", "t");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("cp_attention"), std::string::npos);

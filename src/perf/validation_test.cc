@@ -526,6 +526,21 @@ TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {
   EXPECT_NE(bad2.status().message().find("compiled"), std::string::npos);
 }
 
+// NeMo 24.03's long-sequence runs start from the launcher's Llama 2 7B config, which leaves
+// Transformer Engine's userbuffer TP overlap off (ub_tp_comm_overlap: False); their TP 2-8 rows
+// must not be priced with the overlap NVIDIA's tuned recipes turn on.
+TEST(ValidationTest, NemoLongSequenceRowsRunWithoutTpOverlap) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  int tp_rows = 0;
+  for (const PublishedRun& r : *runs) {
+    if (r.group != "nemo-longseq" || r.plan.tp == 1) continue;
+    EXPECT_FALSE(r.plan.tp_comm_overlap) << r.id;
+    ++tp_rows;
+  }
+  EXPECT_EQ(tp_rows, 7);
+}
+
 // torchtitan's CP rows ran PyTorch's experimental context_parallel; the column says so, every
 // other CP row keeps Transformer Engine's ring, and a value that is neither is refused by name.
 TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {

@@ -380,6 +380,16 @@ def convert(r, skipped):
                                         not rid.endswith("-2") and not rid.endswith("-4")) or \
                 re.search(r"async[ -]?tp", notes.lower()) is not None or \
                 rid.endswith("asynctp") else "no"
+        elif grp == "nemo-longseq":
+            # NeMo 24.03 turns Transformer Engine's userbuffer TP overlap on only when the config
+            # asks (MegatronGPTModel: initialize_ub = cfg.get('ub_tp_comm_overlap', False)), and
+            # the launcher's Llama 2 7B config these runs start from sets it off
+            # (NeMo-Framework-Launcher conf/training/llama/llama2_7b.yaml: tp 1,
+            # ub_tp_comm_overlap: False); the long-sequence doc raises tp to 2-8 without saying
+            # it turned the overlap on.
+            o["tp_overlap"] = "no"
+            a.append("TP comm overlap not printed: off, the NeMo 24.03 default and the launcher's "
+                     "llama2_7b.yaml (ub_tp_comm_overlap: False)")
         else:
             o["tp_overlap"] = "yes"
     # metric and FLOP convention

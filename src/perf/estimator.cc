@@ -382,7 +382,12 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     };
     double step_work = 0.5 * attn_model_flops / plan.cp;
     t_attn_step_diag = step_work / flash_rate(sl / 2);
-    if (plan.cp > 1) {
+    if (plan.cp > 1 && ctx.training.cp_attention == CpAttention::kAllGather) {
+      // All-gather CP (Llama 3): each of the two local query chunks runs one kernel against its
+      // causal prefix of the gathered keys, (2cp + 1) sl / 4 keys on average, i.e. the causal
+      // work of the whole sequence at the rate of one causal kernel over it (L = seq / 2).
+      t_attn_step_diag = 0.5 * attn_model_flops / flash_rate(seq / 2);
+    } else if (plan.cp > 1) {
       t_attn_step_off = step_work / flash_rate(sl / 2) + 10 * tokens * h / t / hbm;
     }
     t_attn_core = t_attn_step_diag + (plan.cp - 1) * t_attn_step_off;
@@ -523,6 +528,13 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     cp_layer = std::max(0.0, gather - t_attn_step_diag);
     cp_layer_bwd = std::max(0.0, gather - attn_bwd * t_attn_step_diag) +
                    (plan.cp - 1) * std::max(0.0, hop_dkv - attn_bwd * t_attn_step_off);
+  } else if (plan.cp > 1 && ctx.training.cp_attention == CpAttention::kAllGather) {
+    // Llama 3's all-gather CP: the gather of K and V (GQA width) and the backward's
+    // reduce-scatter of their gradients sit on the critical path ("the all-gather latency is
+    // exposed", Dubey et al. 2024, 3.3.2).
+    double gathered = plan.cp * 2 * 2 * tokens * kvd / t;
+    cp_layer = HalfCollectiveTime(ctx, cp_g, gathered);
+    cp_layer_bwd = HalfCollectiveTime(ctx, cp_g, gathered);
   } else if (plan.cp > 1) {
     double chunk = 2 * 2 * tokens * kvd / t;  // K and V of the local chunk
     double hop = P2pTime(ctx, cp_g, chunk);

@@ -234,6 +234,27 @@ TEST(EstimatorTest, TorchContextParallelCostsMoreThanTheRingAndGrowsWithCp) {
             EstimateOf(m, plan, ring, H100s(256, 50)).cp_comm.value());
 }
 
+// Llama 3's all-gather CP runs one attention kernel per local query chunk instead of cp ring
+// steps with their merges, so its compute is below the ring's and falls further behind as cp
+// grows; but its gather is exposed, where the ring hides its hops behind the steps.
+TEST(EstimatorTest, AllGatherContextParallelTradesMergesForExposedGather) {
+  ModelSpec m = Model("llama3-70b");
+  TrainingSpec ring = FlashTraining(64);
+  TrainingSpec gather = ring;
+  gather.cp_attention = CpAttention::kAllGather;
+  double prev_gap = 0;
+  for (int cp : {2, 4, 8}) {
+    ParallelPlan plan{
+        .tp = 8, .pp = 4, .dp = 8 / cp, .cp = cp, .mbs = 1, .sequence_parallel = true};
+    StepEstimate a = EstimateOf(m, plan, ring, H100s(256));
+    StepEstimate b = EstimateOf(m, plan, gather, H100s(256));
+    double gap = (a.compute - b.compute).value();
+    EXPECT_GT(gap, prev_gap) << "cp" << cp;
+    prev_gap = gap;
+    EXPECT_GT(b.cp_comm.value(), a.cp_comm.value()) << "cp" << cp;
+  }
+}
+
 // DeepSpeed's pipeline engine sends and receives one blocking call at a time: four transfers per
 // micro-batch on the critical path where Megatron's batched calls have two. Nothing else moves.
 TEST(EstimatorTest, SerialPipelineP2pDoublesPipelineCommunication) {

@@ -88,7 +88,10 @@ enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kRowwise };
 //          with one all-gather that only the diagonal step hides (the default ALL_GATHER rotate
 //          method), partial outputs merged in eager fp32 ops with full-tensor torch.cat copies,
 //          and dK, dV passed round the ring in fp32.
-enum class CpAttention : std::uint8_t { kRing, kTorch };
+//  kAllGather  Llama 3's (Dubey et al. 2024, section 3.3.2): K and V all-gathered once per layer
+//          with the latency exposed, then one attention kernel per local query chunk against its
+//          causal prefix; the backward reduce-scatters dK and dV. No ring steps, no merges.
+enum class CpAttention : std::uint8_t { kRing, kTorch, kAllGather };
 
 struct TrainingSpec {
   int global_batch = 0;  // sequences per optimizer step

@@ -288,14 +288,16 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   if (!compiled.empty()) {
     ASSIGN_OR_RETURN(r.training.fused_elementwise, YesNo(compiled, "compiled"));
   }
-  // Optional column cp_attention: ring (Megatron-Core / Transformer Engine, the default) or torch
-  // (PyTorch's experimental context_parallel, torchtitan); see CpAttention in plan.h.
+  // Optional column cp_attention: ring (Megatron-Core / Transformer Engine, the default), torch
+  // (PyTorch's experimental context_parallel, torchtitan) or allgather (Llama 3); see plan.h.
   std::string_view cp_attention = Trim(get("cp_attention"));
   if (EqualsIgnoreCase(cp_attention, "torch")) {
     r.training.cp_attention = CpAttention::kTorch;
+  } else if (EqualsIgnoreCase(cp_attention, "allgather")) {
+    r.training.cp_attention = CpAttention::kAllGather;
   } else if (!cp_attention.empty() && !EqualsIgnoreCase(cp_attention, "ring")) {
-    return InvalidArgumentError(
-        fmt::format("column cp_attention: '{}' is not ring or torch", Printable(cp_attention)));
+    return InvalidArgumentError(fmt::format(
+        "column cp_attention: '{}' is not ring, torch or allgather", Printable(cp_attention)));
   }
   std::string_view metric = Trim(get("metric"));
   bool found = false;

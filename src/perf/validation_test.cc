@@ -526,6 +526,21 @@ TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {
   EXPECT_NE(bad2.status().message().find("compiled"), std::string::npos);
 }
 
+// NeMo 24.03's long-sequence runs start from the launcher's Llama 2 7B config, which leaves
+// Transformer Engine's userbuffer TP overlap off (ub_tp_comm_overlap: False); their TP 2-8 rows
+// must not be priced with the overlap NVIDIA's tuned recipes turn on.
+TEST(ValidationTest, NemoLongSequenceRowsRunWithoutTpOverlap) {
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  int tp_rows = 0;
+  for (const PublishedRun& r : *runs) {
+    if (r.group != "nemo-longseq" || r.plan.tp == 1) continue;
+    EXPECT_FALSE(r.plan.tp_comm_overlap) << r.id;
+    ++tp_rows;
+  }
+  EXPECT_EQ(tp_rows, 7);
+}
+
 // torchtitan's CP rows ran PyTorch's experimental context_parallel; the column says so, every
 // other CP row keeps Transformer Engine's ring, and a value that is neither is refused by name.
 TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {
@@ -538,6 +553,9 @@ TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {
     torch_rows += torch ? 1 : 0;
   }
   EXPECT_EQ(torch_rows, 6);
+  const PublishedRun* llama = FindRun(*runs, "llama3-405b-128k");
+  ASSERT_TRUE(llama != nullptr);
+  EXPECT_EQ(llama->training.cp_attention, CpAttention::kAllGather);
   std::string header =
       "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
       "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
@@ -548,6 +566,9 @@ TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {
   auto ok = ParsePublishedRuns(header + row + "torch\n", "t");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ((*ok)[0].training.cp_attention, CpAttention::kTorch);
+  auto ag = ParsePublishedRuns(header + row + "allgather\n", "t");
+  ASSERT_TRUE(ag.ok()) << ag.status().ToString();
+  EXPECT_EQ((*ag)[0].training.cp_attention, CpAttention::kAllGather);
   auto bad = ParsePublishedRuns(header + row + "ulysses\n", "t");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("cp_attention"), std::string::npos);

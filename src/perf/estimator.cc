@@ -541,8 +541,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // torchtitan's per-op checkpointing saves the reduce-scatters' outputs (its _save_list) but not
   // the all-gathers', which the backward reruns: their forward cost counts again. (torchao's
   // float8 tensorwise TP also all-gathers the block inputs in fp8, PrepareFloat8ModuleInput;
-  // halving those bytes was measured and left out: leave-one-source-out CV 8.5 -> 8.8 %, the
-  // dgxc fold's fp8 rate pulled down by the torchtitan rows, README "Calibrating".)
+  // halving those bytes was measured and left out: leave-one-source-out CV 8.5 -> 8.8 % before
+  // the IBM rows ran eager (the dgxc fold's fp8 rate followed the torchtitan rows down), 8.4 ->
+  // 8.3 % after, with the in-sample p90 11.2 -> 11.4 %.)
   const bool dtensor_tp = ctx.training.dtensor_tp && plan.sequence_parallel && plan.tp > 1;
   double comm_fwd_tp = stage_layers * tp_layer;
   double dt_bwd = 0, dt_ops_rc = 0;

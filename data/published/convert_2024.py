@@ -385,6 +385,8 @@ def convert(r, skipped):
     o["tp_impl"] = ""
     if grp == "torchtitan" and int(tp) > 1:
         o["tp_impl"] = "dtensor"
+        a.append("TP as torchtitan runs it: DTensor ColwiseParallel / RowwiseParallel with "
+                 "SequenceParallel (parallelize_llama)")
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"

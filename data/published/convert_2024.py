@@ -20,7 +20,7 @@ OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn
             "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
             "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,cp_attention,"
-            "assumptions").split(",")
+            "tp_impl,assumptions").split(",")
 
 # Shapes the source does not print, from the model's own release (named in the assumption).
 KNOWN_SHAPES = {
@@ -158,8 +158,10 @@ def convert(r, skipped):
     # Plan
     tp, pp, cp = (r[k].strip() or "" for k in ("tp", "pp", "cp"))
     zero_txt = r["zero"]
+    # base is the model name ("Llama2-7B"); the 7B test once read " 7B" in " -7B", never true,
+    # so the blog's 7B rows ran as FSDP over every GPU against fms-fsdp's HSDP.
     hsdp = zero_txt.strip() == "HSDP" or ("HSDP" in zero_txt and "7b/13b" in zero_txt and
-                                          (" 7B" in " " + base[-3:] or "13B" in base))
+                                          (base.endswith("-7B") or base.endswith("-13B")))
     # HSDP is FSDP sharded within a group and replicated across groups (fms-fsdp's 7b/13b
     # rows say only "HSDP"; they were read as plain data parallel before, and declared OOM).
     fsdp = ("FSDP" in zero_txt and "FSDP=0" not in zero_txt) or hsdp
@@ -360,6 +362,14 @@ def convert(r, skipped):
     # carries a compile note from one metric of a run to its other metrics.
     if grp == "torchtitan":
         o["compiled"] = "yes" if ("compile" in notes.lower() or "compile" in rid) else "no"
+    elif grp == "ibm-fsdp":
+        # The IBM/PyTorch follow-up post (pytorch.org/blog/maximizing-training-throughput, 2024)
+        # opens: "we demonstrated how FSDP and selective activation checkpointing can be used to
+        # achieve 57% MFU ... on A100" (these rows) and only then "continued ... by leveraging
+        # torch.compile": the blog's and fms-fsdp's tables ran eager PyTorch.
+        o["compiled"] = "no"
+        a.append("eager PyTorch: torch.compile came in the team's follow-up post (these tables' "
+                 "57 % MFU is its starting point)")
     # Context parallelism: torchtitan ran PyTorch's experimental context_parallel (SDPA ring
     # with eager fp32 merges, K/V repeated to every head, all-gather rotation); every other stack
     # Megatron-Core / Transformer Engine's ring (blank).
@@ -369,6 +379,14 @@ def convert(r, skipped):
         a.append("cp attention not printed: PyTorch's context_parallel as torchtitan called it "
                  "(torch 1963fc8 defaults: load-balanced ring, ALL_GATHER rotation, fp32 merges; "
                  "K and V repeated to every head by the model before SDPA)")
+    # Tensor parallelism: torchtitan's is PyTorch DTensor's (ColwiseParallel / RowwiseParallel
+    # with SequenceParallel, each collective its own autograd op); every other stack Megatron's
+    # linear layers (blank).
+    o["tp_impl"] = ""
+    if grp == "torchtitan" and int(tp) > 1:
+        o["tp_impl"] = "dtensor"
+        a.append("TP as torchtitan runs it: DTensor ColwiseParallel / RowwiseParallel with "
+                 "SequenceParallel (parallelize_llama)")
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"

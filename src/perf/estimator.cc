@@ -549,11 +549,52 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     double a2a_bytes = 2 * tokens * h * m.moe.top_k / sp_div;
     ep_layer = 2 * AllToAllTime(ctx, ep_g, a2a_bytes);  // dispatch + combine
   }
+  // TP as PyTorch's DTensor runs it (TrainingSpec::dtensor_tp, torchtitan's parallelize_llama):
+  // per layer and pass, an all-gather before the QKV and fc1 (w1, w3) GEMMs and a reduce-scatter
+  // after the projection and fc2 (w2) GEMMs, each a collective of its own (funcol). Two things
+  // differ from Megatron's layers:
+  //  - the all-gather is its own autograd op whose output the matmuls save, so the backward is
+  //    the four conjugates alone (16-bit), not Megatron's 1.5x with the re-gather below;
+  //  - async TP (torch._inductor's micro-pipeline pass: fused_all_gather_matmul,
+  //    fused_matmul_reduce_scatter) runs each collective's chunks beside the chunks of the one GEMM
+  //    it is fused with, so it hides at most that GEMM's time (in the backward the same GEMMs'
+  //    input-gradient products): where fp8 halves a small GEMM (small h / tp) below its
+  //    collective's time, less is hidden.
+  // torchtitan's per-op checkpointing saves the reduce-scatters' outputs (its _save_list) but not
+  // the all-gathers', which the backward reruns: their forward cost counts again. (torchao's
+  // float8 tensorwise TP also all-gathers the block inputs in fp8, PrepareFloat8ModuleInput;
+  // halving those bytes was measured and left out: leave-one-source-out CV 8.5 -> 8.8 % before
+  // the IBM rows ran eager (the dgxc fold's fp8 rate followed the torchtitan rows down), 8.4 ->
+  // 8.3 % after, with the in-sample p90 11.2 -> 11.4 %.)
+  const bool dtensor_tp = ctx.training.dtensor_tp && plan.sequence_parallel && plan.tp > 1;
   double comm_fwd_tp = stage_layers * tp_layer;
+  double dt_bwd = 0, dt_ops_rc = 0;
+  if (dtensor_tp) {
+    const double act = 2 * tokens * h;
+    const double rs = HalfCollectiveTime(ctx, tp_g, act), ag = rs;
+    const double g_qkv = 2 * tokens * h * (h + 2 * kvd) / t / rate;
+    const double g_o = 2 * tokens * h * h / t / rate;
+    const double g_in = 2 * tokens * h * ffn * (mats - 1) / t / rate;
+    const double g_out = 2 * tokens * ffn * h / t / rate;
+    // With torchao's rowwise recipe only the matmul-reduce-scatters fuse: each all-gather feeds
+    // a rowwise quantisation before its scaled_mm, which the pass does not match (pytorch/pytorch
+    // issue 149990, open in 2025), so the all-gathers and their backward conjugates stay exposed.
+    const double hide_ag = fp8 && ctx.training.fp8_recipe == Fp8Recipe::kRowwise ? 0.0 : tp_hidden;
+    auto exposed = [&](double comm, double gemm, double hide) {
+      return comm - hide * std::min(comm, gemm);
+    };
+    dt_ops_rc = stage_layers * (exposed(ag, g_qkv, hide_ag) + exposed(ag, g_in, hide_ag));
+    comm_fwd_tp =
+        dt_ops_rc + stage_layers * (exposed(rs, g_o, tp_hidden) + exposed(rs, g_out, tp_hidden));
+    dt_bwd = stage_layers * (exposed(rs, g_qkv, tp_hidden) + exposed(rs, g_o, hide_ag) +
+                             exposed(rs, g_in, tp_hidden) + exposed(rs, g_out, hide_ag));
+  }
   double comm_fwd_cp = stage_layers * cp_layer;
   double comm_bwd_cp = stage_layers * cp_layer_bwd;
   double comm_fwd_ep = ls_moe * ep_layer;
-  double rc_tp = plan.recompute == Recompute::kFull ? comm_fwd_tp : 0.0;
+  double rc_tp = plan.recompute == Recompute::kFull                ? comm_fwd_tp
+                 : plan.recompute == Recompute::kOps && dtensor_tp ? dt_ops_rc
+                                                                   : 0.0;
   // Selective recomputation re-runs core attention, and with it the forward ring.
   double rc_cp = plan.recompute != Recompute::kNone ? comm_fwd_cp : 0.0;
   double rc_ep = plan.recompute == Recompute::kFull ? comm_fwd_ep : 0.0;
@@ -563,7 +604,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // (the conjugate f / g operators); with it, the conjugates of the forward's all-gather and
   // reduce-scatter plus a second all-gather of the saved shard for the weight gradient: 1.5x.
   const double tp_bwd = plan.sequence_parallel ? 1.5 : 1.0;
-  double t_bwd = bwd + tp_bwd * comm_fwd_tp + 2 * comm_fwd_ep + comm_bwd_cp + rc + rc_comm;
+  const double comm_bwd_tp = dtensor_tp ? dt_bwd : tp_bwd * comm_fwd_tp;
+  double t_bwd = bwd + comm_bwd_tp + 2 * comm_fwd_ep + comm_bwd_cp + rc + rc_comm;
   double t_mb = t_fwd + t_bwd;
   // Launch-bound micro-batches: the host must dispatch every pass of every layer of the stage,
   // every TP collective (a rendezvous of tp ranks behind a ring of tp - 1 dependent steps,
@@ -582,7 +624,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   out->micro_batches = micro;
   out->compute = Seconds(mb * (fwd + bwd));
   out->recompute = Seconds(mb * rc);
-  out->tp_comm = Seconds(mb * ((1 + tp_bwd) * comm_fwd_tp + rc_tp));
+  out->tp_comm = Seconds(mb * (comm_fwd_tp + comm_bwd_tp + rc_tp));
   out->cp_comm = Seconds(mb * (comm_fwd_cp + comm_bwd_cp + rc_cp));
   out->ep_comm = Seconds(mb * (3 * comm_fwd_ep + rc_ep));
   out->launch = Seconds(mb * launch);

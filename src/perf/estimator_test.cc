@@ -636,9 +636,16 @@ TEST(EstimatorTest, AsyncTpHidesItsOwnShare) {
   // Without the plan's overlap, async_tp changes nothing.
   plan.tp_comm_overlap = false;
   EXPECT_DOUBLE_EQ(EstimateOf(m, plan, async, *sys).step.value(), none.step.value());
-  // The built-in Hopper profile: async TP hides less than the userbuffer overlap.
-  Calibration hopper = DefaultCalibration("hopper");
-  EXPECT_LT(hopper.async_tp_overlap_fraction, hopper.tp_overlap_fraction);
+  // The built-in Hopper profile at torchtitan's benchmark shape (Llama 3 8B, TP 8, DTensor): async
+  // TP, bounded by the GEMMs it is fused with, hides less than the userbuffer overlap.
+  SystemSpec h100 = H100s(64);
+  async.dtensor_tp = true;
+  plan.tp_comm_overlap = false;
+  StepEstimate dt_none = EstimateOf(m, plan, async, h100);
+  plan.tp_comm_overlap = true;
+  StepEstimate dt_async = EstimateOf(m, plan, async, h100);
+  ASSERT_GT(dt_none.tp_comm.value(), 0);
+  EXPECT_GT(dt_async.tp_comm.value() / dt_none.tp_comm.value(), 1 - h100.calib.tp_overlap_fraction);
 }
 
 // Megatron's TP backward moves as much as the forward without sequence parallelism and 1.5 times
@@ -701,6 +708,80 @@ TEST(EstimatorTest, CrossEntropyMovesFiftyTwoBytesPerLogit) {
   const double gemm = 3 * 2 * tokens * h * dv / rate;
   const double bytes = (added - gemm) * ctx.hbm_bytes_per_s / (tokens * dv);
   EXPECT_NEAR(bytes, 52, 0.5);
+}
+
+// PyTorch DTensor's TP (torchtitan) keeps the all-gathered input its matmuls saved: the backward
+// runs the forward's four collectives' conjugates and no re-gather, 2 forwards' worth against
+// Megatron's 2.5 with sequence parallelism.
+TEST(EstimatorTest, DTensorTensorParallelBackwardDoesNotRegather) {
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 1};
+  plan.tp_comm_overlap = false;
+  plan.sequence_parallel = true;
+  TrainingSpec t = FlashTraining(64);
+  SystemSpec s = H100s(64);
+  StepEstimate megatron = EstimateOf(m, plan, t, s);
+  t.dtensor_tp = true;
+  StepEstimate dtensor = EstimateOf(m, plan, t, s);
+  ASSERT_GT(megatron.tp_comm.value(), 0);
+  // 4 reduce-scatter-sized collectives per layer and pass against 2 all-reduces (the same bytes,
+  // two more fixed per-call costs).
+  EXPECT_NEAR(dtensor.tp_comm.value() / megatron.tp_comm.value(), 2.0 / 2.5, 0.05);
+  EXPECT_LT(dtensor.step.value(), megatron.step.value());
+}
+
+// torchtitan's per-op checkpointing saves the reduce-scatters' outputs but reruns the
+// all-gathers: half the forward's TP traffic again, exactly.
+TEST(EstimatorTest, DTensorOpCheckpointingRerunsTheAllGathers) {
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 3};
+  plan.tp_comm_overlap = false;
+  plan.sequence_parallel = true;
+  TrainingSpec t = FlashTraining(64);
+  t.dtensor_tp = true;
+  SystemSpec s = H100s(64);
+  StepEstimate none = EstimateOf(m, plan, t, s);
+  plan.recompute = Recompute::kOps;
+  StepEstimate ops = EstimateOf(m, plan, t, s);
+  ASSERT_GT(none.tp_comm.value(), 0);
+  EXPECT_NEAR(ops.tp_comm.value() / none.tp_comm.value(), 2.5 / 2.0, 1e-9);
+}
+
+// Async TP hides a collective only behind the GEMM it is fused with. Where that GEMM is shorter
+// than the collective (fp8 at h / tp = 512), less is hidden than in bf16, whose traffic is the
+// same; torchao's rowwise recipe fuses only the matmul-reduce-scatters, so with GEMMs long
+// enough to hide everything (tp 2) its all-gathers and their conjugates stay exposed.
+TEST(EstimatorTest, AsyncTpHidesAtMostTheFusedGemm) {
+  ModelSpec m = Model("llama3-8b");
+  ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 3};
+  plan.tp_comm_overlap = true;
+  plan.sequence_parallel = true;
+  TrainingSpec bf16 = FlashTraining(64);
+  bf16.dtensor_tp = true;
+  bf16.async_tp = true;
+  TrainingSpec fp8 = bf16;
+  fp8.dtype = topo::Dtype::kFp8;
+  fp8.fp8_recipe = Fp8Recipe::kTensorwise;
+  SystemSpec s = H100s(64);
+  s.calib.async_tp_overlap_fraction = 0.7;
+  const double a = 0.7;
+  EXPECT_GT(EstimateOf(m, plan, fp8, s).tp_comm.value(),
+            1.05 * EstimateOf(m, plan, bf16, s).tp_comm.value());
+
+  ModelSpec big = Model("llama3-405b");  // h / tp = 8192: every fused GEMM outlasts its collective
+  ParallelPlan tp2{.tp = 2, .pp = 2, .dp = 16, .mbs = 1, .zero = 1};
+  tp2.tp_comm_overlap = true;
+  tp2.sequence_parallel = true;
+  TrainingSpec rowwise = fp8;
+  rowwise.global_batch = 64;
+  rowwise.fp8_recipe = Fp8Recipe::kRowwise;
+  TrainingSpec tensorwise = rowwise;
+  tensorwise.fp8_recipe = Fp8Recipe::kTensorwise;
+  double hidden_both = EstimateOf(big, tp2, tensorwise, s).tp_comm.value();
+  double hidden_rs = EstimateOf(big, tp2, rowwise, s).tp_comm.value();
+  ASSERT_GT(hidden_both, 0);
+  // Per pass: 4 (1 - a) exposed against 2 + 2 (1 - a).
+  EXPECT_NEAR(hidden_rs / hidden_both, (2 - a) / (2 * (1 - a)), 1e-9);
 }
 
 }  // namespace

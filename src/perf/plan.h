@@ -120,6 +120,12 @@ struct TrainingSpec {
   // on the copy engine, Calibration::async_tp_overlap_fraction) rather than Transformer Engine's
   // userbuffer overlap (Megatron-Core --tp-comm-overlap, Calibration::tp_overlap_fraction).
   bool async_tp = false;
+  // TP as PyTorch's DTensor runs it (torchtitan's ColwiseParallel / RowwiseParallel with
+  // SequenceParallel, each collective its own autograd op) rather than Megatron's linear layers:
+  // the backward reuses the gathered input the matmuls saved (no re-gather), per-op checkpointing
+  // reruns the all-gathers, and async TP hides a collective only behind the GEMM it is fused with
+  // (estimator.cc). Only read with sequence parallelism.
+  bool dtensor_tp = false;
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

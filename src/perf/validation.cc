@@ -299,6 +299,15 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     return InvalidArgumentError(fmt::format(
         "column cp_attention: '{}' is not ring, torch or allgather", Printable(cp_attention)));
   }
+  // Optional column tp_impl: megatron (Megatron's linear layers, the default) or dtensor
+  // (PyTorch DTensor's tensor parallelism, torchtitan); see TrainingSpec::dtensor_tp.
+  std::string_view tp_impl = Trim(get("tp_impl"));
+  if (EqualsIgnoreCase(tp_impl, "dtensor")) {
+    r.training.dtensor_tp = true;
+  } else if (!tp_impl.empty() && !EqualsIgnoreCase(tp_impl, "megatron")) {
+    return InvalidArgumentError(
+        fmt::format("column tp_impl: '{}' is not megatron or dtensor", Printable(tp_impl)));
+  }
   std::string_view metric = Trim(get("metric"));
   bool found = false;
   for (Metric m : {Metric::kIterationTime, Metric::kHfuTflops, Metric::kMfu, Metric::kStateMemory,

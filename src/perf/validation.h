@@ -63,8 +63,8 @@ struct PublishedRun {
 };
 
 // Parses the table; errors name the file, line and column. Tables may carry the optional
-// columns group, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak, tp_overlap and assumptions
-// (data/published/README.md); a table without `group` takes the first word of `source`.
+// columns group, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak, tp_overlap, tp_impl and
+// assumptions (data/published/README.md); a table without `group` takes the first word of `source`.
 Result<std::vector<PublishedRun>> ParsePublishedRuns(std::string_view csv, std::string_view source);
 Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& path);
 

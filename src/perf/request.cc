@@ -23,9 +23,9 @@ using nlohmann::json;
 // The fields of the "training" and "plan" objects; a job plan (ParseJobPlan) has them side by side.
 // The stack settings (perf/stack.h) are training fields too.
 constexpr std::string_view kTrainingFields[] = {
-    "global_batch",       "global_batch_tokens", "dtype",   "tokens",
-    "price_per_gpu_hour", "flash_attention",     "grads",   "fp8_recipe",
-    "compiled",           "cp_attention",        "async_tp"};
+    "global_batch",       "global_batch_tokens", "dtype",    "tokens",
+    "price_per_gpu_hour", "flash_attention",     "grads",    "fp8_recipe",
+    "compiled",           "cp_attention",        "async_tp", "tp_impl"};
 constexpr std::string_view kPlanFields[] = {"tp",
                                             "pp",
                                             "dp",
@@ -436,7 +436,7 @@ Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::stri
                   "recompute, sequence_parallel, zero, overlap_dp_comm, uneven_pp, order; or a "
                   "training field: global_batch, global_batch_tokens, dtype, tokens, "
                   "price_per_gpu_hour, flash_attention, grads, fp8_recipe, compiled, "
-                  "cp_attention, async_tp)");
+                  "cp_attention, async_tp, tp_impl)");
     }
   }
   if (!root.contains("model")) return fail("plan.model", "required");

@@ -8,7 +8,8 @@
 //    "training": {"global_batch": 512 | "global_batch_tokens": 4194304, "dtype": "bf16",
 //                 "tokens": 1.5e13, "price_per_gpu_hour": 2.0, "flash_attention": true,
 //                 "grads": "bf16", "fp8_recipe": "delayed", "compiled": true,
-//                 "cp_attention": "ring", "async_tp": false},   (the stack: perf/stack.h)
+//                 "cp_attention": "ring", "async_tp": false, "tp_impl": "megatron"},
+//                                                                  (the stack: perf/stack.h)
 //    "plan": {"tp": 8, "pp": 4, "dp": 32, "cp": 1, "ep": 1, "mbs": 1, "vp": 1,
 //             "recompute": "selective", "sequence_parallel": true, "zero": 1,
 //             "overlap_dp_comm": true, "uneven_pp": false, "order": "tp-cp-ep-dp-pp"},

@@ -20,7 +20,7 @@ struct Setting {
   int (*get)(const TrainingSpec& t);
 };
 
-constexpr std::array<Setting, 5> kSettings{{
+constexpr std::array<Setting, 6> kSettings{{
     {{"grads", "fp32|bf16|bf16-adam",
       "gradients in fp32 (default), bf16 (Megatron-Core DDP), or bf16 with Adam state in bf16 "
       "(Apex DistributedFusedAdam)"},
@@ -40,9 +40,9 @@ constexpr std::array<Setting, 5> kSettings{{
      false,
      [](int w, TrainingSpec* t) { t->fused_elementwise = w == 0; },
      [](const TrainingSpec& t) { return t.fused_elementwise ? 0 : 1; }},
-    {{"cp_attention", "ring|torch",
-      "context-parallel attention: Transformer Engine's ring (default) or PyTorch's "
-      "experimental context_parallel"},
+    {{"cp_attention", "ring|torch|allgather",
+      "context-parallel attention: Transformer Engine's ring (default), PyTorch's experimental "
+      "context_parallel or Llama 3's all-gather"},
      false,  // the words are in CpAttention's order
      [](int w, TrainingSpec* t) { t->cp_attention = static_cast<CpAttention>(w); },
      [](const TrainingSpec& t) { return static_cast<int>(t.cp_attention); }},
@@ -51,6 +51,12 @@ constexpr std::array<Setting, 5> kSettings{{
      false,
      [](int w, TrainingSpec* t) { t->async_tp = w == 1; },
      [](const TrainingSpec& t) { return t.async_tp ? 1 : 0; }},
+    {{"tp_impl", "megatron|dtensor",
+      "tensor parallelism as Megatron's linear layers (default) or PyTorch DTensor's "
+      "(torchtitan)"},
+     false,
+     [](int w, TrainingSpec* t) { t->dtensor_tp = w == 1; },
+     [](const TrainingSpec& t) { return t.dtensor_tp ? 1 : 0; }},
 }};
 
 constexpr std::array<StackSetting, kSettings.size()> Infos() {

@@ -1,9 +1,10 @@
 // The software stack a run trains on, as named settings: how its gradients and optimizer state
 // are held, its fp8 recipe, whether its element-wise ops are compiled, how it runs context-
-// parallel attention and which TP overlap it uses. They change the estimate as much as the
-// parallel plan does (PyTorch's experimental CP and async TP are not Transformer Engine's), so
-// one table names them for every way a user describes a run:
-//   * a validation / calibration CSV row (column `grads`, `fp8_recipe`, ...);
+// parallel attention, which TP overlap it uses and whose TP layers. They change the estimate as
+// much as the parallel plan does (PyTorch's experimental CP and async TP are not Transformer
+// Engine's), so one table names them for every way a user describes a run:
+//   * a validation / calibration CSV row (column `grads`, `fp8_recipe`, ...; async TP is also
+//     tp_overlap = async, which turns the plan's TP overlap on too);
 //   * `baton plan estimate|search --grads bf16 --cp-attention torch ...`;
 //   * the daemon's plan requests and job plans ("training": {"grads": "bf16", ...}).
 // Values are the CSV's words (case-insensitive). Pure; never throws.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/strings.h"
+#include "perf/stack.h"
 
 namespace baton::perf {
 
@@ -250,63 +251,12 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   }
   ASSIGN_OR_RETURN(r.training.dtype, topo::ParseDtype(get("dtype")));
   ASSIGN_OR_RETURN(r.training.flash_attention, YesNo(get("flash_attention"), "flash_attention"));
-  // Optional column grads: fp32 (the default) or bf16 (Megatron-Core's DDP default); bf16-adam:
-  // bf16 gradients and Adam state in bf16 too (Apex DistributedFusedAdam with dtype=bf16).
-  std::string_view grads = Trim(get("grads"));
-  if (EqualsIgnoreCase(grads, "bf16")) {
-    r.training.fp32_grads = false;
-  } else if (EqualsIgnoreCase(grads, "bf16-adam")) {
-    r.training.fp32_grads = false;
-    r.training.bf16_optimizer_state = true;
-  } else if (!grads.empty() && !EqualsIgnoreCase(grads, "fp32")) {
-    return InvalidArgumentError(
-        fmt::format("column grads: '{}' is not fp32, bf16 or bf16-adam", Printable(grads)));
-  }
-  // Optional column fp8_recipe: delayed (Transformer Engine, the default), tensorwise or
-  // rowwise (torchao float8); only fp8 rows may name one.
-  std::string_view recipe = Trim(get("fp8_recipe"));
-  if (!recipe.empty()) {
-    if (r.training.dtype != topo::Dtype::kFp8) {
-      return InvalidArgumentError(fmt::format("column fp8_recipe: '{}' given for a {} row",
-                                              Printable(recipe),
-                                              topo::DtypeName(r.training.dtype)));
-    }
-    if (EqualsIgnoreCase(recipe, "delayed")) {
-      r.training.fp8_recipe = Fp8Recipe::kDelayed;
-    } else if (EqualsIgnoreCase(recipe, "tensorwise")) {
-      r.training.fp8_recipe = Fp8Recipe::kTensorwise;
-    } else if (EqualsIgnoreCase(recipe, "rowwise")) {
-      r.training.fp8_recipe = Fp8Recipe::kRowwise;
-    } else {
-      return InvalidArgumentError(fmt::format(
-          "column fp8_recipe: '{}' is not delayed, tensorwise or rowwise", Printable(recipe)));
-    }
-  }
-  // Optional column compiled: no when the stack ran its element-wise ops as eager PyTorch kernels
-  // (torchtitan without torch.compile); blank or yes: fused.
-  std::string_view compiled = Trim(get("compiled"));
-  if (!compiled.empty()) {
-    ASSIGN_OR_RETURN(r.training.fused_elementwise, YesNo(compiled, "compiled"));
-  }
-  // Optional column cp_attention: ring (Megatron-Core / Transformer Engine, the default), torch
-  // (PyTorch's experimental context_parallel, torchtitan) or allgather (Llama 3); see plan.h.
-  std::string_view cp_attention = Trim(get("cp_attention"));
-  if (EqualsIgnoreCase(cp_attention, "torch")) {
-    r.training.cp_attention = CpAttention::kTorch;
-  } else if (EqualsIgnoreCase(cp_attention, "allgather")) {
-    r.training.cp_attention = CpAttention::kAllGather;
-  } else if (!cp_attention.empty() && !EqualsIgnoreCase(cp_attention, "ring")) {
-    return InvalidArgumentError(fmt::format(
-        "column cp_attention: '{}' is not ring, torch or allgather", Printable(cp_attention)));
-  }
-  // Optional column tp_impl: megatron (Megatron's linear layers, the default) or dtensor
-  // (PyTorch DTensor's tensor parallelism, torchtitan); see TrainingSpec::dtensor_tp.
-  std::string_view tp_impl = Trim(get("tp_impl"));
-  if (EqualsIgnoreCase(tp_impl, "dtensor")) {
-    r.training.dtensor_tp = true;
-  } else if (!tp_impl.empty() && !EqualsIgnoreCase(tp_impl, "megatron")) {
-    return InvalidArgumentError(
-        fmt::format("column tp_impl: '{}' is not megatron or dtensor", Printable(tp_impl)));
+  // The optional stack columns (grads, fp8_recipe, compiled, cp_attention, tp_impl; blank: the
+  // default), read by the same table as `plan`'s flags and the API's fields (perf/stack.h).
+  for (const StackSetting& s : StackSettings()) {
+    std::string_view word = Trim(get(std::string(s.name).c_str()));
+    if (word.empty()) continue;
+    RETURN_IF_ERROR(ApplyStackSetting(s.name, word, fmt::format("column {}", s.name), &r.training));
   }
   std::string_view metric = Trim(get("metric"));
   bool found = false;

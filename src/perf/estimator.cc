@@ -527,8 +527,11 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // achieves (SMs lent to the comm kernels, gaps between chunks), no longer a share of the whole
   // transfer. (TE's default methods exactly, ring exchange over tp steps for the all-gathers and
   // a 4-way pipeline for the forward reduce-scatters, were measured and left out: README.)
+  // A profile whose overlap hides nothing (A100's 0: Megatron-LM ran there without TE's overlap)
+  // runs none of it and pays none of its costs.
   const bool te_ub = plan.tp_comm_overlap && plan.sequence_parallel && plan.tp > 1 &&
-                     !ctx.training.async_tp && !ctx.training.dtensor_tp;
+                     !ctx.training.async_tp && !ctx.training.dtensor_tp &&
+                     c.tp_overlap_fraction > 0;
   double te_ub_bwd = 0;
   if (te_ub) {
     // The old all-reduce pair's cost split into its four halves (userbuffers bypass NCCL).

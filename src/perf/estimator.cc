@@ -511,6 +511,49 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
                                                    : c.tp_overlap_fraction;
   double tp_layer =
       plan.tp > 1 ? (1 - tp_hidden) * 2 * AllReduceTime(ctx, tp_g, 2 * tokens * h) : 0.0;
+  // Transformer Engine's userbuffer overlap (Megatron --tp-comm-overlap, which needs sequence
+  // parallelism; TE's pytorch/module/base.py initialize_ub and
+  // common/comm_gemm_overlap/comm_gemm_overlap.cpp) runs each collective beside the one GEMM it
+  // feeds or follows, never more. The forward's two all-gathers (before QKV and fc1) and two
+  // reduce-scatters (after the projection and fc2) are split with their GEMM into tp chunks, one
+  // chunk's transfer beside each GEMM chunk; one chunk's transfer of the tp has no GEMM chunk
+  // beside it (the reduce-scatter's last, issued after the last GEMM chunk, in TE's pipeline
+  // method; the all-gather's copy into the userbuffer before the ring exchange starts), so at
+  // most (tp - 1) / tp of min(transfer, GEMM) hides. The backward's all-gathers of the
+  // projection's and fc2's output gradients are split the same way against their
+  // input-gradient GEMMs; its bulk overlaps (the QKV and fc1 inputs re-gathered beside their
+  // input-gradient GEMMs, those gradients reduce-scattered beside the weight-gradient GEMMs) hide
+  // at most min(transfer, GEMM). tp_overlap_fraction is the share of that ceiling each overlap
+  // achieves (SMs lent to the comm kernels, gaps between chunks), no longer a share of the whole
+  // transfer. (TE's default methods exactly, ring exchange over tp steps for the all-gathers and
+  // a 4-way pipeline for the forward reduce-scatters, were measured and left out: README.)
+  // A profile whose overlap hides nothing (A100's 0: Megatron-LM ran there without TE's overlap)
+  // runs none of it and pays none of its costs.
+  const bool te_ub = plan.tp_comm_overlap && plan.sequence_parallel && plan.tp > 1 &&
+                     !ctx.training.async_tp && !ctx.training.dtensor_tp &&
+                     c.tp_overlap_fraction > 0;
+  double te_ub_bwd = 0;
+  if (te_ub) {
+    // The old all-reduce pair's cost split into its four halves (userbuffers bypass NCCL).
+    const double coll = 0.5 * AllReduceTime(ctx, tp_g, 2 * tokens * h);
+    const double g_qkv = 2 * tokens * h * (h + 2 * kvd) / t / rate;
+    const double g_o = 2 * tokens * h * h / t / rate;
+    const double g_in = 2 * tokens * h * ffn * (mats - 1) / t / rate;
+    const double g_out = 2 * tokens * ffn * h / t / rate;
+    const double split_hide = c.tp_overlap_fraction * (t - 1) / t;
+    auto split = [&](double gemm) { return coll - split_hide * std::min(coll, gemm); };
+    auto bulk = [&](double gemm) { return coll - c.tp_overlap_fraction * std::min(coll, gemm); };
+    // The pipelined reduce-scatters keep their SMs from the GEMM beside them for its whole run
+    // (set_sm_margin): Transformer Engine's defaults (initialize_ub: num_sm 16, set_sm_margin for
+    // every method but the ring exchange, TE 2.x) take 16 of H100's 132 SMs from the
+    // projection's and fc2's forward GEMMs, which then take 132 / 116 of their time. (NeMo's
+    // per-model H100 configs, tp_overlap_configs/userbuffers.py, give the projection 24 and fc2
+    // 16: measured, README. The ring exchanges move data by copy engine; the bulk overlaps'
+    // few SMs were left out, README.)
+    const double sm_margin = (132.0 / (132 - 16) - 1) * (g_o + g_out);
+    tp_layer = split(g_qkv) + split(g_o) + split(g_in) + split(g_out) + sm_margin;
+    te_ub_bwd = split(g_o) + split(g_out) + 2 * bulk(g_qkv) + 2 * bulk(g_in);
+  }
   // The ring passes K and V of the local chunk cp - 1 times per layer; each transfer hides only
   // behind the attention step running at the same time (the previous chunk's), never behind
   // the GEMMs, which need the attention output. The backward pass sends K, V and their
@@ -604,7 +647,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // (the conjugate f / g operators); with it, the conjugates of the forward's all-gather and
   // reduce-scatter plus a second all-gather of the saved shard for the weight gradient: 1.5x.
   const double tp_bwd = plan.sequence_parallel ? 1.5 : 1.0;
-  const double comm_bwd_tp = dtensor_tp ? dt_bwd : tp_bwd * comm_fwd_tp;
+  const double comm_bwd_tp = dtensor_tp ? dt_bwd
+                             : te_ub    ? stage_layers * te_ub_bwd
+                                        : tp_bwd * comm_fwd_tp;
   double t_bwd = bwd + comm_bwd_tp + 2 * comm_fwd_ep + comm_bwd_cp + rc + rc_comm;
   double t_mb = t_fwd + t_bwd;
   // Launch-bound micro-batches: the host must dispatch every pass of every layer of the stage,

@@ -629,7 +629,7 @@ TEST(EstimatorTest, AsyncTpHidesItsOwnShare) {
   StepEstimate ub = EstimateOf(m, plan, te, *sys);
   StepEstimate at = EstimateOf(m, plan, async, *sys);
   ASSERT_GT(none.tp_comm.value(), 0);
-  EXPECT_DOUBLE_EQ(ub.tp_comm.value(), 0.0);
+  EXPECT_LT(ub.tp_comm.value(), 0.5 * none.tp_comm.value());
   EXPECT_NEAR(at.tp_comm.value(), 0.6 * none.tp_comm.value(), 1e-9 * none.tp_comm.value());
   EXPECT_GT(at.step.value(), ub.step.value());
   EXPECT_LT(at.step.value(), none.step.value());
@@ -646,6 +646,61 @@ TEST(EstimatorTest, AsyncTpHidesItsOwnShare) {
   StepEstimate dt_async = EstimateOf(m, plan, async, h100);
   ASSERT_GT(dt_none.tp_comm.value(), 0);
   EXPECT_GT(dt_async.tp_comm.value() / dt_none.tp_comm.value(), 1 - h100.calib.tp_overlap_fraction);
+}
+
+// Transformer Engine's userbuffer overlap hides each collective behind its one GEMM, split in tp
+// chunks of which one's transfer has nothing beside it: even a perfect overlap
+// (tp_overlap_fraction 1) leaves 1 / tp of the forward's four split collectives and the
+// backward's two exposed (the backward's four bulk ones can hide whole), and at TP 2 half.
+TEST(EstimatorTest, UserbufferOverlapLeavesOneChunkInTpExposed) {
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 64;
+  auto sys = SystemFromShort(sh);
+  ASSERT_TRUE(sys.ok());
+  sys->calib.tp_overlap_fraction = 1.0;
+  ModelSpec m = Model("llama3-8b");
+  TrainingSpec t = FlashTraining(64);
+  for (int tp : {2, 8}) {
+    ParallelPlan plan{.tp = tp, .dp = 64 / tp, .mbs = 2, .zero = 1};
+    plan.sequence_parallel = true;
+    plan.tp_comm_overlap = false;
+    StepEstimate none = EstimateOf(m, plan, t, *sys);
+    plan.tp_comm_overlap = true;
+    StepEstimate ub = EstimateOf(m, plan, t, *sys);
+    ASSERT_GT(none.tp_comm.value(), 0) << tp;
+    // none = 10 collectives' worth (4 forward, 6 backward); at least 6 / tp of one stay exposed.
+    EXPECT_GE(ub.tp_comm.value(), (6.0 / tp) / 10 * none.tp_comm.value() * (1 - 1e-9)) << tp;
+    EXPECT_LT(ub.tp_comm.value(), none.tp_comm.value()) << tp;
+    EXPECT_LT(ub.step.value(), none.step.value()) << tp;
+  }
+}
+
+// Transformer Engine's pipelined reduce-scatters take 16 of H100's 132 SMs from the projection's
+// and fc2's forward GEMMs (set_sm_margin): with almost nothing hidden (tp_overlap_fraction
+// 1e-6) the overlap costs more than no overlap, by at most 132 / 116 - 1 of the forward's GEMM
+// time; a profile whose overlap hides nothing (0, A100's) pays nothing for it.
+TEST(EstimatorTest, UserbufferOverlapTakesSmsFromItsForwardGemms) {
+  ShortSystem sh;
+  sh.gpu = "H100-SXM";
+  sh.gpus = 64;
+  auto sys = SystemFromShort(sh);
+  ASSERT_TRUE(sys.ok());
+  sys->calib.tp_overlap_fraction = 1e-6;
+  ModelSpec m = Model("llama3-8b");
+  TrainingSpec t = FlashTraining(64);
+  ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 1};
+  plan.sequence_parallel = true;
+  plan.tp_comm_overlap = false;
+  StepEstimate none = EstimateOf(m, plan, t, *sys);
+  plan.tp_comm_overlap = true;
+  StepEstimate ub = EstimateOf(m, plan, t, *sys);
+  const double extra = ub.tp_comm.value() - none.tp_comm.value();
+  EXPECT_GT(extra, 0);
+  EXPECT_LT(extra, (132.0 / 116 - 1) * none.compute.value() / 3);
+  EXPECT_GT(ub.step.value(), none.step.value());
+  sys->calib.tp_overlap_fraction = 0.0;
+  EXPECT_DOUBLE_EQ(EstimateOf(m, plan, t, *sys).step.value(), none.step.value());
 }
 
 // Megatron's TP backward moves as much as the forward without sequence parallelism and 1.5 times

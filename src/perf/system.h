@@ -69,6 +69,9 @@ struct Calibration {
   // Fraction of the last micro-batch's backward pass that hides DP gradient reduction.
   double dp_overlap_fraction = 0.8;
   // Fraction of TP communication hidden behind GEMMs (0 in Megatron-LM before TE comm overlap).
+  // With Transformer Engine's userbuffer overlap (sequence parallelism on, neither async nor
+  // DTensor TP) it is a per-chunk efficiency under a physical ceiling: each collective hides at
+  // most (tp - 1) / tp (split) or all (bulk) of min(transfer, its one GEMM); estimator.cc.
   double tp_overlap_fraction = 0.0;
   // HBM a training process cannot use for tensors: a fixed reserve (CUDA context, cuBLAS and
   // NCCL workspaces) and a share lost to the caching allocator's fragmentation. A plan fits when

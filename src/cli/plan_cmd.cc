@@ -87,6 +87,13 @@ struct PlanOptions {
 
 void PrintError(const Status& st) { fmt::print(stderr, "error: {}\n", st.ToString()); }
 
+// "bf16" or, off the default stack, "bf16 (grads bf16, cp_attention torch)".
+std::string DtypeAndStack(const perf::TrainingSpec& t) {
+  std::string stack = perf::StackSummary(t);
+  std::string dtype(topo::DtypeName(t.dtype));
+  return stack.empty() ? dtype : fmt::format("{} ({})", dtype, stack);
+}
+
 // "cp_attention" -> "--cp-attention".
 std::string StackFlag(std::string_view setting) {
   std::string flag = "--" + std::string(setting);
@@ -335,7 +342,7 @@ Status RunEstimate(const PlanOptions& o) {
     return Status::Ok();
   }
   fmt::print("{} on {} ({}), global batch {} x {} tokens, {}\nplan: {}\n", model.name, system.name,
-             system.gpu.name, training.global_batch, model.seq, topo::DtypeName(training.dtype),
+             system.gpu.name, training.global_batch, model.seq, DtypeAndStack(training),
              perf::PlanToString(plan));
   if (!e.feasible()) {
     fmt::print("INFEASIBLE: {}\n", perf::ExplainRejection(ctx, plan, e));
@@ -416,6 +423,7 @@ Status RunSearch(const PlanOptions& o) {
     j["model"] = model.name;
     j["system"] = system.name;
     j["global_batch"] = training.global_batch;
+    j["stack"] = perf::StackJson(training);
     j["seconds"] = secs;
     fmt::print("{}\n", j.dump(2));
     return Status::Ok();
@@ -424,7 +432,7 @@ Status RunSearch(const PlanOptions& o) {
       "{} on {} {} GPUs, global batch {} x {} tokens, {}: {} plans ({} estimated, the rest "
       "ruled out in bulk) in {:.2f} s, {} threads\n",
       model.name, fmt::join(gpu_list, "/"), system.gpu.name, training.global_batch, model.seq,
-      topo::DtypeName(training.dtype), r.space,
+      DtypeAndStack(training), r.space,
       r.feasible + r.rejected[static_cast<int>(perf::Rejection::kOutOfMemory)], secs, opts.threads);
   fmt::print("{}", perf::FormatRejections(r));
   if (r.top.empty()) {

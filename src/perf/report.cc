@@ -6,6 +6,8 @@
 #include <array>
 #include <utility>
 
+#include "perf/stack.h"
+
 namespace baton::perf {
 
 namespace {
@@ -161,6 +163,14 @@ nlohmann::json SearchToJson(const SearchResult& r) {
   return j;
 }
 
+nlohmann::json StackJson(const TrainingSpec& training) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const StackSetting& s : StackSettings()) {
+    j[std::string(s.name)] = std::string(StackSettingValue(s.name, training));
+  }
+  return j;
+}
+
 nlohmann::json EstimateReportJson(const ModelSpec& model, const TrainingSpec& training,
                                   const SystemSpec& system, const ParallelPlan& plan,
                                   const StepEstimate& e) {
@@ -169,6 +179,7 @@ nlohmann::json EstimateReportJson(const ModelSpec& model, const TrainingSpec& tr
   j["model"] = model.name;
   j["system"] = system.name;
   j["global_batch"] = training.global_batch;
+  j["stack"] = StackJson(training);
   j["plan"] = PlanToJson(plan);
   j["estimate"] = EstimateToJson(e);
   if (!e.feasible()) j["reason"] = ExplainRejection(EvalContext(model, training, system), plan, e);

@@ -20,9 +20,11 @@ std::string FormatBand(const UncertaintyBand& b);
 // BandToJson plus the step time and MFU ranges the band puts around estimate `e` ("step_s" and
 // "mfu": [low, high]), as `plan estimate --json` and /api/v1/plan/estimate answer it.
 nlohmann::json EstimateBandJson(const UncertaintyBand& b, const StepEstimate& e);
-// The whole answer to "estimate this plan": model, system, batch, plan, estimate, why it does not
-// fit (when it does not), checkpoint size and interval, and the time / GPU-hours / cost to train
-// when the training spec asks for tokens. `baton plan estimate --json` and the daemon's
+// Every stack setting (perf/stack.h) by name with its word: {"grads": "fp32", ...}.
+nlohmann::json StackJson(const TrainingSpec& training);
+// The whole answer to "estimate this plan": model, system, batch, stack, plan, estimate, why it
+// does not fit (when it does not), checkpoint size and interval, and the time / GPU-hours / cost to
+// train when the training spec asks for tokens. `baton plan estimate --json` and the daemon's
 // /api/v1/plan/estimate print it.
 nlohmann::json EstimateReportJson(const ModelSpec& model, const TrainingSpec& training,
                                   const SystemSpec& system, const ParallelPlan& plan,

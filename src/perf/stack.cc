@@ -115,4 +115,15 @@ std::string_view StackSettingValue(std::string_view name, const TrainingSpec& tr
   return Split(s->info.values, '|')[static_cast<std::size_t>(s->get(training))];
 }
 
+std::string StackSummary(const TrainingSpec& training) {
+  std::string out;
+  for (const StackSetting& s : kInfos) {
+    std::string_view word = StackSettingValue(s.name, training);
+    if (word == s.values.substr(0, s.values.find('|'))) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", s.name, word);
+  }
+  return out;
+}
+
 }  // namespace baton::perf

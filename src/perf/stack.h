@@ -11,6 +11,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -36,5 +37,9 @@ Status ApplyStackSetting(std::string_view name, std::string_view value, std::str
 
 // The word `name` has in `training` (the default's word when left alone); "" for an unknown name.
 std::string_view StackSettingValue(std::string_view name, const TrainingSpec& training);
+
+// The settings `training` changes from their defaults, as "grads bf16, cp_attention torch"; ""
+// when it runs the default stack. What the CLI prints beside the dtype.
+std::string StackSummary(const TrainingSpec& training);
 
 }  // namespace baton::perf

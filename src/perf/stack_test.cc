@@ -48,6 +48,15 @@ TEST(StackTest, SettingsReachTheTrainingSpec) {
   EXPECT_EQ(t.fp8_recipe, Fp8Recipe::kRowwise);
 }
 
+TEST(StackTest, TheSummaryNamesOnlyWhatDiffersFromTheDefaults) {
+  TrainingSpec t;
+  EXPECT_EQ(StackSummary(t), "");
+  ASSERT_TRUE(ApplyStackSetting("cp_attention", "torch", "x", &t).ok());
+  ASSERT_TRUE(ApplyStackSetting("grads", "bf16", "x", &t).ok());
+  ASSERT_TRUE(ApplyStackSetting("tp_impl", "megatron", "x", &t).ok());  // the default: not named
+  EXPECT_EQ(StackSummary(t), "grads bf16, cp_attention torch");
+}
+
 TEST(StackTest, BadWordsNameTheFieldAndChangeNothing) {
   TrainingSpec t;
   Status st = ApplyStackSetting("grads", "fp16", "training.grads", &t);

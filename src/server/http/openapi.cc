@@ -246,7 +246,7 @@ std::string_view OpenApiJson() {
     "/api/v1/plan/estimate": {
       "post": {
         "summary": "Estimate one parallel plan of a model on N GPUs of this cluster",
-        "description": "The planner's step time, its breakdown (compute, recompute, TP/CP/EP/PP/DP communication, bubble, optimizer), MFU, memory per GPU, checkpoint size and interval, time/GPU-hours/cost to train when training.tokens is given, and band: the cross-validated relative error of the daemon's profile around this estimate (step_s and mfu as [low, high]), extrapolated and why when the job is outside the validated envelope. An infeasible plan is a 200 answer with estimate.feasible false and a reason. Nothing is stored.",
+        "description": "The stack it assumed (stack: every training stack setting with its value), the planner's step time, its breakdown (compute, recompute, TP/CP/EP/PP/DP communication, bubble, optimizer), MFU, memory per GPU, checkpoint size and interval, time/GPU-hours/cost to train when training.tokens is given, and band: the cross-validated relative error of the daemon's profile around this estimate (step_s and mfu as [low, high]), extrapolated and why when the job is outside the validated envelope. An infeasible plan is a 200 answer with estimate.feasible false and a reason. Nothing is stored.",
         "operationId": "estimatePlan",
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlanRequest"}}}},
         "responses": {

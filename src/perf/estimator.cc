@@ -532,17 +532,27 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const bool te_ub = plan.tp_comm_overlap && plan.sequence_parallel && plan.tp > 1 &&
                      !ctx.training.async_tp && !ctx.training.dtensor_tp &&
                      c.tp_overlap_fraction > 0;
+  const bool dtensor_tp = ctx.training.dtensor_tp && plan.sequence_parallel && plan.tp > 1;
+  // The layer's four TP-sharded GEMMs (one forward product each: QKV, the attention projection,
+  // fc1 with SwiGLU's gate, fc2): both TE's userbuffer overlap and DTensor's async TP hide a
+  // collective behind the one GEMM beside it, never more.
+  double g_qkv = 0, g_o = 0, g_in = 0, g_out = 0;
+  if (te_ub || dtensor_tp) {
+    g_qkv = 2 * tokens * h * (h + 2 * kvd) / t / rate;
+    g_o = 2 * tokens * h * h / t / rate;
+    g_in = 2 * tokens * h * ffn * (mats - 1) / t / rate;
+    g_out = 2 * tokens * ffn * h / t / rate;
+  }
+  auto exposed = [](double comm, double gemm, double hide) {
+    return comm - hide * std::min(comm, gemm);
+  };
   double te_ub_bwd = 0;
   if (te_ub) {
     // The old all-reduce pair's cost split into its four halves (userbuffers bypass NCCL).
     const double coll = 0.5 * AllReduceTime(ctx, tp_g, 2 * tokens * h);
-    const double g_qkv = 2 * tokens * h * (h + 2 * kvd) / t / rate;
-    const double g_o = 2 * tokens * h * h / t / rate;
-    const double g_in = 2 * tokens * h * ffn * (mats - 1) / t / rate;
-    const double g_out = 2 * tokens * ffn * h / t / rate;
     const double split_hide = c.tp_overlap_fraction * (t - 1) / t;
-    auto split = [&](double gemm) { return coll - split_hide * std::min(coll, gemm); };
-    auto bulk = [&](double gemm) { return coll - c.tp_overlap_fraction * std::min(coll, gemm); };
+    auto split = [&](double gemm) { return exposed(coll, gemm, split_hide); };
+    auto bulk = [&](double gemm) { return exposed(coll, gemm, c.tp_overlap_fraction); };
     // The pipelined reduce-scatters keep their SMs from the GEMM beside them for its whole run
     // (set_sm_margin): Transformer Engine's defaults (initialize_ub: num_sm 16, set_sm_margin for
     // every method but the ring exchange, TE 2.x) take 16 of H100's 132 SMs from the
@@ -609,23 +619,15 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // halving those bytes was measured and left out: leave-one-source-out CV 8.5 -> 8.8 % before
   // the IBM rows ran eager (the dgxc fold's fp8 rate followed the torchtitan rows down), 8.4 ->
   // 8.3 % after, with the in-sample p90 11.2 -> 11.4 %.)
-  const bool dtensor_tp = ctx.training.dtensor_tp && plan.sequence_parallel && plan.tp > 1;
   double comm_fwd_tp = stage_layers * tp_layer;
   double dt_bwd = 0, dt_ops_rc = 0;
   if (dtensor_tp) {
     const double act = 2 * tokens * h;
     const double rs = HalfCollectiveTime(ctx, tp_g, act), ag = rs;
-    const double g_qkv = 2 * tokens * h * (h + 2 * kvd) / t / rate;
-    const double g_o = 2 * tokens * h * h / t / rate;
-    const double g_in = 2 * tokens * h * ffn * (mats - 1) / t / rate;
-    const double g_out = 2 * tokens * ffn * h / t / rate;
     // With torchao's rowwise recipe only the matmul-reduce-scatters fuse: each all-gather feeds
     // a rowwise quantisation before its scaled_mm, which the pass does not match (pytorch/pytorch
     // issue 149990, open in 2025), so the all-gathers and their backward conjugates stay exposed.
     const double hide_ag = fp8 && ctx.training.fp8_recipe == Fp8Recipe::kRowwise ? 0.0 : tp_hidden;
-    auto exposed = [&](double comm, double gemm, double hide) {
-      return comm - hide * std::min(comm, gemm);
-    };
     dt_ops_rc = stage_layers * (exposed(ag, g_qkv, hide_ag) + exposed(ag, g_in, hide_ag));
     comm_fwd_tp =
         dt_ops_rc + stage_layers * (exposed(rs, g_o, tp_hidden) + exposed(rs, g_out, tp_hidden));

@@ -192,11 +192,12 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     r.plan.tp_comm_overlap = true;
     r.training.async_tp = true;
   } else if (!tp_overlap.empty()) {
-    if (!YesNo(tp_overlap, "tp_overlap").ok()) {
+    Result<bool> yes = YesNo(tp_overlap, "tp_overlap");
+    if (!yes.ok()) {
       return InvalidArgumentError(
           fmt::format("column tp_overlap: '{}' is not yes, no or async", Printable(tp_overlap)));
     }
-    r.plan.tp_comm_overlap = *YesNo(tp_overlap, "tp_overlap");
+    r.plan.tp_comm_overlap = *yes;
   } else {
     // Tables before 2024 describe Megatron-LM without TP overlap; the calibration of their GPU
     // family (Ampere) hides none anyway.

@@ -86,14 +86,14 @@ struct Calibration {
   // request 2023, denoise.sh), an exponent of 0.9-1.2. Fitted (bounds 0.33..1.25) on the only
   // capped rows, torchtitan's 500 W H100s (data/published/runs-2024.csv); 1 before any fit.
   double power_cap_exponent = 1.0;
-  // Share of TP communication hidden by PyTorch's micro-pipelined async TP
-  // (TrainingSpec::async_tp: torch._inductor's fused all-gather-matmul and matmul-reduce-scatter
-  // over SymmetricMemory, torchtitan's enable_async_tensor_parallel), apart from
-  // tp_overlap_fraction, which is Transformer Engine's userbuffer overlap (Megatron-Core
-  // --tp-comm-overlap). Async TP decomposes each GEMM into tp chunks and overlaps only the copy
-  // engine's transfers with them, so it hides less; fitted (bounds 0..1) on torchtitan's async-TP
-  // benchmark (async-tp-perf-06-14-2025: +9..16 % tokens/s at Llama 3 8B and 70B, TP 8), 0.5
-  // before any fit.
+  // PyTorch's micro-pipelined async TP (TrainingSpec::async_tp: torch._inductor's fused
+  // all-gather-matmul and matmul-reduce-scatter over SymmetricMemory, torchtitan's
+  // enable_async_tensor_parallel), apart from tp_overlap_fraction, which is Transformer Engine's
+  // userbuffer overlap (Megatron-Core --tp-comm-overlap). With DTensor TP (torchtitan, every
+  // published async-TP row) it is the share of min(transfer, the one GEMM the collective is fused
+  // with) that hides, so a GEMM shorter than its collective bounds it (estimator.cc); otherwise
+  // the share of all TP traffic. Fitted (bounds 0..1) on torchtitan's async-TP benchmark
+  // (async-tp-perf-06-14-2025: +9..16 % tokens/s at Llama 3 8B and 70B, TP 8), 0.5 before any fit.
   double async_tp_overlap_fraction = 0.5;
   // Host dispatch outside the layers, once per micro-batch on a stage (the schedule's
   // bookkeeping, embedding, loss and output-layer kernels, the pipeline's send/receive calls),

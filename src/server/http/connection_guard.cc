@@ -1,9 +1,11 @@
 #include "server/http/connection_guard.h"
 
 #include <dirent.h>
-#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received (glibc's lacks it)
+#include <linux/sockios.h>  // SIOCOUTQ
+#include <linux/tcp.h>      // tcp_info with tcpi_bytes_received (glibc's lacks it)
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -83,6 +85,24 @@ bool Cut(int fd, const std::pair<std::string, int>& peer, int port) {
 
 }  // namespace
 
+bool ShutdownAfterFlush(int fd, std::chrono::milliseconds linger) {
+  ::shutdown(fd, SHUT_WR);
+  const auto deadline = std::chrono::steady_clock::now() + linger;
+  bool flushed = false;
+  for (;;) {
+    int unacknowledged = 0;  // bytes written (and the FIN) the peer has not acknowledged
+    if (::ioctl(fd, SIOCOUTQ, &unacknowledged) != 0) break;
+    if (unacknowledged == 0) {
+      flushed = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::shutdown(fd, SHUT_RD);
+  return flushed;
+}
+
 ConnectionHooks ConnectionGuard::Hooks() {
   ConnectionHooks h;
   h.request_started = [this](const std::string& addr, int port) {
@@ -104,7 +124,7 @@ ConnectionHooks ConnectionGuard::Hooks() {
     // On the worker thread that owns the connection, right after its response was written: no
     // other thread can close the descriptor meanwhile. The unread body is never read.
     for (const Connection& c : AcceptedConnections(port_)) {
-      if (c.peer == std::pair{addr, port}) ::shutdown(c.fd, SHUT_RDWR);
+      if (c.peer == std::pair{addr, port}) ShutdownAfterFlush(c.fd, options_.refuse_linger);
     }
   };
   return h;

@@ -42,7 +42,22 @@ struct ConnectionGuardOptions {
   std::uint64_t max_head_bytes = 64 << 10;
   // How often connections are checked: bounds how much of an oversized head is read meanwhile.
   std::chrono::milliseconds scan_interval{50};
+  // How long a refused request's worker waits for the peer to acknowledge the refusal before the
+  // connection is shut down (ShutdownAfterFlush). A loopback or LAN peer acknowledges within
+  // microseconds to milliseconds; the bound keeps a peer that never does from holding a worker.
+  std::chrono::milliseconds refuse_linger{500};
 };
+
+// Half-closes TCP socket `fd` (a FIN after what was written), waits until the peer has
+// acknowledged every byte written or `linger` has passed, then shuts reading down too. Returns
+// whether everything written was acknowledged. Never closes `fd`.
+//
+// Why: a response that refuses a request leaves the request's body unread, and closing a socket
+// with unread bytes makes the kernel send a reset and drop whatever it has not yet sent (tcp(7)
+// close with a non-empty receive queue; RFC 2525 2.17). Shutting down at once could therefore
+// lose the refusal itself, which a client then sees as an empty reply. Bytes the peer has
+// acknowledged stay readable there after the reset.
+bool ShutdownAfterFlush(int fd, std::chrono::milliseconds linger);
 
 class ConnectionGuard {
  public:

@@ -572,15 +572,27 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // and gathers them with one all-gather (its default ALL_GATHER rotater: issued with the
   // diagonal step, waited on before the next), so only the diagonal step hides it; the backward
   // gathers K and V again the same way and passes dK and dV (fp32: twice K and V's bytes) round
-  // the ring with one all-to-all per step, each behind the next step's backward.
+  // the ring with one all-to-all per step (cp of them), each behind the next step's backward but
+  // the last, which _templated_ring_attention_backward waits on right after its loop.
+  // Under torch.compile (fused_elementwise: torchtitan compiles each block, and the ring is traced
+  // into the block's graphs through DTensor's SDPA handler) none of these transfers overlaps: a
+  // functional collective traced into a graph is followed at once by its wait_tensor
+  // (torch/distributed/_functional_collectives.py, _maybe_wrap_tensor: "wait_tensor() op is
+  // immediately called"), and Inductor moves waits only with reorder_for_compute_comm_overlap,
+  // off by default (torch/_inductor/config.py). The eager AsyncCollectiveTensor waits at first use.
   double cp_layer = 0, cp_layer_bwd = 0;
   if (plan.cp > 1 && ctx.training.cp_attention == CpAttention::kTorch) {
     double chunk = 2 * 2 * tokens * h / t;
     double gather = HalfCollectiveTime(ctx, cp_g, plan.cp * chunk);
     double hop_dkv = P2pTime(ctx, cp_g, 2 * chunk);
-    cp_layer = std::max(0.0, gather - t_attn_step_diag);
-    cp_layer_bwd = std::max(0.0, gather - attn_bwd * t_attn_step_diag) +
-                   (plan.cp - 1) * std::max(0.0, hop_dkv - attn_bwd * t_attn_step_off);
+    if (ctx.training.fused_elementwise) {
+      cp_layer = gather;
+      cp_layer_bwd = gather + plan.cp * hop_dkv;
+    } else {
+      cp_layer = std::max(0.0, gather - t_attn_step_diag);
+      cp_layer_bwd = std::max(0.0, gather - attn_bwd * t_attn_step_diag) +
+                     (plan.cp - 1) * std::max(0.0, hop_dkv - attn_bwd * t_attn_step_off) + hop_dkv;
+    }
   } else if (plan.cp > 1 && ctx.training.cp_attention == CpAttention::kAllGather) {
     // Llama 3's all-gather CP: the gather of K and V (GQA width) and the backward's
     // reduce-scatter of their gradients sit on the critical path ("the all-gather latency is

@@ -234,6 +234,27 @@ TEST(EstimatorTest, TorchContextParallelCostsMoreThanTheRingAndGrowsWithCp) {
             EstimateOf(m, plan, ring, H100s(256, 50)).cp_comm.value());
 }
 
+// PyTorch's ring under torch.compile (fused_elementwise): a functional collective traced into the
+// graph is waited on at once, so every CP transfer is exposed. Eager, the ring hides its gathers
+// and hops behind the attention steps on NVLink but for the last dK/dV exchange, which the
+// backward waits on after its loop with nothing beside it.
+TEST(EstimatorTest, CompiledTorchContextParallelExposesEveryTransfer) {
+  ModelSpec m = Model("llama3-70b");
+  m.seq = 131072;  // 16k tokens a rank: each ring step outlasts its NVLink transfer
+  TrainingSpec compiled = FlashTraining(64);
+  compiled.cp_attention = CpAttention::kTorch;
+  TrainingSpec eager = compiled;
+  eager.fused_elementwise = false;
+  ParallelPlan plan{.tp = 1, .pp = 1, .dp = 1, .cp = 8, .mbs = 1};
+  plan.recompute = Recompute::kFull;
+  StepEstimate c = EstimateOf(m, plan, compiled, H100s(8));
+  StepEstimate e = EstimateOf(m, plan, eager, H100s(8));
+  EXPECT_GT(e.cp_comm.value(), 0.0);
+  EXPECT_GT(c.cp_comm.value(), 3 * e.cp_comm.value());
+  // Only the CP transfers differ between the two beyond the eager element-wise kernels.
+  EXPECT_EQ(c.tp_comm.value(), e.tp_comm.value());
+}
+
 // Llama 3's all-gather CP runs one attention kernel per local query chunk instead of cp ring
 // steps with their merges, so its compute is below the ring's and falls further behind as cp
 // grows; but its gather is exposed, where the ring hides its hops behind the steps.

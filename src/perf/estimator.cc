@@ -420,6 +420,14 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   //    element and 2 (read and write one fp8 byte) to transpose each saved fp8 input and weight.
   //  rowwise (torchao): as tensorwise forward; the backward quantises each gradient along both
   //    axes (6) and re-quantises each input and weight column-wise from 16 bits (3).
+  // torchao's tensorwise TP styles (Float8ColwiseParallel, PrepareFloat8ModuleInput,
+  // Float8RowwiseParallel in torchao/float8/float8_tensor_parallel.py, which torchtitan's
+  // parallelize_llama uses whenever float8 is on) cast each sequence-sharded block input to fp8
+  // before its all-gather, and each sharded output gradient of the projection and fc2 before the
+  // backward's all-gather (_NoopFwToFloat8BwDynamic after the forward's redistribute): those
+  // gathers move one byte per element, and those casts run on 1 / tp of the tokens.
+  const bool fp8_tp_gather = fp8 && ctx.training.fp8_recipe == Fp8Recipe::kTensorwise &&
+                             ctx.training.dtensor_tp && plan.sequence_parallel && plan.tp > 1;
   double cast_fwd_dense = 0, cast_bwd_dense = 0, cast_fwd_moe = 0, cast_bwd_moe = 0;
   if (fp8) {
     double act_f = 1, grad_b = 1, act_b = 1, w_f = 0, w_b = 0;
@@ -429,10 +437,12 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
       act_f = 3, grad_b = 6, act_b = 3, w_f = 3, w_b = 3;
     }
     auto casts = [&](double width, double* fwd_s, double* bwd_s) {
+      const double gathered = fp8_tp_gather ? h / t : h;  // QKV / fc1 input, o / fc2 grad
       double in = tokens * (2 * h + h / t + width / t);
-      double grad = tokens * ((h + 2 * kvd) / t + 2 * h + (mats - 1) * width / t);
+      double in_cast = tokens * (2 * gathered + h / t + width / t);
+      double grad = tokens * ((h + 2 * kvd) / t + 2 * gathered + (mats - 1) * width / t);
       double w = (h * (h + 2 * kvd) + h * h + mats * h * width) / t;
-      *fwd_s = (act_f * in + w_f * w) / hbm;
+      *fwd_s = (act_f * in_cast + w_f * w) / hbm;
       *bwd_s = (grad_b * grad + act_b * in + w_b * w) / hbm;
     };
     casts(ffn, &cast_fwd_dense, &cast_bwd_dense);
@@ -572,15 +582,27 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // and gathers them with one all-gather (its default ALL_GATHER rotater: issued with the
   // diagonal step, waited on before the next), so only the diagonal step hides it; the backward
   // gathers K and V again the same way and passes dK and dV (fp32: twice K and V's bytes) round
-  // the ring with one all-to-all per step, each behind the next step's backward.
+  // the ring with one all-to-all per step (cp of them), each behind the next step's backward but
+  // the last, which _templated_ring_attention_backward waits on right after its loop.
+  // Under torch.compile (fused_elementwise: torchtitan compiles each block, and the ring is traced
+  // into the block's graphs through DTensor's SDPA handler) none of these transfers overlaps: a
+  // functional collective traced into a graph is followed at once by its wait_tensor
+  // (torch/distributed/_functional_collectives.py, _maybe_wrap_tensor: "wait_tensor() op is
+  // immediately called"), and Inductor moves waits only with reorder_for_compute_comm_overlap,
+  // off by default (torch/_inductor/config.py). The eager AsyncCollectiveTensor waits at first use.
   double cp_layer = 0, cp_layer_bwd = 0;
   if (plan.cp > 1 && ctx.training.cp_attention == CpAttention::kTorch) {
     double chunk = 2 * 2 * tokens * h / t;
     double gather = HalfCollectiveTime(ctx, cp_g, plan.cp * chunk);
     double hop_dkv = P2pTime(ctx, cp_g, 2 * chunk);
-    cp_layer = std::max(0.0, gather - t_attn_step_diag);
-    cp_layer_bwd = std::max(0.0, gather - attn_bwd * t_attn_step_diag) +
-                   (plan.cp - 1) * std::max(0.0, hop_dkv - attn_bwd * t_attn_step_off);
+    if (ctx.training.fused_elementwise) {
+      cp_layer = gather;
+      cp_layer_bwd = gather + plan.cp * hop_dkv;
+    } else {
+      cp_layer = std::max(0.0, gather - t_attn_step_diag);
+      cp_layer_bwd = std::max(0.0, gather - attn_bwd * t_attn_step_diag) +
+                     (plan.cp - 1) * std::max(0.0, hop_dkv - attn_bwd * t_attn_step_off) + hop_dkv;
+    }
   } else if (plan.cp > 1 && ctx.training.cp_attention == CpAttention::kAllGather) {
     // Llama 3's all-gather CP: the gather of K and V (GQA width) and the backward's
     // reduce-scatter of their gradients sit on the critical path ("the all-gather latency is
@@ -614,16 +636,16 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   //    input-gradient products): where fp8 halves a small GEMM (small h / tp) below its
   //    collective's time, less is hidden.
   // torchtitan's per-op checkpointing saves the reduce-scatters' outputs (its _save_list) but not
-  // the all-gathers', which the backward reruns: their forward cost counts again. (torchao's
-  // float8 tensorwise TP also all-gathers the block inputs in fp8, PrepareFloat8ModuleInput;
-  // halving those bytes was measured and left out: leave-one-source-out CV 8.5 -> 8.8 % before
-  // the IBM rows ran eager (the dgxc fold's fp8 rate followed the torchtitan rows down), 8.4 ->
-  // 8.3 % after, with the in-sample p90 11.2 -> 11.4 %.)
+  // the all-gathers', which the backward reruns: their forward cost counts again. With torchao's
+  // tensorwise fp8 the all-gathers of both passes move fp8 (fp8_tp_gather above; the forward's
+  // alone, without the casts on 1 / tp of the tokens, was measured and left out by the fifth
+  // pass: in-sample p90 11.2 -> 11.4 %; all four with their casts: 11.0 -> 10.6 %, CV 8.3 -> 8.0).
   double comm_fwd_tp = stage_layers * tp_layer;
   double dt_bwd = 0, dt_ops_rc = 0;
   if (dtensor_tp) {
     const double act = 2 * tokens * h;
-    const double rs = HalfCollectiveTime(ctx, tp_g, act), ag = rs;
+    const double rs = HalfCollectiveTime(ctx, tp_g, act);
+    const double ag = fp8_tp_gather ? HalfCollectiveTime(ctx, tp_g, act / 2) : rs;
     // With torchao's rowwise recipe only the matmul-reduce-scatters fuse: each all-gather feeds
     // a rowwise quantisation before its scaled_mm, which the pass does not match (pytorch/pytorch
     // issue 149990, open in 2025), so the all-gathers and their backward conjugates stay exposed.
@@ -631,8 +653,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     dt_ops_rc = stage_layers * (exposed(ag, g_qkv, hide_ag) + exposed(ag, g_in, hide_ag));
     comm_fwd_tp =
         dt_ops_rc + stage_layers * (exposed(rs, g_o, tp_hidden) + exposed(rs, g_out, tp_hidden));
-    dt_bwd = stage_layers * (exposed(rs, g_qkv, tp_hidden) + exposed(rs, g_o, hide_ag) +
-                             exposed(rs, g_in, tp_hidden) + exposed(rs, g_out, hide_ag));
+    dt_bwd = stage_layers * (exposed(rs, g_qkv, tp_hidden) + exposed(ag, g_o, hide_ag) +
+                             exposed(rs, g_in, tp_hidden) + exposed(ag, g_out, hide_ag));
   }
   double comm_fwd_cp = stage_layers * cp_layer;
   double comm_bwd_cp = stage_layers * cp_layer_bwd;

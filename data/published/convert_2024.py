@@ -155,6 +155,19 @@ def convert(r, skipped):
     else:
         o["network"] = "IB 400G per GPU"
         a.append("network not printed: DGX-style 400G InfiniBand per GPU")
+    # The Trainy / WhiteFiber H200 hosts print only a "backend RDMA fabric" at 400 Gb/s
+    # (ConnectX-7) per GPU: a dedicated training fabric, priced as InfiniBand.
+    if "RDMA" in net and o["gpu"] == "H200":
+        a.append("network: the source's backend RDMA fabric at 400 Gb/s per GPU, priced as "
+                 "InfiniBand (InfiniBand or RoCE not printed)")
+    if o["gpu"] == "H200" and not r.get("power_w", "").strip():
+        a.append("H200 at its rated 700 W (power limit not printed)")
+    if "fsdp float8 all-gather" in r["dtype"]:
+        # Trainy's command: --float8.enable_fsdp_float8_all_gather,
+        # --float8.precompute_float8_dynamic_scale_for_fsdp, --float8.force_recompute_fp8_weight_in_bwd.
+        a.append("FSDP all-gathers the float8 weights (printed flags: enable_fsdp_float8_all_gather, "
+                 "precompute_float8_dynamic_scale_for_fsdp, force_recompute_fp8_weight_in_bwd); "
+                 "priced as a 16-bit all-gather, hidden behind compute at 32-64 GPUs either way")
     # Plan
     tp, pp, cp = (r[k].strip() or "" for k in ("tp", "pp", "cp"))
     zero_txt = r["zero"]

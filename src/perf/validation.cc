@@ -239,9 +239,12 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     r.flops = FlopConvention::kSixNTotal;
   } else if (EqualsIgnoreCase(flops, "full-mha")) {
     r.flops = FlopConvention::kFullMha;
+  } else if (EqualsIgnoreCase(flops, "packed")) {
+    r.flops = FlopConvention::kPacked;
   } else {
-    return InvalidArgumentError(fmt::format(
-        "column flops: '{}' is not full, causal, 6n, 6n-total or full-mha", Printable(flops)));
+    return InvalidArgumentError(
+        fmt::format("column flops: '{}' is not full, causal, 6n, 6n-total, full-mha or packed",
+                    Printable(flops)));
   }
   std::string_view peak = Trim(get("mfu_peak"));
   if (EqualsIgnoreCase(peak, "bf16")) {
@@ -341,6 +344,8 @@ double ModelFlops(const PublishedRun& run, const StepEstimate& e) {
       double kvd = double(m.kv_heads) * m.head_dim();
       return e.model_flops_per_step.value() + 3 * tokens * l * 4 * h * (h - kvd);
     }
+    case FlopConvention::kPacked:
+      return 6 * (m.TotalParams() - double(m.vocab) * h) * tokens;
   }
   return 0;
 }

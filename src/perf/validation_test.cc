@@ -318,6 +318,38 @@ TEST(ValidationTest, FullMhaConventionCountsKvAtFullWidth) {
   EXPECT_FALSE(bad.ok());
 }
 
+// NeMo 24.07's SFT table packs SQuAD samples into 4,096-token sequences and counts 6 x the
+// parameters but the token embedding per token, without the s x s attention term: its LLAMA2-7B
+// SFT row prints 16,891 tokens/s and 673 TFLOP/s per GPU, 3.984e10 FLOPs per token.
+TEST(ValidationTest, PackedConventionCountsTheGemmsOfSixNWithoutAttention) {
+  std::string head =
+      "id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,gbs,"
+      "mbs,gpus,gpu,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,"
+      "confidence,flash_attention,flops\n";
+  std::string row =
+      "x,s,nemo-2407,LLAMA2-7B (SFT),,32,4096,32,32,11008,swiglu,4096,32000,32,1,8,H100-SXM,"
+      "IB 400G per GPU,1,1,8,1,1,none,no,1,bf16,";
+  auto packed =
+      ParsePublishedRuns(head + row + "tflops_per_gpu,673,secondary,yes,packed\n", "t.csv");
+  auto tps =
+      ParsePublishedRuns(head + row + "tokens_per_s_per_gpu,16891,secondary,yes,\n", "t.csv");
+  ASSERT_TRUE(packed.ok() && tps.ok()) << packed.status().ToString();
+  EXPECT_EQ((*packed)[0].flops, FlopConvention::kPacked);
+  auto a = ValidateRun((*packed)[0]);
+  auto b = ValidateRun((*tps)[0]);
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Per token: 6 x (32 layers x 202,375,168 + 131,072,000 output weights) = 3.964e10 (with the
+  // norms), the printed pair's 3.984e10 to 0.5 %.
+  double per_token = a->predicted * 1e12 / b->predicted;
+  EXPECT_NEAR(per_token / 3.984e10, 1.0, 0.006);
+  // The full-square count would put the same run 16 % higher.
+  auto full = ParsePublishedRuns(head + row + "tflops_per_gpu,673,secondary,yes,full\n", "t.csv");
+  ASSERT_TRUE(full.ok());
+  auto c = ValidateRun((*full)[0]);
+  ASSERT_TRUE(c.ok());
+  EXPECT_GT(c->predicted / a->predicted, 1.15);
+}
+
 TEST(ValidationTest, BucketsNameParallelismAndSequence) {
   ParallelPlan p;
   EXPECT_EQ(ParallelismKind(p), "dp");

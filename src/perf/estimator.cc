@@ -487,6 +487,17 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double attn_bwd = flash ? 2.5 : 2.0;
   double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core + cast_bwd_extra +
                (kLossBwdBytes - 2 * kLossFwdBytes) * tokens * vocab / t / hbm;
+  // Gradient accumulation outside the weight-gradient GEMMs (TrainingSpec::grad_accum, plan.h):
+  // an element-wise pass over the stage's gradients after each micro-batch's backward, 10 bytes
+  // per parameter (fp32 main_grad += 16-bit grad) every micro-batch, or 6 (16-bit .grad +=) on
+  // all but the first. At one sequence of 2,048 tokens per micro-batch that is about a tenth of
+  // the backward's GEMM time, the gap between Narayanan 2021's and Korthikanti 2022's Megatron on
+  // the same 530B and 1T layouts. ZeRO-3 / FSDP gradients leave after every pass: none.
+  if (plan.zero <= 2 && ctx.training.grad_accum != GradAccum::kFused) {
+    const double accum_bytes =
+        ctx.training.grad_accum == GradAccum::kFp32 ? 10.0 : 6.0 * (mb - 1) / mb;
+    bwd += accum_bytes * stage_params / hbm;
+  }
   // Per-op checkpointing reruns the even matmuls (k, o and w3 or fc2) and the element-wise ops.
   const double ops_rc_flops = 2 * tokens * (h * kvd + h * h + h * ffn) / t;
   double rc = plan.recompute == Recompute::kFull        ? layers_fwd

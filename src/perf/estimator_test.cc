@@ -765,6 +765,53 @@ TEST(EstimatorTest, CrossEntropyMovesFiftyTwoBytesPerLogit) {
   EXPECT_NEAR(bytes, 52, 0.5);
 }
 
+// Gradient accumulation outside the weight-gradient GEMM (TrainingSpec::grad_accum) is one
+// element-wise pass over the stage's gradients per micro-batch: Megatron-LM 2021's fp32 main_grad
+// add moves 10 bytes per parameter every micro-batch, autograd's 16-bit add 6 on all but the
+// first; the fused GEMM (the default) and ZeRO-3 pay nothing.
+TEST(EstimatorTest, GradientAccumulationOutsideTheGemmCostsItsBytes) {
+  ModelSpec m = Model("gpt3-175b");
+  ParallelPlan plan{.tp = 8, .pp = 8, .dp = 1, .mbs = 1, .vp = 3};
+  plan.recompute = Recompute::kFull;
+  SystemSpec s = A100s(64);
+  TrainingSpec t = Training(64);
+  EvalContext ctx(m, t, s);
+  const StepEstimate fused = EstimateOf(m, plan, t, s);
+  t.grad_accum = GradAccum::kFp32;
+  const StepEstimate fp32 = EstimateOf(m, plan, t, s);
+  t.grad_accum = GradAccum::kAutograd;
+  const StepEstimate autograd = EstimateOf(m, plan, t, s);
+  ASSERT_TRUE(fused.feasible() && fp32.feasible() && autograd.feasible());
+  const double mb = fused.micro_batches;
+  ASSERT_EQ(mb, 64);
+  // 16-bit weights: 2 bytes per parameter of the stage.
+  const double stage_params = fused.memory.weights.value() / 2;
+  const double fp32_bytes =
+      (fp32.compute.value() - fused.compute.value()) / mb * ctx.hbm_bytes_per_s / stage_params;
+  const double autograd_bytes =
+      (autograd.compute.value() - fused.compute.value()) / mb * ctx.hbm_bytes_per_s / stage_params;
+  EXPECT_NEAR(fp32_bytes, 10, 1e-6);
+  EXPECT_NEAR(autograd_bytes, 6 * (mb - 1) / mb, 1e-6);
+  // Part of every micro-batch, so the bubble grows with it.
+  EXPECT_GT(fp32.bubble.value(), fused.bubble.value());
+  // One micro-batch: autograd takes the first gradient over, nothing to add.
+  ParallelPlan single = plan;
+  single.vp = 1;
+  TrainingSpec one = Training(1);
+  const StepEstimate one_fused = EstimateOf(m, single, one, s);
+  one.grad_accum = GradAccum::kAutograd;
+  const StepEstimate one_autograd = EstimateOf(m, single, one, s);
+  ASSERT_TRUE(one_fused.feasible());
+  EXPECT_DOUBLE_EQ(one_autograd.step.value(), one_fused.step.value());
+  // ZeRO-3 / FSDP reduce-scatters every pass's gradients: no accumulation pass.
+  ModelSpec small = Model("llama3-8b");
+  ParallelPlan fsdp{.dp = 8, .mbs = 1, .zero = 3};
+  TrainingSpec ft = FlashTraining(64);
+  const StepEstimate f0 = EstimateOf(small, fsdp, ft, H100s(8));
+  ft.grad_accum = GradAccum::kFp32;
+  EXPECT_DOUBLE_EQ(EstimateOf(small, fsdp, ft, H100s(8)).step.value(), f0.step.value());
+}
+
 // PyTorch DTensor's TP (torchtitan) keeps the all-gathered input its matmuls saved: the backward
 // runs the forward's four collectives' conjugates and no re-gather, 2 forwards' worth against
 // Megatron's 2.5 with sequence parallelism.

@@ -58,8 +58,8 @@ constexpr std::array<Setting, 7> kSettings{{
      [](int w, TrainingSpec* t) { t->dtensor_tp = w == 1; },
      [](const TrainingSpec& t) { return t.dtensor_tp ? 1 : 0; }},
     {{"grad_accum", "fused|fp32|autograd",
-      "weight gradients of successive micro-batches summed inside the GEMM (default), by a "
-      "separate add into fp32 (Megatron-LM 2021) or by autograd into 16 bits (DeepSpeed, torch DDP)"},
+      "micro-batch weight gradients summed inside the GEMM (default), by a separate add into "
+      "fp32 (Megatron-LM 2021) or by autograd into 16 bits (DeepSpeed, torch DDP)"},
      false,  // the words are in GradAccum's order
      [](int w, TrainingSpec* t) { t->grad_accum = static_cast<GradAccum>(w); },
      [](const TrainingSpec& t) { return static_cast<int>(t.grad_accum); }},

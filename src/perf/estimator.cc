@@ -497,6 +497,17 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double attn_bwd = flash ? 2.5 : 2.0;
   double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core + cast_bwd_extra +
                (kLossBwdBytes - 2 * kLossFwdBytes) * tokens * vocab / t / hbm;
+  // Gradient accumulation outside the weight-gradient GEMMs (TrainingSpec::grad_accum, plan.h):
+  // an element-wise pass over the stage's gradients after each micro-batch's backward, 10 bytes
+  // per parameter (fp32 main_grad += 16-bit grad) every micro-batch, or 6 (16-bit .grad +=) on
+  // all but the first. At one sequence of 2,048 tokens per micro-batch that is about a tenth of
+  // the backward's GEMM time, the gap between Narayanan 2021's and Korthikanti 2022's Megatron on
+  // the same 530B and 1T layouts. ZeRO-3 / FSDP gradients leave after every pass: none.
+  if (plan.zero <= 2 && ctx.training.grad_accum != GradAccum::kFused) {
+    const double accum_bytes =
+        ctx.training.grad_accum == GradAccum::kFp32 ? 10.0 : 6.0 * (mb - 1) / mb;
+    bwd += accum_bytes * stage_params / hbm;
+  }
   // Per-op checkpointing reruns the even matmuls (k, o and w3 or fc2) and the element-wise ops.
   const double ops_rc_flops = 2 * tokens * (h * kvd + h * h + h * ffn) / t;
   double rc = plan.recompute == Recompute::kFull        ? layers_fwd
@@ -685,9 +696,20 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double tp_calls_fwd = plan.tp > 1 ? (plan.sequence_parallel ? 4.0 : 2.0) : 0.0;
   const double tp_calls =
       tp_calls_fwd * (1 + tp_bwd + (plan.recompute == Recompute::kFull ? 1.0 : 0.0));
-  double launch = std::max(0.0, stage_layers * (passes * c.host_layer_pass_s +
-                                                tp_calls * (t - 1) * c.host_collective_step_s) +
-                                    c.host_microbatch_s - t_mb);
+  const double host_mb = stage_layers * (passes * c.host_layer_pass_s +
+                                         tp_calls * (t - 1) * c.host_collective_step_s) +
+                         c.host_microbatch_s;
+  double launch = std::max(0.0, host_mb - t_mb);
+  // The output layer and the loss run on the last stage alone: Megatron-LM (2021-22: every stage
+  // holds num_layers / pp layers; the first adds the embedding lookup, the last the final norm,
+  // the logits GEMM and the cross-entropy) and DeepSpeed's PipelineModule
+  // (partition_method="type:transformer") split the layers evenly and leave that work on top.
+  // The steady state runs at the last stage's pace (m micro-batches of t_mb), but fill and drain
+  // pass through the other p - 1 stages, which lack it: 1F1B takes m t_last + (p - 1) t_other
+  // (a schedule simulation with one heavier stage gives exactly that), not (m + p - 1) t_last.
+  const double logits_pass = 3 * logits_fwd + (kLossBwdBytes - 2 * kLossFwdBytes) * tokens * vocab /
+                                                  t / hbm;  // its forward and backward
+  const double t_mb_inner = std::max(t_mb - logits_pass, host_mb);
   t_mb += launch;
 
   out->micro_batches = micro;
@@ -697,7 +719,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   out->cp_comm = Seconds(mb * (comm_fwd_cp + comm_bwd_cp + rc_cp));
   out->ep_comm = Seconds(mb * (3 * comm_fwd_ep + rc_ep));
   out->launch = Seconds(mb * launch);
-  out->bubble = Seconds(plan.pp > 1 ? (p - 1) / v * t_mb : 0.0);
+  out->bubble = Seconds(plan.pp > 1 ? (p - 1) / v * t_mb_inner : 0.0);
   if (plan.pp > 1) {
     // Split across TP ranks (Megatron's scatter-gather; DeepSpeed's engine partitions too).
     double p2p_bytes = 2 * tokens * h / t;

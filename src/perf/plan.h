@@ -93,6 +93,23 @@ enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kRowwise };
 //          causal prefix; the backward reduce-scatters dK and dV. No ring steps, no merges.
 enum class CpAttention : std::uint8_t { kRing, kTorch, kAllGather };
 
+// How a micro-batch's weight gradients are added to the gradients of the micro-batches before it
+// (TrainingSpec::grad_accum), when a step has more than one:
+//  kFused     the weight-gradient GEMM accumulates into the gradient buffer in its epilogue
+//             (Megatron-LM since its 2022 release with sequence parallelism, on by default:
+//             --gradient-accumulation-fusion, LinearWithGradAccumulationAndAsyncCommunication
+//             with Apex's fused_weight_gradient_mlp_cuda; Megatron-Core; Transformer Engine's
+//             fuse_wgrad_accumulation), or FSDP, whose gradients leave after every pass: no pass
+//             of its own;
+//  kFp32      the GEMM writes a 16-bit gradient that a hook adds to the fp32 main_grad buffer
+//             (Megatron-LM 2021's local DDP, megatron/model/distributed.py _make_param_hook:
+//             param.main_grad.add_(param.grad.data)): read 2 + 4 bytes, write 4, per parameter
+//             and micro-batch;
+//  kAutograd  PyTorch autograd's AccumulateGrad adds it to the 16-bit .grad (torch DDP,
+//             DeepSpeed's fp16 engine): read 2 + 2, write 2, per parameter from the second
+//             micro-batch on (the first gradient is taken over, not added).
+enum class GradAccum : std::uint8_t { kFused, kFp32, kAutograd };
+
 struct TrainingSpec {
   int global_batch = 0;  // sequences per optimizer step
   topo::Dtype dtype = topo::Dtype::kBf16;
@@ -126,6 +143,7 @@ struct TrainingSpec {
   // reruns the all-gathers, and async TP hides a collective only behind the GEMM it is fused with
   // (estimator.cc). Only read with sequence parallelism.
   bool dtensor_tp = false;
+  GradAccum grad_accum = GradAccum::kFused;  // see GradAccum
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

@@ -25,7 +25,8 @@ using nlohmann::json;
 constexpr std::string_view kTrainingFields[] = {
     "global_batch",       "global_batch_tokens", "dtype",    "tokens",
     "price_per_gpu_hour", "flash_attention",     "grads",    "fp8_recipe",
-    "compiled",           "cp_attention",        "async_tp", "tp_impl"};
+    "compiled",           "cp_attention",        "async_tp", "tp_impl",
+    "grad_accum"};
 constexpr std::string_view kPlanFields[] = {"tp",
                                             "pp",
                                             "dp",
@@ -436,7 +437,7 @@ Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::stri
                   "recompute, sequence_parallel, zero, overlap_dp_comm, uneven_pp, order; or a "
                   "training field: global_batch, global_batch_tokens, dtype, tokens, "
                   "price_per_gpu_hour, flash_attention, grads, fp8_recipe, compiled, "
-                  "cp_attention, async_tp, tp_impl)");
+                  "cp_attention, async_tp, tp_impl, grad_accum)");
     }
   }
   if (!root.contains("model")) return fail("plan.model", "required");

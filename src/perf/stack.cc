@@ -20,7 +20,7 @@ struct Setting {
   int (*get)(const TrainingSpec& t);
 };
 
-constexpr std::array<Setting, 6> kSettings{{
+constexpr std::array<Setting, 7> kSettings{{
     {{"grads", "fp32|bf16|bf16-adam",
       "gradients in fp32 (default), bf16 (Megatron-Core DDP), or bf16 with Adam state in bf16 "
       "(Apex DistributedFusedAdam)"},
@@ -57,6 +57,12 @@ constexpr std::array<Setting, 6> kSettings{{
      false,
      [](int w, TrainingSpec* t) { t->dtensor_tp = w == 1; },
      [](const TrainingSpec& t) { return t.dtensor_tp ? 1 : 0; }},
+    {{"grad_accum", "fused|fp32|autograd",
+      "micro-batch weight gradients summed inside the GEMM (default), by a separate add into "
+      "fp32 (Megatron-LM 2021) or by autograd into 16 bits (DeepSpeed, torch DDP)"},
+     false,  // the words are in GradAccum's order
+     [](int w, TrainingSpec* t) { t->grad_accum = static_cast<GradAccum>(w); },
+     [](const TrainingSpec& t) { return static_cast<int>(t.grad_accum); }},
 }};
 
 constexpr std::array<StackSetting, kSettings.size()> Infos() {

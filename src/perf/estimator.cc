@@ -418,12 +418,16 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   //    fp8 weights are cached across micro-batches.
   //  tensorwise (torchao): forward 3 bytes per input and weight element; backward 3 per gradient
   //    element and 2 (read and write one fp8 byte) to transpose each saved fp8 input and weight.
+  //    JAX's fp8 (Fp8Recipe::kJax) moves the same bytes: no fp8 weight survives a call, XLA's
+  //    quantize ops (or Transformer Engine JAX's cast-transpose kernels) read each 16-bit input
+  //    and weight and write its fp8 copy and, for the backward's GEMMs, its transpose.
   //  rowwise (torchao): as tensorwise forward; the backward quantises each gradient along both
   //    axes (6) and re-quantises each input and weight column-wise from 16 bits (3).
   double cast_fwd_dense = 0, cast_bwd_dense = 0, cast_fwd_moe = 0, cast_bwd_moe = 0;
   if (fp8) {
     double act_f = 1, grad_b = 1, act_b = 1, w_f = 0, w_b = 0;
-    if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise) {
+    if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise ||
+        ctx.training.fp8_recipe == Fp8Recipe::kJax) {
       act_f = 3, grad_b = 3, act_b = 2, w_f = 3, w_b = 2;
     } else if (ctx.training.fp8_recipe == Fp8Recipe::kRowwise) {
       act_f = 3, grad_b = 6, act_b = 3, w_f = 3, w_b = 3;

@@ -741,6 +741,32 @@ TEST(EstimatorTest, OutputLayerStaysSixteenBitUnderFp8) {
             0.9 * EstimateOf(small, plan, bf16, s).compute.value());
 }
 
+// JAX's fp8 keeps no fp8 weight from one call to the next: every input and weight is quantised
+// and transposed per call by kernels of their own (Fp8Recipe::kJax), where Transformer Engine in
+// PyTorch fuses the input's cast into its producer and caches the fp8 weights across
+// micro-batches. The casts are HBM-bound, torchao tensorwise's bytes; a weight's casts are shared
+// by the tokens of one call, so they weigh less next to the GEMMs of a larger micro-batch.
+TEST(EstimatorTest, JaxFp8CastsEveryInputAndWeightPerCall) {
+  SystemSpec s = H100s(16);
+  ModelSpec m = Model("gpt-7.5b");  // h 4096, as Paxml's GPT-3 5B
+  auto extra = [&](int mbs, Fp8Recipe recipe) {
+    ParallelPlan plan{.tp = 1, .dp = 16, .mbs = mbs, .recompute = Recompute::kFull, .zero = 3};
+    plan.fsdp_group = 8;
+    TrainingSpec delayed = FlashTraining(16 * mbs);
+    delayed.dtype = topo::Dtype::kFp8;
+    TrainingSpec other = delayed;
+    other.fp8_recipe = recipe;
+    auto busy = [&](const TrainingSpec& t) {
+      StepEstimate e = EstimateOf(m, plan, t, s);
+      return e.compute.value() + e.recompute.value();
+    };
+    return busy(other) / busy(delayed) - 1;
+  };
+  EXPECT_GT(extra(4, Fp8Recipe::kJax), 0.05);
+  EXPECT_GT(extra(1, Fp8Recipe::kJax), extra(8, Fp8Recipe::kJax) + 0.02);
+  EXPECT_DOUBLE_EQ(extra(4, Fp8Recipe::kJax), extra(4, Fp8Recipe::kTensorwise));
+}
+
 TEST(EstimatorTest, CrossEntropyMovesFiftyTwoBytesPerLogit) {
   // Each added vocabulary entry costs the output layer's GEMM (forward and two backward
   // products) plus the unfused vocab-parallel cross-entropy's HBM traffic: 38 bytes per logit

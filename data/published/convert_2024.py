@@ -264,6 +264,14 @@ def convert(r, skipped):
         a.append("recompute not printed: full (dgxc's SAVE_DOT_ONLY / SAVE_QKV_OUT_PROJ policies "
                  "do not reach into Transformer Engine's custom-VJP layers, ENABLE_TE=1; the bf16 "
                  "5B rows run as full recompute)")
+    elif not rc and grp == "dgxc" and "-maxtext-" in rid:
+        # dgxc maxtext/configure.sh (the 2024 recipe: seq 4096, FSDP 16 nodes from 64 nodes):
+        # remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj and out_proj
+        # =device; bf16 also keeps mlpwo. Core attention and the MLP block are recomputed
+        # (src/perf/plan.h Recompute::kMlp); for bf16 that overstates by wo's GEMM.
+        o["recompute"] = "mlp"
+        a.append("recompute not printed: mlp (dgxc configure.sh remat_policy=custom saving the "
+                 "q/k/v/out projections; the bf16 recipe also saves mlpwo, recomputed here)")
     elif not rc:
         o["recompute"] = ""
         a.append("recompute not printed: searched (fastest of none/selective/full that fits)")

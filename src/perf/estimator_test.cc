@@ -521,6 +521,37 @@ TEST(EstimatorTest, PerOpCheckpointingFitsWhereSelectiveDoesNot) {
   EXPECT_EQ(*parsed, Recompute::kOps);
 }
 
+// MLP recomputation (Megatron-Core's --recompute-modules core_attn mlp; MaxText's custom remat
+// policy keeping the q / k / v / out projections) saves the attention projections and reruns core
+// attention and the MLP block: for Llama 2 70B (MLP 10.5 h^2 of the layer's 12.75 h^2 GEMM
+// weights) most of full recomputation's time and FLOPs, with activations between none and full.
+TEST(EstimatorTest, MlpRecomputationRerunsCoreAttentionAndTheMlp) {
+  ModelSpec m = Model("llama2-70b");
+  TrainingSpec t = FlashTraining(128);
+  t.dtype = topo::Dtype::kFp8;
+  SystemSpec sys = H100s(64);
+  ParallelPlan plan{.dp = 64, .mbs = 2, .zero = 3};
+  auto with = [&](Recompute rc) {
+    plan.recompute = rc;
+    return EstimateOf(m, plan, t, sys);
+  };
+  StepEstimate none = with(Recompute::kNone), sel = with(Recompute::kSelective);
+  StepEstimate full = with(Recompute::kFull), mlp = with(Recompute::kMlp);
+  const double share = (mlp.recompute.value() - sel.recompute.value()) /
+                       (full.recompute.value() - sel.recompute.value());
+  EXPECT_GT(share, 0.7);
+  EXPECT_LT(share, 0.95);
+  const double flops_share =
+      (mlp.hardware_flops_per_step.value() - sel.hardware_flops_per_step.value()) /
+      (full.hardware_flops_per_step.value() - sel.hardware_flops_per_step.value());
+  EXPECT_NEAR(flops_share, 10.5 / 12.75, 0.02);
+  EXPECT_LT(mlp.memory.activations.value(), 0.6 * none.memory.activations.value());
+  EXPECT_GT(mlp.memory.activations.value(), 2 * full.memory.activations.value());
+  auto parsed = ParseRecompute("mlp");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, Recompute::kMlp);
+}
+
 // A fused attention kernel's backward costs 2.5 x its forward (FlashAttention-2 recomputes the
 // scores): the step's attention share grows with the sequence faster than 3 x the forward.
 TEST(EstimatorTest, FlashBackwardIsTwoAndAHalfForwards) {

@@ -17,7 +17,12 @@ namespace baton::perf {
 // kOps: per-op selective activation checkpointing as torchtitan runs it (selective_ac_option =
 // "op"): every layer is checkpointed, but the outputs of every other matmul and of the attention
 // kernel are saved, so the recomputation reruns only the even matmuls and the element-wise ops.
-enum class Recompute : std::uint8_t { kNone, kSelective, kFull, kOps };
+// kMlp: the layer input and the attention projections' tensors are saved; the norms, core
+// attention and the whole MLP block (its GEMMs, activation and fp8 casts) are recomputed:
+// MaxText's remat_policy=custom with query / key / value / out projections kept on the device
+// (dgxc's Llama 2 70B recipes), and the nearest Megatron-Core setting, --recompute-modules
+// core_attn mlp.
+enum class Recompute : std::uint8_t { kNone, kSelective, kFull, kOps, kMlp };
 
 // Megatron-LM rank orders (the first name varies fastest): the default, and the one
 // --use-tp-pp-dp-mapping selects.

@@ -267,9 +267,24 @@ def convert(r, skipped):
         # Paxml's GPT configs (paxml/contrib/gpu/scripts_gpu/configs.py: GPT5B, GPT175B) inherit
         # CHECKPOINT_POLICY = SAVE_NOTHING from TransformerLmSpmdAdafactor
         # (paxml/tasks/lm/model_params.py): every layer rematerialised in the backward pass.
+        # dgxc's own configs (paxml/paxml_mod_configs.py: Synthetic5BCkpt SAVE_DOT_ONLY,
+        # Synthetic175BCkpt SAVE_QKV_OUT_PROJ) name policies that save matmul outputs, but its
+        # configure.sh runs them with ENABLE_TE=1: the layers are Transformer Engine's, whose
+        # GEMMs sit inside custom-VJP functions the remat policy does not look into. Full
+        # recomputation is what the bf16 5B rows show (within 3 %; saving the GEMM outputs,
+        # recompute selective, puts them 26-29 % too fast).
         o["recompute"] = "full"
-        a.append("recompute not printed: full (Paxml's default checkpoint policy SAVE_NOTHING, "
-                 "inherited by its GPT5B / GPT175B configs)")
+        a.append("recompute not printed: full (dgxc's SAVE_DOT_ONLY / SAVE_QKV_OUT_PROJ policies "
+                 "do not reach into Transformer Engine's custom-VJP layers, ENABLE_TE=1; the bf16 "
+                 "5B rows run as full recompute)")
+    elif not rc and grp == "dgxc" and "-maxtext-" in rid:
+        # dgxc maxtext/configure.sh (the 2024 recipe: seq 4096, FSDP 16 nodes from 64 nodes):
+        # remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj and out_proj
+        # =device; bf16 also keeps mlpwo. Core attention and the MLP block are recomputed
+        # (src/perf/plan.h Recompute::kMlp); for bf16 that overstates by wo's GEMM.
+        o["recompute"] = "mlp"
+        a.append("recompute not printed: mlp (dgxc configure.sh remat_policy=custom saving the "
+                 "q/k/v/out projections; the bf16 recipe also saves mlpwo, recomputed here)")
     elif not rc:
         o["recompute"] = ""
         a.append("recompute not printed: searched (fastest of none/selective/full that fits)")
@@ -310,6 +325,15 @@ def convert(r, skipped):
         elif hsdp:
             o["fsdp_group"] = "8"
             a.append("HSDP shard group = one 8-GPU node (fms-fsdp default)")
+        elif "degree not printed" in zero_txt and grp == "dgxc" and "-pax-" in rid:
+            # dgxc paxml/configure.sh (v25.01): --fdl.DCN_MESH_SHAPE=[nodes/FSDP, FSDP, 1] with
+            # FSDP=1 (5B) or 16 nodes (175B), under the configs' ICI_MESH_SHAPE [1, 8, 1]
+            # (paxml/contrib/gpu/scripts_gpu/configs.py): shards over 8 GPUs (5B, one node) or
+            # 128 (175B, 16 nodes), replicas across the rest.
+            g = "128" if "175b" in rid else "8"
+            o["fsdp_group"] = g
+            a.append(f"FSDP degree not printed: {g} (dgxc configure.sh DCN_MESH_SHAPE with "
+                     f"ICI_MESH_SHAPE [1,8,1]); replicas across groups (HSDP)")
         elif "degree not printed" in zero_txt:
             a.append("FSDP degree not printed: full shard over dp")
         if grp == "ibm-fsdp":
@@ -357,8 +381,9 @@ def convert(r, skipped):
             o["dtype"] = "bf16"
             a.append("dtype not printed: bf16")
     # fp8 recipe: torchao float8 in torchtitan (dynamic tensorwise scaling unless the row says
-    # rowwise: torchao's default at both benchmark dates), Transformer Engine's delayed scaling in
-    # every NVIDIA stack (NeMo, Megatron-Core, and the JAX containers of dgxc's Paxml / MaxText).
+    # rowwise: torchao's default at both benchmark dates), JAX's per-call casts in dgxc's Paxml /
+    # MaxText containers, Transformer Engine's delayed scaling in every other NVIDIA stack (NeMo,
+    # Megatron-Core).
     if o["dtype"] == "fp8":
         if "rowwise" in dt.lower():
             o["fp8_recipe"] = "rowwise"
@@ -366,10 +391,22 @@ def convert(r, skipped):
             o["fp8_recipe"] = "tensorwise"
             if "tensorwise" not in dt.lower():
                 a.append("float8 recipe not printed: tensorwise (torchao's default)")
+        elif grp == "dgxc" and ("pax" in rid or "maxtext" in rid):
+            # JAX casts per call (no fp8 weight cache across calls, src/perf/plan.h kJax):
+            # MaxText's quantization=fp8 is Flax's Fp8DotGeneralOp, native XLA fp8 whose
+            # quantize / dequantize are ops of their own around the dot (JAX-Toolbox
+            # rosetta/docs/NATIVE_FP8.md); dgxc's Paxml runs Transformer Engine's JAX layers
+            # (configure.sh ENABLE_TE=1, ENABLE_FP8=1), which cast and transpose every input and
+            # weight per call.
+            o["fp8_recipe"] = "jax"
+            if "maxtext" in rid:
+                a.append("fp8 recipe not printed: jax (MaxText quantization=fp8: Flax "
+                         "Fp8DotGeneralOp, XLA's native fp8 with its own quantize ops)")
+            else:
+                a.append("fp8 recipe not printed: jax (Transformer Engine JAX layers, "
+                         "ENABLE_TE=1: casts and transposes per call)")
         else:
             o["fp8_recipe"] = "delayed"
-            if grp == "dgxc" and ("pax" in rid or "maxtext" in rid):
-                a.append("fp8 recipe not printed: Transformer Engine delayed scaling (NVIDIA's JAX containers)")
     # torchtitan ran eager unless the run says torch.compile (compile was off by default); every
     # other stack fuses its element-wise kernels (Transformer Engine, Megatron, XLA). main()
     # carries a compile note from one metric of a run to its other metrics.

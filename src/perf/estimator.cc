@@ -327,6 +327,12 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
       layer_act = 2 * tokens *
                   (h / sp_div + h / t + h / t + kvd / t + ffn / t + (mats == 3 ? h / sp_div : 0.0));
       break;
+    case Recompute::kMlp:
+      // The layer input and the attention projections' tensors (q, k, v and the attention
+      // output, the projection's input, in 16 bits); the norms, the MLP block and the scores are
+      // recomputed from them.
+      layer_act = 2 * tokens * h / sp_div + attn_split / t;
+      break;
     case Recompute::kSelective:
       scores = 0;
       [[fallthrough]];
@@ -418,6 +424,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   //    fp8 weights are cached across micro-batches.
   //  tensorwise (torchao): forward 3 bytes per input and weight element; backward 3 per gradient
   //    element and 2 (read and write one fp8 byte) to transpose each saved fp8 input and weight.
+  //    JAX's fp8 (Fp8Recipe::kJax) moves the same bytes: no fp8 weight survives a call, XLA's
+  //    quantize ops (or Transformer Engine JAX's cast-transpose kernels) read each 16-bit input
+  //    and weight and write its fp8 copy and, for the backward's GEMMs, its transpose.
   //  rowwise (torchao): as tensorwise forward; the backward quantises each gradient along both
   //    axes (6) and re-quantises each input and weight column-wise from 16 bits (3).
   // torchao's tensorwise TP styles (Float8ColwiseParallel, PrepareFloat8ModuleInput,
@@ -429,14 +438,16 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const bool fp8_tp_gather = fp8 && ctx.training.fp8_recipe == Fp8Recipe::kTensorwise &&
                              ctx.training.dtensor_tp && plan.sequence_parallel && plan.tp > 1;
   double cast_fwd_dense = 0, cast_bwd_dense = 0, cast_fwd_moe = 0, cast_bwd_moe = 0;
+  double cast_mlp_dense = 0, cast_mlp_moe = 0;  // the MLP block's share of the forward's
   if (fp8) {
     double act_f = 1, grad_b = 1, act_b = 1, w_f = 0, w_b = 0;
-    if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise) {
+    if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise ||
+        ctx.training.fp8_recipe == Fp8Recipe::kJax) {
       act_f = 3, grad_b = 3, act_b = 2, w_f = 3, w_b = 2;
     } else if (ctx.training.fp8_recipe == Fp8Recipe::kRowwise) {
       act_f = 3, grad_b = 6, act_b = 3, w_f = 3, w_b = 3;
     }
-    auto casts = [&](double width, double* fwd_s, double* bwd_s) {
+    auto casts = [&](double width, double* fwd_s, double* bwd_s, double* mlp_s) {
       const double gathered = fp8_tp_gather ? h / t : h;  // QKV / fc1 input, o / fc2 grad
       double in = tokens * (2 * h + h / t + width / t);
       double in_cast = tokens * (2 * gathered + h / t + width / t);
@@ -444,9 +455,10 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
       double w = (h * (h + 2 * kvd) + h * h + mats * h * width) / t;
       *fwd_s = (act_f * in_cast + w_f * w) / hbm;
       *bwd_s = (grad_b * grad + act_b * in + w_b * w) / hbm;
+      *mlp_s = (act_f * tokens * (gathered + width / t) + w_f * mats * h * width / t) / hbm;
     };
-    casts(ffn, &cast_fwd_dense, &cast_bwd_dense);
-    casts(eff_ffn * active_experts, &cast_fwd_moe, &cast_bwd_moe);
+    casts(ffn, &cast_fwd_dense, &cast_bwd_dense, &cast_mlp_dense);
+    casts(eff_ffn * active_experts, &cast_fwd_moe, &cast_bwd_moe, &cast_mlp_moe);
   }
   // PyTorch's experimental context_parallel (CpAttention::kTorch; torch.distributed.tensor.
   // experimental._attention, the version torchtitan ran in 2024-25) does the bookkeeping of each
@@ -510,8 +522,14 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   }
   // Per-op checkpointing reruns the even matmuls (k, o and w3 or fc2) and the element-wise ops.
   const double ops_rc_flops = 2 * tokens * (h * kvd + h * h + h * ffn) / t;
+  // MLP recomputation reruns core attention and each layer's MLP block: its GEMMs, activation
+  // kernels and fp8 casts (the forward's, less the common part and the attention GEMMs' casts).
+  const double mlp_rc = ls_dense * (dense_fwd - common - cast_fwd_dense + cast_mlp_dense) +
+                        ls_moe * (moe_fwd - common - cast_fwd_moe + cast_mlp_moe) +
+                        stage_layers * t_attn_core;
   double rc = plan.recompute == Recompute::kFull        ? layers_fwd
               : plan.recompute == Recompute::kSelective ? stage_layers * t_attn_core
+              : plan.recompute == Recompute::kMlp       ? mlp_rc
               : plan.recompute == Recompute::kOps
                   ? stage_layers * (ops_rc_flops / rate + (norm_bytes + eager_bytes) / hbm)
                   : 0.0;
@@ -670,12 +688,16 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double comm_fwd_cp = stage_layers * cp_layer;
   double comm_bwd_cp = stage_layers * cp_layer_bwd;
   double comm_fwd_ep = ls_moe * ep_layer;
+  // MLP recomputation reruns the MLP's half of the layer's TP collectives (fc1's all-gather and
+  // fc2's reduce-scatter) and, for MoE layers, the dispatch and combine.
   double rc_tp = plan.recompute == Recompute::kFull                ? comm_fwd_tp
+                 : plan.recompute == Recompute::kMlp               ? 0.5 * comm_fwd_tp
                  : plan.recompute == Recompute::kOps && dtensor_tp ? dt_ops_rc
                                                                    : 0.0;
   // Selective recomputation re-runs core attention, and with it the forward ring.
   double rc_cp = plan.recompute != Recompute::kNone ? comm_fwd_cp : 0.0;
-  double rc_ep = plan.recompute == Recompute::kFull ? comm_fwd_ep : 0.0;
+  double rc_ep =
+      plan.recompute == Recompute::kFull || plan.recompute == Recompute::kMlp ? comm_fwd_ep : 0.0;
   double rc_comm = rc_tp + rc_cp + rc_ep;
   double t_fwd = fwd + comm_fwd_tp + comm_fwd_cp + comm_fwd_ep;
   // Megatron's TP backward: without sequence parallelism one all-reduce per block, as the forward
@@ -694,8 +716,10 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // above; full recomputation's replay) and the micro-batch's work outside the layers.
   double passes = 3.0 + (plan.recompute != Recompute::kNone ? 1.0 : 0.0);
   const double tp_calls_fwd = plan.tp > 1 ? (plan.sequence_parallel ? 4.0 : 2.0) : 0.0;
-  const double tp_calls =
-      tp_calls_fwd * (1 + tp_bwd + (plan.recompute == Recompute::kFull ? 1.0 : 0.0));
+  const double tp_calls = tp_calls_fwd * (1 + tp_bwd +
+                                          (plan.recompute == Recompute::kFull  ? 1.0
+                                           : plan.recompute == Recompute::kMlp ? 0.5
+                                                                               : 0.0));
   const double host_mb = stage_layers * (passes * c.host_layer_pass_s +
                                          tp_calls * (t - 1) * c.host_collective_step_s) +
                          c.host_microbatch_s;
@@ -797,6 +821,10 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   if (plan.recompute == Recompute::kSelective) rc_flops = gbs * 4 * seq * seq * h * m.layers;
   if (plan.recompute == Recompute::kOps) {
     rc_flops = gbs * seq * m.layers * 2 * (h * kvd + h * h + h * ffn);
+  }
+  if (plan.recompute == Recompute::kMlp) {
+    const double mlp_width = (ls_dense * ffn + ls_moe * eff_ffn * active_experts) / stage_layers;
+    rc_flops = gbs * m.layers * (4 * seq * seq * h + seq * 2 * mats * h * mlp_width);
   }
   out->model_flops_per_step = Flops(model_flops);
   out->hardware_flops_per_step = Flops(model_flops + rc_flops);

@@ -566,6 +566,37 @@ TEST(EstimatorTest, PerOpCheckpointingFitsWhereSelectiveDoesNot) {
   EXPECT_EQ(*parsed, Recompute::kOps);
 }
 
+// MLP recomputation (Megatron-Core's --recompute-modules core_attn mlp; MaxText's custom remat
+// policy keeping the q / k / v / out projections) saves the attention projections and reruns core
+// attention and the MLP block: for Llama 2 70B (MLP 10.5 h^2 of the layer's 12.75 h^2 GEMM
+// weights) most of full recomputation's time and FLOPs, with activations between none and full.
+TEST(EstimatorTest, MlpRecomputationRerunsCoreAttentionAndTheMlp) {
+  ModelSpec m = Model("llama2-70b");
+  TrainingSpec t = FlashTraining(128);
+  t.dtype = topo::Dtype::kFp8;
+  SystemSpec sys = H100s(64);
+  ParallelPlan plan{.dp = 64, .mbs = 2, .zero = 3};
+  auto with = [&](Recompute rc) {
+    plan.recompute = rc;
+    return EstimateOf(m, plan, t, sys);
+  };
+  StepEstimate none = with(Recompute::kNone), sel = with(Recompute::kSelective);
+  StepEstimate full = with(Recompute::kFull), mlp = with(Recompute::kMlp);
+  const double share = (mlp.recompute.value() - sel.recompute.value()) /
+                       (full.recompute.value() - sel.recompute.value());
+  EXPECT_GT(share, 0.7);
+  EXPECT_LT(share, 0.95);
+  const double flops_share =
+      (mlp.hardware_flops_per_step.value() - sel.hardware_flops_per_step.value()) /
+      (full.hardware_flops_per_step.value() - sel.hardware_flops_per_step.value());
+  EXPECT_NEAR(flops_share, 10.5 / 12.75, 0.02);
+  EXPECT_LT(mlp.memory.activations.value(), 0.6 * none.memory.activations.value());
+  EXPECT_GT(mlp.memory.activations.value(), 2 * full.memory.activations.value());
+  auto parsed = ParseRecompute("mlp");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, Recompute::kMlp);
+}
+
 // A fused attention kernel's backward costs 2.5 x its forward (FlashAttention-2 recomputes the
 // scores): the step's attention share grows with the sequence faster than 3 x the forward.
 TEST(EstimatorTest, FlashBackwardIsTwoAndAHalfForwards) {
@@ -784,6 +815,32 @@ TEST(EstimatorTest, OutputLayerStaysSixteenBitUnderFp8) {
   // ... while the layers themselves do get faster.
   EXPECT_LT(EstimateOf(small, plan, fp8, s).compute.value(),
             0.9 * EstimateOf(small, plan, bf16, s).compute.value());
+}
+
+// JAX's fp8 keeps no fp8 weight from one call to the next: every input and weight is quantised
+// and transposed per call by kernels of their own (Fp8Recipe::kJax), where Transformer Engine in
+// PyTorch fuses the input's cast into its producer and caches the fp8 weights across
+// micro-batches. The casts are HBM-bound, torchao tensorwise's bytes; a weight's casts are shared
+// by the tokens of one call, so they weigh less next to the GEMMs of a larger micro-batch.
+TEST(EstimatorTest, JaxFp8CastsEveryInputAndWeightPerCall) {
+  SystemSpec s = H100s(16);
+  ModelSpec m = Model("gpt-7.5b");  // h 4096, as Paxml's GPT-3 5B
+  auto extra = [&](int mbs, Fp8Recipe recipe) {
+    ParallelPlan plan{.tp = 1, .dp = 16, .mbs = mbs, .recompute = Recompute::kFull, .zero = 3};
+    plan.fsdp_group = 8;
+    TrainingSpec delayed = FlashTraining(16 * mbs);
+    delayed.dtype = topo::Dtype::kFp8;
+    TrainingSpec other = delayed;
+    other.fp8_recipe = recipe;
+    auto busy = [&](const TrainingSpec& t) {
+      StepEstimate e = EstimateOf(m, plan, t, s);
+      return e.compute.value() + e.recompute.value();
+    };
+    return busy(other) / busy(delayed) - 1;
+  };
+  EXPECT_GT(extra(4, Fp8Recipe::kJax), 0.05);
+  EXPECT_GT(extra(1, Fp8Recipe::kJax), extra(8, Fp8Recipe::kJax) + 0.02);
+  EXPECT_DOUBLE_EQ(extra(4, Fp8Recipe::kJax), extra(4, Fp8Recipe::kTensorwise));
 }
 
 TEST(EstimatorTest, CrossEntropyMovesFiftyTwoBytesPerLogit) {

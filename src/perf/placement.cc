@@ -316,6 +316,8 @@ Result<LaunchSpec> MakeLaunchSpec(const ModelSpec& model, const ParallelPlan& pl
   if (plan.sequence_parallel) f.push_back("--sequence-parallel");
   if (plan.recompute == Recompute::kFull) {
     f.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+  } else if (plan.recompute == Recompute::kMlp) {
+    f.push_back("--recompute-granularity selective --recompute-modules core_attn mlp");
   } else if (plan.recompute == Recompute::kSelective || plan.recompute == Recompute::kOps) {
     // Megatron has no per-op checkpointing (torchtitan's); its selective mode is the nearest.
     f.push_back("--recompute-granularity selective");

@@ -18,16 +18,19 @@ std::string_view RecomputeName(Recompute r) {
       return "full";
     case Recompute::kOps:
       return "ops";
+    case Recompute::kMlp:
+      return "mlp";
   }
   return "?";
 }
 
 Result<Recompute> ParseRecompute(std::string_view name) {
-  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull, Recompute::kOps}) {
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull, Recompute::kOps,
+                      Recompute::kMlp}) {
     if (EqualsIgnoreCase(Trim(name), RecomputeName(r))) return r;
   }
-  return InvalidArgumentError(
-      fmt::format("plan.recompute: '{}' is not none, selective, full or ops", Printable(name)));
+  return InvalidArgumentError(fmt::format(
+      "plan.recompute: '{}' is not none, selective, full, ops or mlp", Printable(name)));
 }
 
 std::string_view RankOrderName(RankOrder o) {

@@ -17,7 +17,12 @@ namespace baton::perf {
 // kOps: per-op selective activation checkpointing as torchtitan runs it (selective_ac_option =
 // "op"): every layer is checkpointed, but the outputs of every other matmul and of the attention
 // kernel are saved, so the recomputation reruns only the even matmuls and the element-wise ops.
-enum class Recompute : std::uint8_t { kNone, kSelective, kFull, kOps };
+// kMlp: the layer input and the attention projections' tensors are saved; the norms, core
+// attention and the whole MLP block (its GEMMs, activation and fp8 casts) are recomputed:
+// MaxText's remat_policy=custom with query / key / value / out projections kept on the device
+// (dgxc's Llama 2 70B recipes), and the nearest Megatron-Core setting, --recompute-modules
+// core_attn mlp.
+enum class Recompute : std::uint8_t { kNone, kSelective, kFull, kOps, kMlp };
 
 // Megatron-LM rank orders (the first name varies fastest): the default, and the one
 // --use-tp-pp-dp-mapping selects.
@@ -71,13 +76,21 @@ struct ParallelPlan {
 std::string PlanToString(const ParallelPlan& p);
 
 // How an fp8 run scales its GEMM inputs (the recipes of data/published/runs-2024.csv):
-//  kDelayed     Transformer Engine's delayed scaling (NeMo, Megatron-Core, the NVIDIA JAX stacks):
-//               the cast is fused into the kernel that produces the input, fp8 weights are cached
-//               across micro-batches.
+//  kDelayed     Transformer Engine's delayed scaling in PyTorch (NeMo, Megatron-Core): the cast
+//               is fused into the kernel that produces the input, fp8 weights are cached across
+//               micro-batches.
 //  kTensorwise  torchao float8 with dynamic per-tensor scales (torchtitan's default).
 //  kRowwise     torchao float8 with per-row scales: both axes of every input are quantised, and
 //               the row-scaled GEMM kernels run slower than the tensor-scaled ones.
-enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kRowwise };
+//  kJax         fp8 in JAX (dgxc's MaxText and Paxml): a jitted function keeps no fp8 copy of a
+//               weight from one call to the next, so every input and weight is quantised (and
+//               transposed for the backward) per call, as kernels of their own: Flax's
+//               Fp8DotGeneralOp (MaxText quantization=fp8) puts XLA quantize / dequantize ops
+//               around the dot, which XLA's GEMM rewriter turns into a scaled fp8 GEMM
+//               (JAX-Toolbox rosetta/docs/NATIVE_FP8.md); Transformer Engine's JAX layers
+//               (Paxml with ENABLE_TE=1) cast and transpose per call. Priced as kTensorwise's
+//               data flow, whatever the scales' bookkeeping (delayed, from an amax history).
+enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kRowwise, kJax };
 
 // How a stack runs context-parallel attention (only read when cp > 1):
 //  kRing   Megatron-Core / Transformer Engine's p2p ring: K and V at their GQA width, one hop per

@@ -30,8 +30,9 @@ constexpr std::array<Setting, 7> kSettings{{
        t->bf16_optimizer_state = w == 2;
      },
      [](const TrainingSpec& t) { return t.bf16_optimizer_state ? 2 : (t.fp32_grads ? 0 : 1); }},
-    {{"fp8_recipe", "delayed|tensorwise|rowwise",
-      "fp8 scaling: Transformer Engine's delayed (default) or torchao's tensorwise / rowwise"},
+    {{"fp8_recipe", "delayed|tensorwise|rowwise|jax",
+      "fp8 scaling: Transformer Engine's delayed (default), torchao's tensorwise / rowwise, or "
+      "JAX's per-call casts (MaxText, Paxml)"},
      true,  // the words are in Fp8Recipe's order
      [](int w, TrainingSpec* t) { t->fp8_recipe = static_cast<Fp8Recipe>(w); },
      [](const TrainingSpec& t) { return static_cast<int>(t.fp8_recipe); }},

@@ -46,6 +46,9 @@ TEST(StackTest, SettingsReachTheTrainingSpec) {
   t.dtype = topo::Dtype::kFp8;
   ASSERT_TRUE(ApplyStackSetting("fp8_recipe", "rowwise", "x", &t).ok());
   EXPECT_EQ(t.fp8_recipe, Fp8Recipe::kRowwise);
+  ASSERT_TRUE(ApplyStackSetting("fp8_recipe", "jax", "x", &t).ok());
+  EXPECT_EQ(t.fp8_recipe, Fp8Recipe::kJax);
+  EXPECT_EQ(StackSettingValue("fp8_recipe", t), "jax");
 }
 
 TEST(StackTest, TheSummaryNamesOnlyWhatDiffersFromTheDefaults) {

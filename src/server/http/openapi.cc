@@ -414,7 +414,7 @@ std::string_view OpenApiJson() {
             "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp8"]}, "tokens": {"type": "number", "minimum": 0},
             "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"},
             "grads": {"type": "string", "enum": ["fp32", "bf16", "bf16-adam"]},
-            "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise"], "description": "fp8 runs only"},
+            "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise", "jax"], "description": "fp8 runs only"},
             "compiled": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["yes", "no"]}]},
             "cp_attention": {"type": "string", "enum": ["ring", "torch", "allgather"]}, "tp_impl": {"type": "string", "enum": ["megatron", "dtensor"]}, "grad_accum": {"type": "string", "enum": ["fused", "fp32", "autograd"]},
             "async_tp": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["no", "yes"]}]}}},
@@ -495,7 +495,7 @@ std::string_view OpenApiJson() {
           "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp8"]}, "tokens": {"type": "number", "minimum": 0},
           "price_per_gpu_hour": {"type": "number", "minimum": 0}, "flash_attention": {"type": "boolean"},
           "grads": {"type": "string", "enum": ["fp32", "bf16", "bf16-adam"]},
-          "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise"], "description": "fp8 runs only"},
+          "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise", "jax"], "description": "fp8 runs only"},
           "compiled": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["yes", "no"]}]},
           "cp_attention": {"type": "string", "enum": ["ring", "torch", "allgather"]}, "tp_impl": {"type": "string", "enum": ["megatron", "dtensor"]}, "grad_accum": {"type": "string", "enum": ["fused", "fp32", "autograd"]},
           "async_tp": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["no", "yes"]}]}}

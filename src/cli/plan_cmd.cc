@@ -313,7 +313,10 @@ void AddPlanOptions(CLI::App* c, PlanOptions* o) {
   c->add_option("--ep", o->ep, "Expert parallel")->capture_default_str();
   c->add_option("--mbs", o->mbs, "Micro-batch size")->capture_default_str();
   c->add_option("--vp", o->vp, "Virtual pipeline stages")->capture_default_str();
-  c->add_option("--recompute", o->recompute, "none, selective or full")->capture_default_str();
+  c->add_option("--recompute", o->recompute,
+                "none, selective, full, ops (per-op checkpointing) or mlp (core attention and the "
+                "MLP block)")
+      ->capture_default_str();
   c->add_flag("--sp", o->sp, "Sequence parallelism");
   c->add_option("--zero", o->zero, "ZeRO stage 0..3")->capture_default_str();
   c->add_flag("--no-overlap", o->no_overlap, "Do not overlap DP communication with backward");
@@ -675,7 +678,7 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
   search->add_option("--vp", search_opts->vp_list, "Restrict vp to a comma list");
   search->add_option("--zero", search_opts->zero_list, "Restrict ZeRO stages to a comma list");
   search->add_option("--recompute", search_opts->recompute_list,
-                     "Restrict recompute to a comma list of none, selective, full");
+                     "Restrict recompute to a comma list of none, selective, full, ops, mlp");
   search->add_flag("--even-pp", search_opts->even_pp, "Only pp values that divide the layers");
   Bind(search, exit_code, search_opts, RunSearch);
 

@@ -421,7 +421,7 @@ std::string_view OpenApiJson() {
           "plan": {"type": "object", "description": "estimate only; dp defaults to gpus / (tp*pp*cp)", "additionalProperties": false, "properties": {
             "tp": {"type": "integer"}, "pp": {"type": "integer"}, "dp": {"type": "integer"}, "cp": {"type": "integer"},
             "ep": {"type": "integer"}, "mbs": {"type": "integer"}, "vp": {"type": "integer"},
-            "recompute": {"type": "string", "enum": ["none", "selective", "full"]}, "sequence_parallel": {"type": "boolean"},
+            "recompute": {"type": "string", "enum": ["none", "selective", "full", "ops", "mlp"]}, "sequence_parallel": {"type": "boolean"},
             "zero": {"type": "integer", "minimum": 0, "maximum": 3}, "overlap_dp_comm": {"type": "boolean"},
             "uneven_pp": {"type": "boolean"}, "order": {"type": "string", "enum": ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"]}}},
           "search": {"type": "object", "description": "search only; lists restrict the default space", "additionalProperties": false, "properties": {
@@ -429,7 +429,7 @@ std::string_view OpenApiJson() {
             "cp": {"type": "array", "items": {"type": "integer"}}, "ep": {"type": "array", "items": {"type": "integer"}},
             "mbs": {"type": "array", "items": {"type": "integer"}}, "vp": {"type": "array", "items": {"type": "integer"}},
             "zero": {"type": "array", "items": {"type": "integer"}},
-            "recompute": {"type": "array", "items": {"type": "string", "enum": ["none", "selective", "full"]}},
+            "recompute": {"type": "array", "items": {"type": "string", "enum": ["none", "selective", "full", "ops", "mlp"]}},
             "top": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
             "objective": {"type": "string", "enum": ["time", "mfu"], "default": "time"}}}
         }
@@ -488,7 +488,7 @@ std::string_view OpenApiJson() {
                               {"type": "object", "description": "inline model fields, as PlanRequest.model"}]},
           "tp": {"type": "integer"}, "pp": {"type": "integer"}, "dp": {"type": "integer"}, "cp": {"type": "integer"},
           "ep": {"type": "integer"}, "mbs": {"type": "integer"}, "vp": {"type": "integer"},
-          "recompute": {"type": "string", "enum": ["none", "selective", "full"]}, "sequence_parallel": {"type": "boolean"},
+          "recompute": {"type": "string", "enum": ["none", "selective", "full", "ops", "mlp"]}, "sequence_parallel": {"type": "boolean"},
           "zero": {"type": "integer", "minimum": 0, "maximum": 3}, "overlap_dp_comm": {"type": "boolean"},
           "uneven_pp": {"type": "boolean"}, "order": {"type": "string", "enum": ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"]},
           "global_batch": {"type": "integer", "minimum": 1}, "global_batch_tokens": {"type": "number"},

@@ -490,7 +490,9 @@ TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
   }
   // NeMo's overlap is Transformer Engine's.
   for (const PublishedRun& r : *runs) {
-    if (r.group != "torchtitan") EXPECT_FALSE(r.training.async_tp) << r.id;
+    if (r.group != "torchtitan") {
+      EXPECT_FALSE(r.training.async_tp) << r.id;
+    }
   }
   std::string head =
       "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"

@@ -688,12 +688,14 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double comm_fwd_cp = stage_layers * cp_layer;
   double comm_bwd_cp = stage_layers * cp_layer_bwd;
   double comm_fwd_ep = ls_moe * ep_layer;
-  // MLP recomputation reruns the MLP's half of the layer's TP collectives (fc1's all-gather and
-  // fc2's reduce-scatter) and, for MoE layers, the dispatch and combine.
-  double rc_tp = plan.recompute == Recompute::kFull                ? comm_fwd_tp
-                 : plan.recompute == Recompute::kMlp               ? 0.5 * comm_fwd_tp
-                 : plan.recompute == Recompute::kOps && dtensor_tp ? dt_ops_rc
-                                                                   : 0.0;
+  // The share of the forward's Megatron TP collectives a recomputation replays: all of them
+  // (full), or the MLP's half (fc1's all-gather and fc2's reduce-scatter) and, for MoE layers,
+  // the dispatch and combine (mlp).
+  const double rc_tp_share = plan.recompute == Recompute::kFull  ? 1.0
+                             : plan.recompute == Recompute::kMlp ? 0.5
+                                                                 : 0.0;
+  double rc_tp =
+      plan.recompute == Recompute::kOps && dtensor_tp ? dt_ops_rc : rc_tp_share * comm_fwd_tp;
   // Selective recomputation re-runs core attention, and with it the forward ring.
   double rc_cp = plan.recompute != Recompute::kNone ? comm_fwd_cp : 0.0;
   double rc_ep =
@@ -716,10 +718,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // above; full recomputation's replay) and the micro-batch's work outside the layers.
   double passes = 3.0 + (plan.recompute != Recompute::kNone ? 1.0 : 0.0);
   const double tp_calls_fwd = plan.tp > 1 ? (plan.sequence_parallel ? 4.0 : 2.0) : 0.0;
-  const double tp_calls = tp_calls_fwd * (1 + tp_bwd +
-                                          (plan.recompute == Recompute::kFull  ? 1.0
-                                           : plan.recompute == Recompute::kMlp ? 0.5
-                                                                               : 0.0));
+  const double tp_calls = tp_calls_fwd * (1 + tp_bwd + rc_tp_share);
   const double host_mb = stage_layers * (passes * c.host_layer_pass_s +
                                          tp_calls * (t - 1) * c.host_collective_step_s) +
                          c.host_microbatch_s;

@@ -236,6 +236,14 @@ def convert(r, skipped):
             a[:] = [x for x in a if not x.startswith("vp not printed")]
             a.append("schedule Interleaved 1F1B, stages per rank not printed: 2 (torchtitan's "
                      "default without split points)")
+    if grp == "nemo-2407" and "(SFT)" in r["model"] and r["model"].startswith("LLAMA2-70B"):
+        # The table's 70B run is NeMo-Framework-Launcher's examples/peft/llama/h100/70b_2node.sh
+        # (16 GPUs, tp 4, pp 4, gbs 32, mbs 1, 4,096 packed): virtual_pipeline_model_parallel_size
+        # 20, one layer per virtual stage.
+        o["vp"] = "20"
+        a[:] = [x for x in a if not x.startswith("vp not printed")]
+        a.append("vp not printed: 20 (NeMo-Framework-Launcher examples/peft/llama/h100/"
+                 "70b_2node.sh, the table's tp/pp/gbs/seq)")
     o["mbs"] = mbs
     if not mbs:
         a.append("mbs not printed: searched (fastest that fits)")
@@ -356,6 +364,18 @@ def convert(r, skipped):
                 a.append("bf16 gradients and Adam state sharded over dp assumed: NeMo launcher "
                          "nemotron_340b.yaml sets optim dtype bf16, grad_sync_dtype bf16 (as dgxc's "
                          "340B config, distributed_fused_adam)")
+        elif grp == "nemo-2407" and "(SFT)" in o["model"]:
+            # NeMo 24.07's SFT runs are NeMo-Framework-Launcher's peft=llama/sft
+            # (launcher_scripts/conf/peft/llama/sft.yaml: optim distributed_fused_adam, dtype
+            # bf16, grad_sync_dtype bf16; activations_checkpoint_granularity null). Its H100
+            # examples add fp8_params=true: fp8 weights without a bf16 copy, and an fp32 master
+            # shard in place of Apex's 16-bit remainder, 11 bytes per parameter either way.
+            o["grads"] = "bf16-adam"
+            a.append("bf16 gradients and Adam state sharded over dp (NeMo-Framework-Launcher "
+                     "conf/peft/llama/sft.yaml: distributed_fused_adam, dtype bf16, grad_sync_dtype "
+                     "bf16); fp8_params=true of its H100 examples not modelled (the same 11 bytes "
+                     "per parameter: fp8 weights + bf16 gradients + fp32 master and bf16 Adam "
+                     "state)")
         else:
             o["grads"] = "bf16"
             a.append("bf16 gradients (Megatron-Core DDP default grad_reduce_in_fp32=False)")

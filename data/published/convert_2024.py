@@ -20,7 +20,7 @@ OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn
             "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
             "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,cp_attention,"
-            "tp_impl,assumptions").split(",")
+            "tp_impl,dropout,assumptions").split(",")
 
 # Shapes the source does not print, from the model's own release (named in the assumption).
 KNOWN_SHAPES = {
@@ -457,6 +457,17 @@ def convert(r, skipped):
         o["tp_impl"] = "dtensor"
         a.append("TP as torchtitan runs it: DTensor ColwiseParallel / RowwiseParallel with "
                  "SequenceParallel (parallelize_llama)")
+    # Dropout: the 2024 stacks train without it (blank: no), except NeMo's GPT-3 configs, which
+    # keep GPT-3's hidden and attention dropout of 0.1: NeMo-Framework-Launcher
+    # conf/training/gpt3/{5b,20b,175b}.yaml and their *_fp8_performance.yaml variants
+    # (hidden_dropout: 0.1; attention_dropout 0.1 where set, else NeMo's megatron_gpt_config.yaml
+    # default 0.1), and dgxc-benchmarking nemo_megatron/gpt3_175b_hydra.yaml (hidden_dropout 0.1,
+    # attention_dropout 0.1). Paxml's GPT-3 (JAX) is another stack: left blank.
+    o["dropout"] = ""
+    if o["model"].startswith("GPT3-") and (grp == "nemo-2407" or (grp == "dgxc" and "nemo" in rid)):
+        o["dropout"] = "yes"
+        a.append("dropout not printed: hidden and attention dropout 0.1 (NeMo-Framework-Launcher "
+                 "conf/training/gpt3/*.yaml; dgxc nemo_megatron/gpt3_175b_hydra.yaml)")
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"

@@ -137,6 +137,12 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     r.model.tied_embeddings = r.model.ffn_kind != FfnKind::kSwiGlu;
     r.model.learned_positions = false;
   }
+  // dropout (optional, yes | no): what the run's config trained with; blank keeps the default
+  // above (none in the 2024 tables, the catalogue model's in runs.csv). NeMo's GPT-3 configs keep
+  // GPT-3's 0.1 (data/published/README.md).
+  if (std::string_view drop = Trim(get("dropout")); !drop.empty()) {
+    ASSIGN_OR_RETURN(r.model.dropout, YesNo(drop, "dropout"));
+  }
   RETURN_IF_ERROR(ValidateModel(r.model));
   ASSIGN_OR_RETURN(r.training.global_batch, IntField(get("gbs"), "gbs"));
   ASSIGN_OR_RETURN(r.plan.mbs, IntField(get("mbs"), "mbs", true));

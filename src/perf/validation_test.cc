@@ -666,5 +666,49 @@ TEST(ValidationTest, IbmSevenAndThirteenBillionRowsRunHsdp) {
   EXPECT_EQ(rows, 12);
 }
 
+// NeMo's GPT-3 configs keep GPT-3's dropout (hidden and attention 0.1: NeMo-Framework-Launcher
+// conf/training/gpt3/*.yaml, dgxc nemo_megatron/gpt3_175b_hydra.yaml); the 2024 tables' other
+// stacks train without it. The rows say so in their dropout column, and its element-wise
+// kernels and masks cost those runs time.
+TEST(ValidationTest, NemoGpt3RowsTrainWithDropout) {
+  std::string header =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,gbs,mbs,gpus,"
+      "gpu,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,dropout\n";
+  std::string row =
+      "x,src,GPT3-5B,5,24,4096,32,32,16384,gelu,2048,51200,256,4,64,H100-SXM,IB 400G per GPU,1,1,"
+      "64,1,1,none,no,1,fp8,tflops_per_gpu,765,secondary,yes,";
+  auto yes = ParsePublishedRuns(header + row + "yes\n", "t");
+  ASSERT_TRUE(yes.ok()) << yes.status().ToString();
+  EXPECT_TRUE((*yes)[0].model.dropout);
+  auto blank = ParsePublishedRuns(header + row + "\n", "t");
+  ASSERT_TRUE(blank.ok()) << blank.status().ToString();
+  EXPECT_FALSE((*blank)[0].model.dropout);  // the 2024 tables' default
+  auto bad = ParsePublishedRuns(header + row + "0.1\n", "t");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("dropout"), std::string::npos);
+
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  int with_dropout = 0;
+  for (const PublishedRun& r : *runs) {
+    const bool nemo_gpt3 = r.model.name.starts_with("GPT3-") &&
+                           (r.group == "nemo-2407" || r.id.starts_with("dgxc-gpt3-175b-nemo-"));
+    if (r.group == "nemo-2407" || r.group == "dgxc") {
+      EXPECT_EQ(r.model.dropout, nemo_gpt3) << r.id;
+    }
+    with_dropout += r.model.dropout && nemo_gpt3;
+  }
+  EXPECT_EQ(with_dropout, 28);  // nemo2407-00..03 and dgxc's ten NeMo GPT-3 175B runs, 2 metrics
+  const PublishedRun* gpt3 = FindRun(*runs, "nemo2407-00-tflops");
+  ASSERT_NE(gpt3, nullptr);
+  PublishedRun off = *gpt3;
+  off.model.dropout = false;
+  auto with = ValidateRun(*gpt3);
+  auto without = ValidateRun(off);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_LT(with->predicted, 0.98 * without->predicted);  // TFLOP/s: dropout's kernels cost time
+}
+
 }  // namespace
 }  // namespace baton::perf

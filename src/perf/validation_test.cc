@@ -667,9 +667,9 @@ TEST(ValidationTest, IbmSevenAndThirteenBillionRowsRunHsdp) {
 }
 
 // NeMo's GPT-3 configs keep GPT-3's dropout (hidden and attention 0.1: NeMo-Framework-Launcher
-// conf/training/gpt3/*.yaml, dgxc nemo_megatron/gpt3_175b_hydra.yaml); the 2024 tables' other
-// stacks train without it. The rows say so in their dropout column, and its element-wise
-// kernels and masks cost those runs time.
+// conf/training/gpt3/*.yaml, dgxc nemo_megatron/gpt3_175b_hydra.yaml), except NeMo 24.07's MLPerf
+// run (175b_mlperf.yaml: 0.0); the 2024 tables' other stacks train without it. The rows say so in
+// their dropout column, and its element-wise kernels and masks cost those runs time.
 TEST(ValidationTest, NemoGpt3RowsTrainWithDropout) {
   std::string header =
       "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,gbs,mbs,gpus,"
@@ -692,14 +692,14 @@ TEST(ValidationTest, NemoGpt3RowsTrainWithDropout) {
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   int with_dropout = 0;
   for (const PublishedRun& r : *runs) {
-    const bool nemo_gpt3 = r.model.name.starts_with("GPT3-") &&
+    const bool nemo_gpt3 = r.model.name.starts_with("GPT3-") && !r.id.starts_with("nemo2407-03") &&
                            (r.group == "nemo-2407" || r.id.starts_with("dgxc-gpt3-175b-nemo-"));
     if (r.group == "nemo-2407" || r.group == "dgxc") {
       EXPECT_EQ(r.model.dropout, nemo_gpt3) << r.id;
     }
     with_dropout += r.model.dropout && nemo_gpt3;
   }
-  EXPECT_EQ(with_dropout, 28);  // nemo2407-00..03 and dgxc's ten NeMo GPT-3 175B runs, 2 metrics
+  EXPECT_EQ(with_dropout, 26);  // nemo2407-00..02 and dgxc's ten NeMo GPT-3 175B runs, 2 metrics
   const PublishedRun* gpt3 = FindRun(*runs, "nemo2407-00-tflops");
   ASSERT_NE(gpt3, nullptr);
   PublishedRun off = *gpt3;

@@ -666,7 +666,7 @@ TEST(ValidationTest, IbmSevenAndThirteenBillionRowsRunHsdp) {
   EXPECT_EQ(rows, 12);
 }
 
-// NeMo's GPT-3 configs keep GPT-3's dropout (hidden and attention 0.1: NeMo-Framework-Launcher
+// NeMo's GPT-3 configs keep GPT-3's dropout (hidden 0.1 in all: NeMo-Framework-Launcher
 // conf/training/gpt3/*.yaml, dgxc nemo_megatron/gpt3_175b_hydra.yaml), except NeMo 24.07's MLPerf
 // run (175b_mlperf.yaml: 0.0); the 2024 tables' other stacks train without it. The rows say so in
 // their dropout column, and its element-wise kernels and masks cost those runs time.

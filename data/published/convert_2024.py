@@ -468,6 +468,13 @@ def convert(r, skipped):
     # layout, mbs 2, gbs 2048, tp 4, pp 8, vp 6 on 64 nodes, is the launcher's
     # conf/training/gpt3/175b_mlperf.yaml), which sets both dropouts to 0.0.
     o["dropout"] = ""
+    if grp == "megatron-lm":
+        # Megatron-LM's README table prints no training flags: its GPT models run with the
+        # stack's defaults, hidden and attention dropout 0.1 (megatron/training/arguments.py
+        # --hidden-dropout / --attention-dropout; its examples/gpt3 script sets neither).
+        o["dropout"] = "yes"
+        a.append("dropout not printed: Megatron-LM's default 0.1 (--hidden-dropout, "
+                 "--attention-dropout; examples/gpt3/train_gpt3_175b_distributed.sh sets neither)")
     if o["model"].startswith("GPT3-") and (grp == "nemo-2407" or (grp == "dgxc" and "nemo" in rid)):
         if "mlcommons" in notes.lower():
             a.append("dropout not printed: none (MLPerf run, NeMo-Framework-Launcher "

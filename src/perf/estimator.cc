@@ -424,11 +424,23 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   //    fp8 weights are cached across micro-batches.
   //  tensorwise (torchao): forward 3 bytes per input and weight element; backward 3 per gradient
   //    element and 2 (read and write one fp8 byte) to transpose each saved fp8 input and weight.
-  //    JAX's fp8 (Fp8Recipe::kJax) moves the same bytes: no fp8 weight survives a call, XLA's
-  //    quantize ops (or Transformer Engine JAX's cast-transpose kernels) read each 16-bit input
-  //    and weight and write its fp8 copy and, for the backward's GEMMs, its transpose.
+  //    JAX's fp8 (Fp8Recipe::kJax) moves these bytes (less the amax pass below): no fp8 weight
+  //    survives a call, XLA's quantize ops (or Transformer Engine JAX's cast-transpose kernels)
+  //    read each 16-bit input and weight and write its fp8 copy and, for the backward's GEMMs,
+  //    its transpose.
   //  rowwise (torchao): as tensorwise forward; the backward quantises each gradient along both
   //    axes (6) and re-quantises each input and weight column-wise from 16 bits (3).
+  //  torchao's dynamic tensorwise scale is torch.max(torch.abs(x)) over the whole tensor
+  //    (torchao/float8/float8_utils.py tensor_to_amax), and the cast needs the finished amax:
+  //    Inductor cannot fuse a full reduction with the pointwise op that consumes its result, so
+  //    each activation and gradient is read once more (2 bytes) by its own amax kernel before
+  //    the cast. Rowwise scales reduce along the contiguous row that the cast kernel holds (one
+  //    persistent-reduction kernel), but its column-wise casts for the weight-gradient GEMM
+  //    (axiswise_dim 0: a reduction over every token) read their 16-bit source once more too
+  //    (+2 on the gradient, input and weight). Transformer Engine's delayed scaling and JAX's
+  //    take the scale from the amax history, so their amax fuses with the cast. Weights keep
+  //    their bytes (a small share; under FSDP's float8 all-gather with
+  //    precompute_float8_dynamic_scale_for_fsdp their amax runs once per step).
   // torchao's tensorwise TP styles (Float8ColwiseParallel, PrepareFloat8ModuleInput,
   // Float8RowwiseParallel in torchao/float8/float8_tensor_parallel.py, which torchtitan's
   // parallelize_llama uses whenever float8 is on) cast each sequence-sharded block input to fp8
@@ -444,8 +456,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise ||
         ctx.training.fp8_recipe == Fp8Recipe::kJax) {
       act_f = 3, grad_b = 3, act_b = 2, w_f = 3, w_b = 2;
+      if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise) act_f += 2, grad_b += 2;
     } else if (ctx.training.fp8_recipe == Fp8Recipe::kRowwise) {
-      act_f = 3, grad_b = 6, act_b = 3, w_f = 3, w_b = 3;
+      act_f = 3, grad_b = 6 + 2, act_b = 3 + 2, w_f = 3, w_b = 3 + 2;
     }
     auto casts = [&](double width, double* fwd_s, double* bwd_s, double* mlp_s) {
       const double gathered = fp8_tp_gather ? h / t : h;  // QKV / fc1 input, o / fc2 grad

@@ -462,13 +462,23 @@ def convert(r, skipped):
     # memory_optimizations.rst from NVIDIA/NeMo pull request 9188, May 2024, on: "Transformer
     # Engine prefers cuDNN flash attention on Hopper+ architectures"; before it: "By default,
     # Flash Attention is enabled"). So: cuDNN for the PyTorch NVIDIA stacks released after that
-    # change (NeMo 24.07, dgxc-benchmarking v25.01's NeMo 24.09 / 24.12 launches, Megatron-Bridge);
-    # FlashAttention-2 (blank, the default) for NeMo 24.03's long-sequence runs, PyTorch SDPA
-    # (torchtitan, IBM's FSDP), and the JAX stacks (Paxml, MaxText), whose attention path this
-    # does not model. Megatron-LM's README table prints no container: left at the default.
+    # change (NeMo 24.07 with TE 1.8, dgxc-benchmarking v25.01's NeMo 24.09 / 24.12 launches,
+    # Megatron-Bridge) and for dgxc's JAX launches, which ask for it (maxtext/configure.sh:
+    # attention=cudnn_flash_te, NVTE_FUSED_ATTN=1; paxml/configure.sh: ENABLE_TE=1,
+    # NVTE_FUSED_ATTN=1: Transformer Engine JAX's fused attention is cuDNN's);
+    # FlashAttention-2 (blank, the default) for NeMo 24.03's long-sequence runs and PyTorch SDPA
+    # (torchtitan, IBM's FSDP). Megatron-LM's README table prints no container: left at the
+    # default.
     o["attn_kernel"] = ""
-    is_jax = grp == "dgxc" and ("pax" in rid or "maxtext" in rid)
-    if grp in ("nemo-2407", "megatron-bridge") or (grp == "dgxc" and not is_jax):
+    if grp in ("nemo-2407", "megatron-bridge"):
+        o["attn_kernel"] = "cudnn"
+        a.append("attention kernel not printed: cuDNN fused attention (Transformer Engine's "
+                 "preference on Hopper and later in containers after May 2024)")
+    elif grp == "dgxc" and ("pax" in rid or "maxtext" in rid):
+        o["attn_kernel"] = "cudnn"
+        a.append("attention kernel not printed: cuDNN fused attention (Transformer Engine JAX, "
+                 "NVTE_FUSED_ATTN=1 in the recipe's configure.sh)")
+    elif grp == "dgxc":
         o["attn_kernel"] = "cudnn"
         a.append("attention kernel not printed: cuDNN fused attention (Transformer Engine's "
                  "preference on Hopper and later in containers after May 2024)")

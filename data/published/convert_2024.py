@@ -20,7 +20,7 @@ OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn
             "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
             "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,cp_attention,"
-            "tp_impl,dropout,assumptions").split(",")
+            "tp_impl,dropout,attn_kernel,assumptions").split(",")
 
 # Shapes the source does not print, from the model's own release (named in the assumption).
 KNOWN_SHAPES = {
@@ -483,6 +483,31 @@ def convert(r, skipped):
             o["dropout"] = "yes"
             a.append("dropout not printed: hidden dropout 0.1 (NeMo-Framework-Launcher "
                      "conf/training/gpt3/*.yaml; dgxc nemo_megatron/gpt3_175b_hydra.yaml)")
+    # Fused attention kernel: Transformer Engine prefers cuDNN's fused attention to
+    # FlashAttention-2 on Hopper and later whenever both apply (get_attention_backend; NeMo's
+    # memory_optimizations.rst from NVIDIA/NeMo pull request 9188, May 2024, on: "Transformer
+    # Engine prefers cuDNN flash attention on Hopper+ architectures"; before it: "By default,
+    # Flash Attention is enabled"). So: cuDNN for the PyTorch NVIDIA stacks released after that
+    # change (NeMo 24.07 with TE 1.8, dgxc-benchmarking v25.01's NeMo 24.09 / 24.12 launches,
+    # Megatron-Bridge) and for dgxc's JAX launches, which ask for it (maxtext/configure.sh:
+    # attention=cudnn_flash_te, NVTE_FUSED_ATTN=1; paxml/configure.sh: ENABLE_TE=1,
+    # NVTE_FUSED_ATTN=1: Transformer Engine JAX's fused attention is cuDNN's);
+    # FlashAttention-2 (blank, the default) for NeMo 24.03's long-sequence runs and PyTorch SDPA
+    # (torchtitan, IBM's FSDP). Megatron-LM's README table prints no container: left at the
+    # default.
+    o["attn_kernel"] = ""
+    if grp in ("nemo-2407", "megatron-bridge"):
+        o["attn_kernel"] = "cudnn"
+        a.append("attention kernel not printed: cuDNN fused attention (Transformer Engine's "
+                 "preference on Hopper and later in containers after May 2024)")
+    elif grp == "dgxc" and ("pax" in rid or "maxtext" in rid):
+        o["attn_kernel"] = "cudnn"
+        a.append("attention kernel not printed: cuDNN fused attention (Transformer Engine JAX, "
+                 "NVTE_FUSED_ATTN=1 in the recipe's configure.sh)")
+    elif grp == "dgxc":
+        o["attn_kernel"] = "cudnn"
+        a.append("attention kernel not printed: cuDNN fused attention (Transformer Engine's "
+                 "preference on Hopper and later in containers after May 2024)")
     o["flash_attention"] = "yes"
     o["dp_overlap"] = "yes"
     o["pp_p2p"] = "batched"

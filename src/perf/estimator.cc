@@ -381,7 +381,12 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     // The kernel-chart fit (Calibration::flash_*): a causal block of L tokens runs like a full
     // one of L / 2; an off-diagonal CP step is a full block of sl / 2 keys.
     const double hd = m.head_dim();
-    const double hd_eff = hd / (hd + c.flash_half_head_dim);
+    // cuDNN's fused attention (Transformer Engine on Hopper+) runs faster than the
+    // FlashAttention-2 kernels the flash_* constants fit (Calibration::cudnn_attention_speedup).
+    const double hd_eff =
+        hd / (hd + c.flash_half_head_dim) *
+        (ctx.training.attention_kernel == AttentionKernel::kCudnn ? c.cudnn_attention_speedup
+                                                                  : 1.0);
     auto flash_rate = [&](double len) {
       return ctx.attn_peak * c.flash_attention_fraction * len / (len + c.flash_half_length) *
              hd_eff;

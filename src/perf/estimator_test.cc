@@ -1068,3 +1068,32 @@ TEST(EstimatorTest, AsyncTpHidesAtMostTheFusedGemm) {
 
 }  // namespace
 }  // namespace baton::perf
+
+namespace baton::perf {
+namespace {
+
+// cuDNN's fused attention (Transformer Engine's choice on Hopper) runs the flash kernels' work at
+// Calibration::cudnn_attention_speedup times their rate, and only for a stack that runs it.
+// Selective recomputation reruns core attention alone, so its time is the kernel's.
+TEST(EstimatorTest, CudnnAttentionRunsAtItsSpeedupOverFlashAttention) {
+  ModelSpec m = Model("llama3-8b");
+  SystemSpec sys = H100s(8);
+  sys.calib.cudnn_attention_speedup = 1.5;
+  ParallelPlan plan{.dp = 8, .mbs = 1, .zero = 1};
+  plan.recompute = Recompute::kSelective;
+  TrainingSpec flash = FlashTraining(64);
+  TrainingSpec cudnn = flash;
+  cudnn.attention_kernel = AttentionKernel::kCudnn;
+  StepEstimate f = EstimateOf(m, plan, flash, sys);
+  StepEstimate c = EstimateOf(m, plan, cudnn, sys);
+  ASSERT_GT(f.recompute.value(), 0);
+  EXPECT_NEAR(c.recompute.value(), f.recompute.value() / 1.5, 1e-9 * f.recompute.value());
+  EXPECT_LT(c.step.value(), f.step.value());
+  // At a speedup of 1 the two kernels cost the same.
+  sys.calib.cudnn_attention_speedup = 1.0;
+  EXPECT_DOUBLE_EQ(EstimateOf(m, plan, cudnn, sys).step.value(),
+                   EstimateOf(m, plan, flash, sys).step.value());
+}
+
+}  // namespace
+}  // namespace baton::perf

@@ -123,6 +123,19 @@ enum class CpAttention : std::uint8_t { kRing, kTorch, kAllGather };
 //             micro-batch on (the first gradient is taken over, not added).
 enum class GradAccum : std::uint8_t { kFused, kFp32, kAutograd };
 
+// The fused attention kernel a stack runs (TrainingSpec::attention_kernel):
+//  kFlash  FlashAttention-2 (Tri Dao's flash-attn): PyTorch's SDPA flash backend (torchtitan,
+//          FSDP stacks) and Transformer Engine before it preferred cuDNN on Hopper (NeMo's docs
+//          until May 2024: "By default, Flash Attention is enabled").
+//  kCudnn  cuDNN's fused flash attention (Transformer Engine's FusedAttention, sub-backend
+//          F16_arbitrary_seqlen): what Transformer Engine picks on Hopper and later whenever both
+//          apply (get_attention_backend: "Disabling FlashAttention to give FusedAttention
+//          preference on Hopper+ for performance reasons"; NeMo's memory_optimizations.rst since
+//          NVIDIA/NeMo pull request 9188, May 2024: "Transformer Engine prefers cuDNN flash
+//          attention on Hopper+ architectures"). Its rate is FlashAttention-2's times
+//          Calibration::cudnn_attention_speedup.
+enum class AttentionKernel : std::uint8_t { kFlash, kCudnn };
+
 struct TrainingSpec {
   int global_batch = 0;  // sequences per optimizer step
   topo::Dtype dtype = topo::Dtype::kBf16;
@@ -156,7 +169,8 @@ struct TrainingSpec {
   // reruns the all-gathers, and async TP hides a collective only behind the GEMM it is fused with
   // (estimator.cc). Only read with sequence parallelism.
   bool dtensor_tp = false;
-  GradAccum grad_accum = GradAccum::kFused;  // see GradAccum
+  GradAccum grad_accum = GradAccum::kFused;                    // see GradAccum
+  AttentionKernel attention_kernel = AttentionKernel::kFlash;  // see AttentionKernel
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

@@ -40,7 +40,7 @@ namespace {
 // 0.3 (0.3-1.0 across stacks) and TP overlap 0.4 (0 without userbuffers to ~0.9 with them).
 // Hardware-specific (not pooled across families): the GEMM half points (they grow with a part's
 // SM count and rate) and NVLink efficiency (NVLink 3 / 4 / 5 and the NVL72 switch differ).
-constexpr std::array<CalibrationField, 26> kFields = {{
+constexpr std::array<CalibrationField, 27> kFields = {{
     {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true, 0.15, true, false},
     {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true, 256, false, true},
     {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true, 512, false, true},
@@ -75,6 +75,11 @@ constexpr std::array<CalibrationField, 26> kFields = {{
     // published row is launch-bound.
     {"host_microbatch_s", &Calibration::host_microbatch_s, 0, 0.01, false},
     {"host_collective_step_s", &Calibration::host_collective_step_s, 0, 0.001, false},
+    // Bounds 1..2: cuDNN is not slower than FlashAttention-2 where Transformer Engine prefers it,
+    // and the FlashAttention-3 charts put it below 2x (system.h). No prior (like the fp8 rate);
+    // a kernel's speed on the part, so not pooled across families.
+    {"cudnn_attention_speedup", &Calibration::cudnn_attention_speedup, 1.0, 2.0, true, 0, true,
+     true},
 }};
 
 constexpr std::size_t kMaxProfileBytes = 1 << 16;

@@ -26,7 +26,7 @@ constexpr std::string_view kTrainingFields[] = {
     "global_batch",       "global_batch_tokens", "dtype",    "tokens",
     "price_per_gpu_hour", "flash_attention",     "grads",    "fp8_recipe",
     "compiled",           "cp_attention",        "async_tp", "tp_impl",
-    "grad_accum"};
+    "grad_accum",         "attn_kernel"};
 constexpr std::string_view kPlanFields[] = {"tp",
                                             "pp",
                                             "dp",
@@ -437,7 +437,7 @@ Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::stri
                   "recompute, sequence_parallel, zero, overlap_dp_comm, uneven_pp, order; or a "
                   "training field: global_batch, global_batch_tokens, dtype, tokens, "
                   "price_per_gpu_hour, flash_attention, grads, fp8_recipe, compiled, "
-                  "cp_attention, async_tp, tp_impl, grad_accum)");
+                  "cp_attention, async_tp, tp_impl, grad_accum, attn_kernel)");
     }
   }
   if (!root.contains("model")) return fail("plan.model", "required");

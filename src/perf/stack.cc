@@ -20,7 +20,7 @@ struct Setting {
   int (*get)(const TrainingSpec& t);
 };
 
-constexpr std::array<Setting, 7> kSettings{{
+constexpr std::array<Setting, 8> kSettings{{
     {{"grads", "fp32|bf16|bf16-adam",
       "gradients in fp32 (default), bf16 (Megatron-Core DDP), or bf16 with Adam state in bf16 "
       "(Apex DistributedFusedAdam)"},
@@ -64,6 +64,12 @@ constexpr std::array<Setting, 7> kSettings{{
      false,  // the words are in GradAccum's order
      [](int w, TrainingSpec* t) { t->grad_accum = static_cast<GradAccum>(w); },
      [](const TrainingSpec& t) { return static_cast<int>(t.grad_accum); }},
+    {{"attn_kernel", "flash|cudnn",
+      "fused attention kernel: FlashAttention-2 (default; PyTorch SDPA, Transformer Engine before "
+      "mid-2024) or cuDNN's (Transformer Engine's choice on Hopper and later since mid-2024)"},
+     false,  // the words are in AttentionKernel's order
+     [](int w, TrainingSpec* t) { t->attention_kernel = static_cast<AttentionKernel>(w); },
+     [](const TrainingSpec& t) { return static_cast<int>(t.attention_kernel); }},
 }};
 
 constexpr std::array<StackSetting, kSettings.size()> Infos() {

@@ -43,6 +43,8 @@ TEST(StackTest, SettingsReachTheTrainingSpec) {
   EXPECT_FALSE(t.fused_elementwise);
   ASSERT_TRUE(ApplyStackSetting("async_tp", "yes", "x", &t).ok());
   EXPECT_TRUE(t.async_tp);
+  ASSERT_TRUE(ApplyStackSetting("attn_kernel", "cuDNN", "x", &t).ok());
+  EXPECT_EQ(t.attention_kernel, AttentionKernel::kCudnn);
   t.dtype = topo::Dtype::kFp8;
   ASSERT_TRUE(ApplyStackSetting("fp8_recipe", "rowwise", "x", &t).ok());
   EXPECT_EQ(t.fp8_recipe, Fp8Recipe::kRowwise);

@@ -94,6 +94,11 @@ namespace baton::perf {
 //    is 0.94.
 //  * power_cap_exponent: the clock of a power-capped part (system.h gives the measurement behind
 //    the prior of 1); fitted on torchtitan's 500 W H100 rows.
+//  * cudnn_attention_speedup: cuDNN's fused attention over FlashAttention-2, for the stacks that
+//    run it (AttentionKernel::kCudnn: NeMo 24.07 on, dgxc's NeMo and JAX recipes,
+//    Megatron-Bridge); the FlashAttention-3 release's H100 charts put cuDNN's forward at
+//    1.2-1.7x FlashAttention-2's. Fitted on those rows (bounds 1..2): Hopper 1.73. NeMo 24.03's
+//    long-sequence rows (FlashAttention-2, attention-bound) hold the flash_* rate apart from it.
 double RatedPowerW(std::string_view gpu_name) {
   if (gpu_name.starts_with("A100")) return 400;
   if (gpu_name.starts_with("H100") || gpu_name.starts_with("H800") ||

@@ -112,6 +112,13 @@ struct Calibration {
   // nccl-tests issue 123: 10 / 17 / 34 us for 2 / 4 / 8 A100s idle); set to 20 us (bounds
   // 0..0.001 s, not fitted) on that set; 0 before any fit.
   double host_collective_step_s = 0;
+  // cuDNN's fused flash attention (AttentionKernel::kCudnn, Transformer Engine's FusedAttention on
+  // Hopper and later) over FlashAttention-2 at the same shape: the flash_* rate above times this.
+  // The FlashAttention-3 release (Shah et al. 2024, arXiv 2407.08608, figures 5-6: H100 forward
+  // at head dim 64 / 128, causal and not) puts cuDNN at 1.2-1.7x FlashAttention-2 in the forward
+  // pass; its backward gains less. Fitted (bounds 1..2, per GPU family) on the rows whose stack
+  // ran it (data/published/runs-2024.csv column attn_kernel); 1 before any fit.
+  double cudnn_attention_speedup = 1.0;
 };
 // The built-in profile's constants for a GPU family (src/perf/profiles/builtin.yaml, compiled in;
 // "ampere", "hopper", "blackwell"; an unknown family takes Hopper's), or those of the profile

@@ -172,6 +172,22 @@ GroupSpan SpanFromStride(const EvalContext& ctx, double stride, double size) {
 
 inline double SwigluMats(const ModelSpec& m) { return m.ffn_kind == FfnKind::kSwiGlu ? 3.0 : 2.0; }
 
+// torchao's float8 linears (Fp8Recipe::kTensorwise / kRowwise) gain nothing over bf16 on H100
+// below these forward GEMM shapes (K = in_features, the contraction; N = out_features, both as
+// the GPU runs them): torchao's own microbenchmarks of a float8 linear's forward and backward
+// with its casts against bf16 (torchao/float8/README.md "Performance" tables, float8_roofline.py
+// --shape_gen_name sweep), which its opt-in module filter encodes (torchao/float8/
+// float8_linear_utils.py _auto_filter_for_tensorwise / _auto_filter_for_rowwise, "Dims below
+// these thresholds may result in worse performance"; test/float8/test_auto_filter.py pins the
+// convention: Linear(4096, 1024) is below the tensorwise line). torchtitan converts every linear
+// but the output layer (filter_fqns ["output"]; the auto filter is opt-in), so those GEMMs run
+// fp8 kernels at no gain. Other recipes (Transformer Engine, JAX) keep their fitted speed-up.
+bool TorchaoFp8NoGain(Fp8Recipe recipe, double k, double n) {
+  if (recipe == Fp8Recipe::kTensorwise) return k <= 4096 && n <= 1024;
+  if (recipe == Fp8Recipe::kRowwise) return n <= 2048 || k <= 1024 || (n <= 4096 && k <= 2048);
+  return false;
+}
+
 // HBM bytes per logit of the unfused vocab-parallel cross-entropy (Megatron-Core's
 // _VocabParallelCrossEntropy; torchtitan's and FSDP stacks' F.cross_entropy on logits.float() move
 // the same order). Forward: the bf16 logits cast to fp32 (read 2, write 4), their max (4), the
@@ -365,6 +381,20 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
            (tokens + c.gemm_half_tokens);
   };
   const double rate = gemm_rate(h / t);
+  // Seconds per FLOP of each layer GEMM (forward shapes: q and k / v K = h, N = h / tp and
+  // kv / tp; the projection K = h / tp, N = h; the MLP's up / gate K = h, N = ffn / tp; its down
+  // K = ffn / tp, N = h): 1 / rate, or the 16-bit rate where torchao's fp8 gains nothing
+  // (TorchaoFp8NoGain; the casts below are still paid). The dense MLP's; MoE experts keep rate.
+  double s_q = 1 / rate, s_kv = 1 / rate, s_o = 1 / rate, s_in = 1 / rate, s_out = 1 / rate;
+  if (fp8) {
+    const Fp8Recipe recipe = ctx.training.fp8_recipe;
+    const double s16 = 1 / (rate * ctx.attn_peak / ctx.gemm_peak);
+    if (TorchaoFp8NoGain(recipe, h, h / t)) s_q = s16;
+    if (TorchaoFp8NoGain(recipe, h, kvd / t)) s_kv = s16;
+    if (TorchaoFp8NoGain(recipe, h / t, h)) s_o = s16;
+    if (TorchaoFp8NoGain(recipe, h, ffn / t)) s_in = s16;
+    if (TorchaoFp8NoGain(recipe, ffn / t, h)) s_out = s16;
+  }
   double attn_model_flops = 4 * tokens * seq * h / t;
   double t_attn_core;
   // Context parallelism runs attention as a ring of cp steps (Megatron-Core / Transformer
@@ -409,7 +439,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
                   2 * softmax_elems / hbm;
     t_attn_step_diag = t_attn_step_off = t_attn_core / plan.cp;
   }
-  double attn_gemm = 2 * tokens * (h * (h + 2 * kvd) + h * h) / t;
+  const double attn_gemm_s = 2 * tokens * (h * h * s_q + 2 * h * kvd * s_kv + h * h * s_o) / t;
   double norm_bytes = 2 * (m.dropout ? 15.0 : 10.0) * tokens * h / sp_div;
   // Eager element-wise kernels (TrainingSpec::fused_elementwise false): counting the kernels of
   // torchtitan's eager Llama block against one fused kernel each (read 2 + write 2 bytes per
@@ -498,9 +528,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     torch_cp_fwd = (40.5 - 10) * steps_elems / hbm;
     torch_cp_bwd = (69 - 2.5 * 10) * steps_elems / hbm;
   }
-  double common = attn_gemm / rate + t_attn_core + torch_cp_fwd + (norm_bytes + eager_bytes) / hbm +
+  double common = attn_gemm_s + t_attn_core + torch_cp_fwd + (norm_bytes + eager_bytes) / hbm +
                   c.layer_overhead_s;
-  double dense_fwd = common + 2 * tokens * mats * h * ffn / t / rate +
+  double dense_fwd = common + 2 * tokens * h * ffn * ((mats - 1) * s_in + s_out) / t +
                      2 * (mats == 3 ? 3.0 : 2.0) * tokens * ffn / t / hbm + cast_fwd_dense;
   double moe_fwd =
       common +
@@ -539,7 +569,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     bwd += accum_bytes * stage_params / hbm;
   }
   // Per-op checkpointing reruns the even matmuls (k, o and w3 or fc2) and the element-wise ops.
-  const double ops_rc_flops = 2 * tokens * (h * kvd + h * h + h * ffn) / t;
+  const double ops_rc_gemm =
+      2 * tokens * (h * kvd * s_kv + h * h * s_o + h * ffn * (mats == 3 ? s_in : s_out)) / t;
   // MLP recomputation reruns core attention and each layer's MLP block: its GEMMs, activation
   // kernels and fp8 casts (the forward's, less the common part and the attention GEMMs' casts).
   const double mlp_rc = ls_dense * (dense_fwd - common - cast_fwd_dense + cast_mlp_dense) +
@@ -549,7 +580,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
               : plan.recompute == Recompute::kSelective ? stage_layers * t_attn_core
               : plan.recompute == Recompute::kMlp       ? mlp_rc
               : plan.recompute == Recompute::kOps
-                  ? stage_layers * (ops_rc_flops / rate + (norm_bytes + eager_bytes) / hbm)
+                  ? stage_layers * (ops_rc_gemm + (norm_bytes + eager_bytes) / hbm)
                   : 0.0;
 
   // ---- Communication per micro-batch.
@@ -595,10 +626,10 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // collective behind the one GEMM beside it, never more.
   double g_qkv = 0, g_o = 0, g_in = 0, g_out = 0;
   if (te_ub || dtensor_tp) {
-    g_qkv = 2 * tokens * h * (h + 2 * kvd) / t / rate;
-    g_o = 2 * tokens * h * h / t / rate;
-    g_in = 2 * tokens * h * ffn * (mats - 1) / t / rate;
-    g_out = 2 * tokens * ffn * h / t / rate;
+    g_qkv = 2 * tokens * h * (h * s_q + 2 * kvd * s_kv) / t;
+    g_o = 2 * tokens * h * h * s_o / t;
+    g_in = 2 * tokens * h * ffn * (mats - 1) * s_in / t;
+    g_out = 2 * tokens * ffn * h * s_out / t;
   }
   auto exposed = [](double comm, double gemm, double hide) {
     return comm - hide * std::min(comm, gemm);

@@ -1066,6 +1066,50 @@ TEST(EstimatorTest, AsyncTpHidesAtMostTheFusedGemm) {
   EXPECT_NEAR(hidden_rs / hidden_both, (2 - a) / (1.5 * (1 - a)), 0.1);
 }
 
+// torchao's float8 linears gain nothing over bf16 below the GEMM shapes its H100
+// microbenchmarks mark (tensorwise: K <= 4096 and N <= 1024; rowwise: N <= 2048, K <= 1024, or
+// N <= 4096 and K <= 2048; torchao float8_linear_utils.py), so those GEMMs run at the 16-bit
+// rate whatever the fp8 speed-up. Llama 3 8B at TP 8: under rowwise no layer GEMM gains, so the
+// step does not depend on the rowwise speed-up; under tensorwise q, k and v (K = 4,096, N = 512
+// and 128) do not gain but the projection and the MLP do. Transformer Engine's recipe keeps its
+// speed-up on every GEMM, and at 70B (h / tp = 1,024) rowwise's MLP GEMMs gain again.
+TEST(EstimatorTest, TorchaoFp8GainsNothingBelowItsMeasuredShapes) {
+  ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 3};
+  plan.tp_comm_overlap = false;
+  plan.sequence_parallel = true;
+  TrainingSpec te = FlashTraining(64);
+  te.dtensor_tp = true;
+  te.dtype = topo::Dtype::kFp8;
+  te.fp8_recipe = Fp8Recipe::kDelayed;
+  TrainingSpec tensorwise = te;
+  tensorwise.fp8_recipe = Fp8Recipe::kTensorwise;
+  TrainingSpec rowwise = te;
+  rowwise.fp8_recipe = Fp8Recipe::kRowwise;
+  // The change in compute time when the fp8 GEMM speed-up goes from 1.5 to 2.
+  auto gain = [&](const ModelSpec& m, const TrainingSpec& t) {
+    auto busy = [&](double speedup) {
+      SystemSpec s = H100s(64);
+      s.calib.fp8_gemm_speedup = speedup;
+      s.calib.fp8_rowwise_gemm_speedup = speedup;
+      StepEstimate e = EstimateOf(m, plan, t, s);
+      return e.compute.value() + e.recompute.value();
+    };
+    return busy(1.5) - busy(2.0);
+  };
+  ModelSpec m = Model("llama3-8b");
+  const double h = m.hidden, ffn = m.ffn, kvd = double(m.kv_heads) * m.head_dim();
+  const double all = h * (h + 2 * kvd) + h * h + 3 * h * ffn;
+  const double delayed = gain(m, te);
+  ASSERT_GT(delayed, 0);
+  EXPECT_NEAR(gain(m, rowwise), 0.0, 1e-12);
+  EXPECT_NEAR(gain(m, tensorwise) / delayed, (h * h + 3 * h * ffn) / all, 1e-9);
+  ModelSpec big = Model("llama3-70b");
+  const double bh = big.hidden, bffn = big.ffn, bkvd = double(big.kv_heads) * big.head_dim();
+  const double big_all = bh * (bh + 2 * bkvd) + bh * bh + 3 * bh * bffn;
+  EXPECT_NEAR(gain(big, rowwise) / gain(big, te), 3 * bh * bffn / big_all, 1e-9);
+  EXPECT_NEAR(gain(big, tensorwise), gain(big, te), 1e-9 * gain(big, te));
+}
+
 }  // namespace
 }  // namespace baton::perf
 

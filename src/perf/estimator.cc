@@ -384,7 +384,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // Seconds per FLOP of each layer GEMM (forward shapes: q and k / v K = h, N = h / tp and
   // kv / tp; the projection K = h / tp, N = h; the MLP's up / gate K = h, N = ffn / tp; its down
   // K = ffn / tp, N = h): 1 / rate, or the 16-bit rate where torchao's fp8 gains nothing
-  // (TorchaoFp8NoGain; the casts below are still paid). The dense MLP's; MoE experts keep rate.
+  // (TorchaoFp8NoGain; the casts below are still paid). Dense layers only: MoE expert GEMMs
+  // keep rate.
   double s_q = 1 / rate, s_kv = 1 / rate, s_o = 1 / rate, s_in = 1 / rate, s_out = 1 / rate;
   if (fp8) {
     const Fp8Recipe recipe = ctx.training.fp8_recipe;
@@ -487,13 +488,14 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   double cast_fwd_dense = 0, cast_bwd_dense = 0, cast_fwd_moe = 0, cast_bwd_moe = 0;
   double cast_mlp_dense = 0, cast_mlp_moe = 0;  // the MLP block's share of the forward's
   if (fp8) {
+    constexpr double kAmaxRead = 2;  // torchao's separate amax pass re-reads a 16-bit source
     double act_f = 1, grad_b = 1, act_b = 1, w_f = 0, w_b = 0;
-    if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise ||
-        ctx.training.fp8_recipe == Fp8Recipe::kJax) {
+    if (ctx.training.fp8_recipe == Fp8Recipe::kJax) {
       act_f = 3, grad_b = 3, act_b = 2, w_f = 3, w_b = 2;
-      if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise) act_f += 2, grad_b += 2;
+    } else if (ctx.training.fp8_recipe == Fp8Recipe::kTensorwise) {
+      act_f = 3 + kAmaxRead, grad_b = 3 + kAmaxRead, act_b = 2, w_f = 3, w_b = 2;
     } else if (ctx.training.fp8_recipe == Fp8Recipe::kRowwise) {
-      act_f = 3, grad_b = 6 + 2, act_b = 3 + 2, w_f = 3, w_b = 3 + 2;
+      act_f = 3, grad_b = 6 + kAmaxRead, act_b = 3 + kAmaxRead, w_f = 3, w_b = 3 + kAmaxRead;
     }
     auto casts = [&](double width, double* fwd_s, double* bwd_s, double* mlp_s) {
       const double gathered = fp8_tp_gather ? h / t : h;  // QKV / fc1 input, o / fc2 grad
@@ -747,8 +749,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
       plan.recompute == Recompute::kOps && dtensor_tp ? dt_ops_rc : rc_tp_share * comm_fwd_tp;
   // Selective recomputation re-runs core attention, and with it the forward ring.
   double rc_cp = plan.recompute != Recompute::kNone ? comm_fwd_cp : 0.0;
-  double rc_ep =
-      plan.recompute == Recompute::kFull || plan.recompute == Recompute::kMlp ? comm_fwd_ep : 0.0;
+  double rc_ep = rc_tp_share > 0 ? comm_fwd_ep : 0.0;  // full and mlp rerun the MoE block
   double rc_comm = rc_tp + rc_cp + rc_ep;
   double t_fwd = fwd + comm_fwd_tp + comm_fwd_cp + comm_fwd_ep;
   // Megatron's TP backward: without sequence parallelism one all-reduce per block, as the forward

@@ -510,12 +510,6 @@ TEST(EstimatorTest, CheckpointIntervalIsYoungDaly) {
   EXPECT_NEAR(tt.cost_dollars, tt.gpu_hours * 2, 1e-6);
 }
 
-}  // namespace
-}  // namespace baton::perf
-
-namespace baton::perf {
-namespace {
-
 // torchtitan's per-op SAC (Recompute::kOps) keeps the odd matmuls' outputs and the attention
 // output, far less than Megatron's selective mode; Llama 3 8B with FSDP on 8 H100s at 2 x 8k
 // tokens ran with it (torchtitan's December 2024 table, 82 GiB on 96 GB parts) where the
@@ -611,12 +605,6 @@ TEST(EstimatorTest, FlashBackwardIsTwoAndAHalfForwards) {
   double layers_fwd = e.recompute.value();
   EXPECT_GT(e.compute.value(), 3.2 * layers_fwd);
 }
-
-}  // namespace
-}  // namespace baton::perf
-
-namespace baton::perf {
-namespace {
 
 // A part capped below its rated power (torchtitan's 500 W H100s) runs its tensor cores at
 // (P / R)^power_cap_exponent of the datasheet clock; MFU still divides by the datasheet peak.
@@ -1109,12 +1097,6 @@ TEST(EstimatorTest, TorchaoFp8GainsNothingBelowItsMeasuredShapes) {
   EXPECT_NEAR(gain(big, rowwise) / gain(big, te), 3 * bh * bffn / big_all, 1e-9);
   EXPECT_NEAR(gain(big, tensorwise), gain(big, te), 1e-9 * gain(big, te));
 }
-
-}  // namespace
-}  // namespace baton::perf
-
-namespace baton::perf {
-namespace {
 
 // cuDNN's fused attention (Transformer Engine's choice on Hopper) runs the flash kernels' work at
 // Calibration::cudnn_attention_speedup times their rate, and only for a stack that runs it.

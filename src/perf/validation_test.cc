@@ -220,12 +220,6 @@ TEST(ValidationTest, VtrainSingleNode) {
   EXPECT_LE(std::abs(rep->median), 0.05);
 }
 
-}  // namespace
-}  // namespace baton::perf
-
-namespace baton::perf {
-namespace {
-
 // Issue 13: every dev table (runs.csv + runs-2024.csv, each source's FLOP and MFU convention).
 // The bounds are regression guards at the figures the built-in profile reaches today (the
 // issue's targets, 5 % mean / 10 % p90 / 20 % max, are not met; README and the closing note
@@ -297,12 +291,6 @@ TEST(ValidationTest, FsdpPerUnitGathersAndHsdp) {
             slow->memory.weights_grads_optimizer().value());
 }
 
-}  // namespace
-}  // namespace baton::perf
-
-namespace baton::perf {
-namespace {
-
 // dgxc's Nemotron-4 MFU counts K and V projections at full width: on a GQA model the full-mha
 // count is above the GQA one by 4 h (h - kv_heads x head_dim) x 3 FLOPs per token and layer.
 TEST(ValidationTest, FullMhaConventionCountsKvAtFullWidth) {
@@ -371,12 +359,6 @@ TEST(ValidationTest, BucketsNameParallelismAndSequence) {
   EXPECT_EQ(SequenceBucket(131072), "32k-128k");
   EXPECT_EQ(SequenceBucket(262144), ">128k");
 }
-
-}  // namespace
-}  // namespace baton::perf
-
-namespace baton::perf {
-namespace {
 
 const PublishedRun* FindRun(const std::vector<PublishedRun>& runs, std::string_view id) {
   for (const PublishedRun& r : runs) {

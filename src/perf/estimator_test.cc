@@ -42,6 +42,13 @@ TrainingSpec FlashTraining(int gbs) {
   return t;
 }
 
+// `t` trained in fp8 with `recipe`.
+TrainingSpec Fp8(TrainingSpec t, Fp8Recipe recipe) {
+  t.dtype = topo::Dtype::kFp8;
+  t.fp8_recipe = recipe;
+  return t;
+}
+
 SystemSpec H100s(int gpus, double nic_gbits_per_gpu = 400) {
   ShortSystem s;
   s.gpu = "H100-SXM";
@@ -843,13 +850,9 @@ TEST(EstimatorTest, TorchaoDynamicAmaxReadsEachCastSourceOnceMore) {
   s.calib.fp8_rowwise_gemm_speedup = s.calib.fp8_gemm_speedup;  // the same GEMMs: casts only
   ModelSpec m = Model("gpt-7.5b");
   ParallelPlan plan{.tp = 1, .dp = 16, .mbs = 2, .recompute = Recompute::kFull, .zero = 3};
-  TrainingSpec jax = FlashTraining(32);
-  jax.dtype = topo::Dtype::kFp8;
-  jax.fp8_recipe = Fp8Recipe::kJax;
-  TrainingSpec tensorwise = jax;
-  tensorwise.fp8_recipe = Fp8Recipe::kTensorwise;
-  TrainingSpec rowwise = jax;
-  rowwise.fp8_recipe = Fp8Recipe::kRowwise;
+  const TrainingSpec jax = Fp8(FlashTraining(32), Fp8Recipe::kJax);
+  const TrainingSpec tensorwise = Fp8(FlashTraining(32), Fp8Recipe::kTensorwise);
+  const TrainingSpec rowwise = Fp8(FlashTraining(32), Fp8Recipe::kRowwise);
   auto busy = [&](const TrainingSpec& t) {
     StepEstimate e = EstimateOf(m, plan, t, s);
     return e.compute.value() + e.recompute.value();
@@ -1065,14 +1068,11 @@ TEST(EstimatorTest, TorchaoFp8GainsNothingBelowItsMeasuredShapes) {
   ParallelPlan plan{.tp = 8, .dp = 8, .mbs = 2, .zero = 3};
   plan.tp_comm_overlap = false;
   plan.sequence_parallel = true;
-  TrainingSpec te = FlashTraining(64);
-  te.dtensor_tp = true;
-  te.dtype = topo::Dtype::kFp8;
-  te.fp8_recipe = Fp8Recipe::kDelayed;
-  TrainingSpec tensorwise = te;
-  tensorwise.fp8_recipe = Fp8Recipe::kTensorwise;
-  TrainingSpec rowwise = te;
-  rowwise.fp8_recipe = Fp8Recipe::kRowwise;
+  TrainingSpec dtensor = FlashTraining(64);
+  dtensor.dtensor_tp = true;
+  const TrainingSpec te = Fp8(dtensor, Fp8Recipe::kDelayed);
+  const TrainingSpec tensorwise = Fp8(dtensor, Fp8Recipe::kTensorwise);
+  const TrainingSpec rowwise = Fp8(dtensor, Fp8Recipe::kRowwise);
   // The change in compute time when the fp8 GEMM speed-up goes from 1.5 to 2.
   auto gain = [&](const ModelSpec& m, const TrainingSpec& t) {
     auto busy = [&](double speedup) {

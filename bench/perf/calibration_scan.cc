@@ -5,9 +5,10 @@
 //    data/published/runs.csv on their published plans, and the best plan the search finds for
 //    Llama 3 405B on 8,192 H100s (2,048 x 8k tokens) with its MFU counted causally. Prints every
 //    point, then the best-fitting GEMM fraction for each share.
-// 2. MT-NLG against Megatron-LM on the same model, cluster and layout, from the published figures
-//    alone: MT-NLG's step = m x slope + intercept over its three rows, and the time Megatron's
-//    per-micro-batch rate predicts for MT-NLG's micro-batch counts.
+// 2. MT-NLG's micro-batch size and a comparison with Megatron-LM on the same model, cluster and
+//    layout, from the published figures alone: MT-NLG's step = n x slope + intercept over the n
+//    sequences per pipeline of its three rows, the micro-batch whose 1F1B bubble is that
+//    intercept, and the time Megatron's per-sequence rate predicts for MT-NLG's rows.
 // 3. Pipeline fixed time in Megatron-DeepSpeed (the MT-NLG question, validation_test.cc): on the
 //    vTrain single-node set, for every configuration with pp > 1 measured at three or more
 //    micro-batch counts, the least-squares slope (time per micro-batch) and intercept of the
@@ -180,21 +181,22 @@ int CompareMtNlg(const std::string& source_dir) {
     std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
     return 1;
   }
-  std::vector<std::pair<double, double>> mtnlg;      // (micro-batches per pipeline, step s)
+  std::vector<std::pair<double, double>> mtnlg;      // (sequences per pipeline, step s)
   std::vector<std::pair<double, double>> estimated;  // the same, as the estimator times them
   const PublishedRun* megatron = nullptr;
-  int pp = 0;
+  int pp = 0, mbs = 0;
   for (const PublishedRun& r : *runs) {
     if (r.id.rfind("mtnlg-", 0) == 0 && r.metric == Metric::kIterationTime) {
-      double m = r.training.global_batch / (r.plan.dp * r.plan.mbs);
-      mtnlg.emplace_back(m, r.value);
+      double n = double(r.training.global_batch) / r.plan.dp;
+      mtnlg.emplace_back(n, r.value);
       auto row = ValidateRun(r);
       if (!row.ok()) {
         std::fprintf(stderr, "%s\n", row.status().ToString().c_str());
         return 1;
       }
-      estimated.emplace_back(m, row->predicted);
+      estimated.emplace_back(n, row->predicted);
       pp = r.plan.pp;
+      mbs = r.plan.mbs;
     }
     if (r.id == "nar-t2-530b-2240") megatron = &r;
   }
@@ -202,24 +204,23 @@ int CompareMtNlg(const std::string& source_dir) {
     std::printf("\nMT-NLG comparison: rows not found, skipped\n");
     return 0;
   }
+  // 1F1B over n sequences in micro-batches of b: (n / b + pp - 1) x b x (time per sequence), so
+  // the intercept is (pp - 1) x b x slope plus a per-step rest (all-reduce, optimizer: < 0.5 s).
+  // DeepSpeed's TrainSchedule times as 1F1B (its blocking send / receive pairs meet at the start
+  // of each half-step, where 1F1B's data dependencies already wait).
   Fit f = LeastSquares(mtnlg);
   std::printf(
-      "\nMT-NLG rows (%zu): step = m x %.3f s + %.1f s; 1F1B bubble (pp-1) x slope = %.1f s, "
-      "so %.1f s of fixed time per step beyond it\n",
-      mtnlg.size(), f.slope, f.intercept, (pp - 1) * f.slope, f.intercept - (pp - 1) * f.slope);
-  // The same figures read at twice the micro-batch (mbs is not published; runs.csv holds 1):
-  // m / 2 micro-batches of twice the work fit step = (m / 2) x 2 slope + intercept, and 1F1B's
-  // bubble is (pp - 1) x 2 slope. DeepSpeed's TrainSchedule times as 1F1B (its blocking
-  // send / receive pairs meet at the start of each half-step, where 1F1B's data dependencies
-  // already wait), so this is the one reading of the three rows with no fixed time left over.
-  std::printf(
-      "read at mbs 2 (m/2 micro-batches of %.3f s): 1F1B bubble (pp-1) x %.3f s = %.1f s, "
-      "%.1f s against the %.1f s intercept\n",
-      2 * f.slope, 2 * f.slope, (pp - 1) * 2 * f.slope, f.intercept - (pp - 1) * 2 * f.slope,
-      f.intercept);
+      "\nMT-NLG rows (%zu): step = n x %.3f s + %.1f s over n sequences per pipeline; the 1F1B "
+      "bubble (pp-1) x mbs x %.3f s equals the intercept at mbs %.2f\n",
+      mtnlg.size(), f.slope, f.intercept, f.slope, f.intercept / ((pp - 1) * f.slope));
+  for (int b : {1, 2}) {
+    std::printf("  at mbs %d: bubble %.1f s, %.1f s of the intercept left%s\n", b,
+                (pp - 1) * b * f.slope, f.intercept - (pp - 1) * b * f.slope,
+                b == mbs ? "  (runs.csv)" : "");
+  }
   Fit e = LeastSquares(estimated);
-  std::printf("the estimator on the same plans: step = m x %.3f s + %.1f s\n", e.slope,
-              e.intercept);
+  std::printf("the estimator on the table's plans (mbs %d): step = n x %.3f s + %.1f s\n", mbs,
+              e.slope, e.intercept);
   // Megatron's step time from its reported TFLOP/s (Megatron's full-recompute formula).
   const int gpus = megatron->plan.gpus();
   const double flops =
@@ -229,16 +230,16 @@ int CompareMtNlg(const std::string& source_dir) {
       double(megatron->training.global_batch) / (megatron->plan.dp * megatron->plan.mbs);
   std::printf("%s: %.0f TFLOP/s on %d GPUs = %.2f s per step over %.0f micro-batches\n",
               megatron->id.c_str(), megatron->value, gpus, megatron_step, m_megatron);
-  // Give Megatron's whole step to its pipeline (the largest per-micro-batch time it allows),
-  // with and without interleaving, and time MT-NLG's micro-batches with it.
+  // Give Megatron's whole step to its pipeline (the largest per-sequence time it allows), with
+  // and without interleaving, and time MT-NLG's rows with it at their micro-batch size.
   for (int v : {1, 3}) {
-    double t = megatron_step / (m_megatron + double(pp - 1) / v);
-    for (auto [m, step] : mtnlg) {
-      double predicted = (m + pp - 1) * t;
+    double t = megatron_step / (m_megatron + double(pp - 1) / v) / megatron->plan.mbs;
+    for (auto [n, step] : mtnlg) {
+      double predicted = (n / mbs + pp - 1) * mbs * t;
       std::printf(
-          "  Megatron vp%d: %.4f s per micro-batch -> MT-NLG m=%.0f: %.1f s predicted, "
+          "  Megatron vp%d: %.4f s per sequence -> MT-NLG n=%.0f at mbs %d: %.1f s predicted, "
           "%.1f s measured, %.1f s (%.0f %%) unexplained\n",
-          v, t, m, predicted, step, step - predicted, 100 * (step - predicted) / step);
+          v, t, n, mbs, predicted, step, step - predicted, 100 * (step - predicted) / step);
     }
   }
   return 0;

@@ -13,6 +13,10 @@
 //   option, KEY one of prior_weight, huber_delta, pool_families, max_sweeps, the others fixed
 //   at their defaults or KEY=V: the in-sample error of the fit and its leave-one-source-out
 //   CV, overall and per source; how CalibrateOptions' defaults are chosen)
+//   fit_profile DATA_DIR --scan FAMILY.FIELD V1,V2,...   (for each value of a calibration
+//   constant that is not fitted on runs, e.g. ampere.gemm_half_gflop: the value set in the
+//   start profile, the rest fitted, and the same report plus vTrain's mean and median error,
+//   the set such a constant is chosen on)
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -141,6 +145,21 @@ int main(int argc, char** argv) {
       }
       return true;
     };
+    // FAMILY.FIELD: a constant the fit leaves alone, set per value in the start profile.
+    const std::string key = argv[3];
+    const CalibrationField* field = nullptr;
+    std::string family;
+    if (std::size_t dot = key.find('.'); dot != std::string::npos) {
+      family = key.substr(0, dot);
+      for (const CalibrationField& f : CalibrationFields()) {
+        if (f.name == key.substr(dot + 1) && !f.fitted_on_runs) field = &f;
+      }
+      if (field == nullptr || BuiltinProfile().Find(family) == nullptr) {
+        fmt::print(stderr, "'{}' is not FAMILY.FIELD of a constant not fitted on runs\n", key);
+        return 2;
+      }
+    }
+    const std::string vtrain_path = dir + "/../../../shared/data/published/vtrain-single-node.csv";
     CalibrateOptions base;
     base.bands = false;
     for (int i = 5; i < argc; ++i) {
@@ -160,12 +179,19 @@ int main(int argc, char** argv) {
       double v = std::atof(values.substr(pos, comma - pos).c_str());
       pos = comma + 1;
       CalibrateOptions o = base;
-      if (!set(&o, argv[3], v)) {
-        fmt::print(stderr, "unknown option '{}'\n", argv[3]);
+      SystemProfile start = BuiltinProfile();
+      if (field != nullptr) {
+        if (v < field->min || v > field->max) {
+          fmt::print(stderr, "{}: {:g} is outside {:g}..{:g}\n", key, v, field->min, field->max);
+          return 2;
+        }
+        start.FindMutable(family)->calib.*(field->member) = v;
+      } else if (!set(&o, key, v)) {
+        fmt::print(stderr, "unknown option '{}'\n", key);
         return 2;
       }
-      auto fitted = FitProfile(*runs, BuiltinProfile(), &*attention, o);
-      auto cv = CrossValidate(*runs, BuiltinProfile(), &*attention, o);
+      auto fitted = FitProfile(*runs, start, &*attention, o);
+      auto cv = CrossValidate(*runs, start, &*attention, o);
       if (!fitted.ok() || !cv.ok()) {
         fmt::print(stderr, "{}\n", (!fitted.ok() ? fitted.status() : cv.status()).ToString());
         return 1;
@@ -179,9 +205,18 @@ int main(int argc, char** argv) {
       for (const CvGroup& g : cv->groups) {
         groups += fmt::format(" {} {:.1f}", g.group, 100 * g.mae);
       }
-      fmt::print("{}={:g}: in-sample {:.1f}/{:.1f}/{:.1f}% oom {} | cv {:.1f}% max {:.1f}% |{}\n",
-                 argv[3], v, 100 * in->perf_mae, 100 * in->perf_p90, 100 * in->perf_max,
-                 in->oom_rows, 100 * cv->mae, 100 * cv->max, groups);
+      std::string vtrain;
+      if (field != nullptr) {
+        InstallProfile(*fitted);  // vTrain's estimates take the family constants from it
+        auto vt = ValidateVtrain(vtrain_path);
+        vtrain = vt.ok() ? fmt::format(" | vTrain {:.1f}% median {:+.1f}%", 100 * vt->mae,
+                                       100 * vt->median)
+                         : " | vTrain " + vt.status().ToString();
+        InstallProfile(BuiltinProfile());
+      }
+      fmt::print("{}={:g}: in-sample {:.1f}/{:.1f}/{:.1f}% oom {}{} | cv {:.1f}% max {:.1f}% |{}\n",
+                 key, v, 100 * in->perf_mae, 100 * in->perf_p90, 100 * in->perf_max, in->oom_rows,
+                 vtrain, 100 * cv->mae, 100 * cv->max, groups);
       std::fflush(stdout);
     }
     return 0;

@@ -377,8 +377,9 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double peak = ctx.peak_flops;
   const double hbm = ctx.hbm_bytes_per_s;
   auto gemm_rate = [&](double dim) {
+    const double gflop = 2e-9 * tokens * dim * h;
     return ctx.gemm_peak * c.gemm_peak_fraction * dim / (dim + c.gemm_half_dim) * tokens /
-           (tokens + c.gemm_half_tokens);
+           (tokens + c.gemm_half_tokens) * gflop / (gflop + c.gemm_half_gflop);
   };
   const double rate = gemm_rate(h / t);
   // Seconds per FLOP of each layer GEMM (forward shapes: q and k / v K = h, N = h / tp and

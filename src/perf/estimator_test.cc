@@ -900,11 +900,36 @@ TEST(EstimatorTest, CrossEntropyMovesFiftyTwoBytesPerLogit) {
   const double added = (b.compute.value() - a.compute.value()) / a.micro_batches;
   const Calibration& c = s.calib;
   const double tokens = small.seq, h = small.hidden, dv = large.vocab - small.vocab;
+  const double gflop = 2e-9 * tokens * h * h;
   const double rate = ctx.gemm_peak * c.gemm_peak_fraction * h / (h + c.gemm_half_dim) * tokens /
-                      (tokens + c.gemm_half_tokens);
+                      (tokens + c.gemm_half_tokens) * gflop / (gflop + c.gemm_half_gflop);
   const double gemm = 3 * 2 * tokens * h * dv / rate;
   const double bytes = (added - gemm) * ctx.hbm_bytes_per_s / (tokens * dv);
   EXPECT_NEAR(bytes, 52, 0.5);
+}
+
+// Calibration::gemm_half_gflop: a layer GEMM call of W GFLOPs runs at W / (W + half) of the rate
+// its sides give. GPT 1.7B at TP 8 (2 x 2048 x 288 x 2304: 2.7 GFLOP a call) runs its GEMMs
+// 2.7x slower at half 4.5 (its whole compute 1.7x: attention, norms and logits stay); GPT-3 175B
+// at TP 8 (77 GFLOP) 6 % slower.
+TEST(EstimatorTest, SmallGemmCallsRunBelowTheCurveOfTheirSides) {
+  SystemSpec off = A100s(8);
+  off.calib.gemm_half_gflop = 0;
+  SystemSpec on = off;
+  on.calib.gemm_half_gflop = 4.5;
+  ParallelPlan plan{.tp = 8, .dp = 1, .mbs = 1};
+  TrainingSpec t = Training(8);
+  t.flash_attention = true;
+  auto slowdown = [&](const char* name) {
+    ModelSpec m = Model(name);
+    m.layers = 4;  // one stage's worth; the ratio is per layer
+    return EstimateOf(m, plan, t, on).compute.value() / EstimateOf(m, plan, t, off).compute.value();
+  };
+  const double small = slowdown("gpt-1.7b"), large = slowdown("gpt3-175b");
+  EXPECT_GT(small, 1.5) << "GEMMs are most of a 1.7B layer's time";
+  EXPECT_LT(small, 2.7);
+  EXPECT_GT(large, 1.03);
+  EXPECT_LT(large, 1.06);
 }
 
 // Gradient accumulation outside the weight-gradient GEMM (TrainingSpec::grad_accum) is one

@@ -502,10 +502,6 @@ std::string DevTables(const std::string& dir) {
   return dir + "/runs.csv," + dir + "/runs-2024.csv";
 }
 
-bool IsKnownOutlier(std::string_view run_id) {
-  return run_id == "mtnlg-2240" || run_id == "mtnlg-2800" || run_id == "mtnlg-3360";
-}
-
 std::string_view ParallelismKind(const ParallelPlan& plan) {
   if (plan.zero >= 3) return "fsdp";
   if (plan.cp > 1) return "cp";
@@ -596,9 +592,9 @@ std::string FormatBreakdown(const std::vector<BucketError>& buckets) {
 
 void Summarise(ValidationReport* rep) {
   rep->breakdown = ErrorBreakdown(rep->rows);
-  rep->perf_mae = rep->perf_max = rep->perf_mae_checked = rep->perf_max_checked = 0;
+  rep->perf_mae = rep->perf_max = 0;
   rep->memory_mae = rep->memory_max = rep->perf_p90 = 0;
-  rep->perf_rows = rep->perf_rows_checked = rep->oom_rows = 0;
+  rep->perf_rows = rep->oom_rows = 0;
   rep->groups.clear();
   int mem_n = 0;
   std::vector<double> errs;
@@ -617,11 +613,6 @@ void Summarise(ValidationReport* rep) {
     rep->perf_max = std::max(rep->perf_max, err);
     ++rep->perf_rows;
     errs.push_back(err);
-    if (!IsKnownOutlier(row.run.id)) {
-      rep->perf_mae_checked += err;
-      rep->perf_max_checked = std::max(rep->perf_max_checked, err);
-      ++rep->perf_rows_checked;
-    }
     auto g = std::find_if(rep->groups.begin(), rep->groups.end(),
                           [&](const GroupError& x) { return x.group == row.run.group; });
     if (g == rep->groups.end()) {
@@ -634,7 +625,6 @@ void Summarise(ValidationReport* rep) {
   }
   for (GroupError& g : rep->groups) g.mae /= g.rows;
   if (rep->perf_rows > 0) rep->perf_mae /= rep->perf_rows;
-  if (rep->perf_rows_checked > 0) rep->perf_mae_checked /= rep->perf_rows_checked;
   if (mem_n > 0) rep->memory_mae /= mem_n;
   if (!errs.empty()) {
     std::sort(errs.begin(), errs.end());
@@ -763,11 +753,8 @@ std::string FormatValidationReport(const ValidationReport& rep) {
   out += fmt::format("time / TFLOP/s / MFU: p90 |error| {:.1f}%\n", 100 * rep.perf_p90);
   out += fmt::format(
       "time / TFLOP/s / MFU: mean |error| {:.1f}%, max {:.1f}%  ({} rows)\n"
-      "  without the known outliers (MT-NLG): mean |error| {:.1f}%, max {:.1f}%  ({} rows; "
-      "bounds 5% / 12%)\n"
       "memory:               mean |error| {:.1f}%, max {:.1f}%  (bound 10%)\n",
-      100 * rep.perf_mae, 100 * rep.perf_max, rep.perf_rows, 100 * rep.perf_mae_checked,
-      100 * rep.perf_max_checked, rep.perf_rows_checked, 100 * rep.memory_mae,
+      100 * rep.perf_mae, 100 * rep.perf_max, rep.perf_rows, 100 * rep.memory_mae,
       100 * rep.memory_max);
   return out;
 }

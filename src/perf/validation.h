@@ -80,11 +80,6 @@ struct ValidationRow {
   StepEstimate estimate;
 };
 
-// Rows the model does not match and which no documented mechanism explains without a per-row
-// factor (MT-NLG's DeepSpeed pipeline engine; the reason is in validation_test.cc and
-// data/published/README.md). They are reported, and held to a looser bound by the test.
-bool IsKnownOutlier(std::string_view run_id);
-
 // Per source family.
 struct GroupError {
   std::string group;
@@ -122,9 +117,6 @@ struct ValidationReport {
   double perf_mae = 0;  // iteration time / TFLOP/s / MFU rows
   double perf_max = 0;
   int perf_rows = 0;
-  double perf_mae_checked = 0;  // the same without the known outliers
-  double perf_max_checked = 0;
-  int perf_rows_checked = 0;
   double memory_mae = 0;
   double memory_max = 0;
 };

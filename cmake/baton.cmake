@@ -79,7 +79,11 @@ function(baton_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   baton_module_includes(${name})
-  target_compile_options(${name} PRIVATE ${BATON_WARNINGS})
+  # Debug builds (dev, tsan) compile the tests themselves without optimisation; the code under
+  # test keeps the preset's -O1. A test file is fixtures and gtest macros, whose -O1 code
+  # generation under the sanitizers was two thirds of its compile time: at -O0
+  # scheduling_controller_test.cc takes 16 s instead of 27, server_test.cc 12 instead of 22.
+  target_compile_options(${name} PRIVATE ${BATON_WARNINGS} $<$<CONFIG:Debug>:-O0>)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   if(NOT ARG_LABELS)
     set(ARG_LABELS fast)

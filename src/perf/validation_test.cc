@@ -674,7 +674,9 @@ TEST(ValidationTest, NemoGpt3RowsTrainWithDropout) {
       EXPECT_EQ(r.model.dropout, nemo_gpt3) << r.id;
     }
     // Megatron-LM's README table runs the stack's defaults: dropout 0.1.
-    if (r.group == "megatron-lm") EXPECT_TRUE(r.model.dropout) << r.id;
+    if (r.group == "megatron-lm") {
+      EXPECT_TRUE(r.model.dropout) << r.id;
+    }
     with_dropout += r.model.dropout && nemo_gpt3;
   }
   EXPECT_EQ(with_dropout, 26);  // nemo2407-00..02 and dgxc's ten NeMo GPT-3 175B runs, 2 metrics

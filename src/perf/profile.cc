@@ -46,8 +46,8 @@ constexpr std::array<CalibrationField, 28> kFields = {{
     {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true, 512, false, true},
     // Set on vTrain's single-node set, not fitted on runs (system.h): `fit_profile data/published
     // --scan ampere.gemm_half_gflop 2,3.5,4,4.5,5,6,15` (the rest refitted per value) gives
-    // vTrain mean |error| 9.2 / 8.4 / 8.2 / 8.2 / 8.3 / 9.1 / 35.7 %, median -4.7 / -3.2 / -2.4 /
-    // -1.1 / +0.5 / +3.2 / +33.5 %, with the published rows' mean 4.0-4.2 % throughout: Ampere
+    // vTrain mean |error| 9.2 / 8.4 / 8.2 / 8.2 / 8.3 / 9.2 / 35.8 %, median -4.7 / -3.2 / -2.4 /
+    // -1.1 / +0.5 / +3.2 / +33.6 %, with the published rows' mean 4.0-4.2 % throughout: Ampere
     // takes 4.5. Hopper and Blackwell keep 0 (no set of small GEMMs measured on them).
     {"gemm_half_gflop", &Calibration::gemm_half_gflop, 0, 1000, false},
     {"fp8_gemm_speedup", &Calibration::fp8_gemm_speedup, 1.0, 2.0, true, 0, true, false},

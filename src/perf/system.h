@@ -24,9 +24,10 @@ struct Calibration {
   double gemm_half_tokens = 256;
   // ... times W / (W + gemm_half_gflop) for W the GFLOPs of one such GEMM call (2 T d hidden):
   // a call too small to keep every SM busy for many waves runs below what its sides alone give,
-  // while a call of a large model at one sequence per micro-batch (T 2048, hidden 12-25k: 80-340
-  // GFLOP) does not. Set on vTrain's single-node A100 set (its GEMMs are 0.5-70 GFLOP; no
-  // published row is under ~20), not fitted on runs: profile.cc; 0 (off) where no set says.
+  // while a call of a large model at one sequence per micro-batch (T 2048, hidden 12-25k: 77-340
+  // GFLOP) does not. Set on vTrain's single-node A100 set (its calls are 0.3-70 GFLOP; the
+  // published A100 rows' are 77 and up), not fitted on runs: profile.cc; 0 (off) where no set
+  // says.
   double gemm_half_gflop = 0;
   // Fused (flash) attention kernels reach flash_attention_fraction of peak on their executed
   // FLOPs for long sequences, times L / (L + flash_half_length) for a query/key block of L tokens.

@@ -19,6 +19,23 @@ std::string SourceDir() {
   return dir != nullptr ? dir : ".";
 }
 
+// The one row of a table a test builds; a parse error fails the test and gives a default row.
+PublishedRun ParseOne(const std::string& csv) {
+  auto runs = ParsePublishedRuns(csv, "t.csv");
+  if (!runs.ok() || runs->size() != 1) {
+    ADD_FAILURE() << (runs.ok() ? "not one row" : runs.status().ToString());
+    return {};
+  }
+  return (*runs)[0];
+}
+
+// A table whose one row has a bad value: refused, and the error names the column.
+void ExpectRefusedNaming(const std::string& csv, std::string_view column) {
+  auto runs = ParsePublishedRuns(csv, "t.csv");
+  ASSERT_FALSE(runs.ok()) << "accepted a bad " << column;
+  EXPECT_NE(runs.status().message().find(column), std::string::npos) << runs.status().ToString();
+}
+
 // MT-NLG (Smith et al. 2022; DeepSpeed's pipeline engine + Megatron TP) reports 60.1 / 50.2 /
 // 44.4 s per step on 2240 / 2800 / 3360 GPUs (tp 8, pp 35, dp 8 / 10 / 12, gbs 1920) and does not
 // print its micro-batch size. The rows read it from the figures themselves: plain 1F1B takes
@@ -107,15 +124,11 @@ TEST(ValidationTest, PipelineP2pColumn) {
   std::string row =
       "x,s,GPT-3 175B,175,96,12288,96,96,49152,2048,51200,64,1,64,A100-SXM4-80GB,"
       "DGX-A100 8xHDR200,8,8,1,1,1,full,no,0,fp16,iteration_time_s,18,secondary,no,no,";
-  auto serial = ParsePublishedRuns(head + row + "serial\n", "t.csv");
-  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
-  EXPECT_FALSE((*serial)[0].plan.batched_pp_p2p);
-  auto blank = ParsePublishedRuns(head + row + "\n", "t.csv");
-  ASSERT_TRUE(blank.ok()) << blank.status().ToString();
-  EXPECT_TRUE((*blank)[0].plan.batched_pp_p2p);
-  auto bad = ParsePublishedRuns(head + row + "async\n", "t.csv");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("pp_p2p"), std::string::npos) << bad.status().ToString();
+  const PublishedRun serial = ParseOne(head + row + "serial\n");
+  EXPECT_FALSE(serial.plan.batched_pp_p2p);
+  const PublishedRun blank = ParseOne(head + row + "\n");
+  EXPECT_TRUE(blank.plan.batched_pp_p2p);
+  ExpectRefusedNaming(head + row + "async\n", "pp_p2p");
 }
 
 TEST(ValidationTest, MfuAttentionColumn) {
@@ -138,10 +151,7 @@ TEST(ValidationTest, MfuAttentionColumn) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_LT(a->predicted, 0.8 * b->predicted);
   EXPECT_GT(a->predicted, 0.6 * b->predicted);
-  auto bad = ParsePublishedRuns(head + row + "sparse\n", "t.csv");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("mfu_attention"), std::string::npos)
-      << bad.status().ToString();
+  ExpectRefusedNaming(head + row + "sparse\n", "mfu_attention");
 }
 
 // Issue 3's search acceptance: Llama 3 405B on 8,192 H100s (2,048 x 8k tokens) comes out within
@@ -303,8 +313,7 @@ TEST(ValidationTest, FullMhaConventionCountsKvAtFullWidth) {
   ASSERT_TRUE(a.ok() && b.ok());
   // NeMo's formula: 77.81 vs 87.81 h^2-terms per token and layer for this shape.
   EXPECT_NEAR(a->predicted / b->predicted, 87.81 / 77.81, 0.002);
-  auto bad = ParsePublishedRuns(head + row + "mha\n", "t.csv");
-  EXPECT_FALSE(bad.ok());
+  ExpectRefusedNaming(head + row + "mha\n", "flops");
 }
 
 // NeMo 24.07's SFT table packs SQuAD samples into 4,096-token sequences and counts 6 x the
@@ -477,15 +486,11 @@ TEST(ValidationTest, AsyncTpRowsOverlapTheirTpCommunication) {
   std::string row =
       "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,8,1,1,"
       "1,1,none,yes,0,bf16,iteration_time_s,1,v,yes,";
-  auto async = ParsePublishedRuns(head + row + "async\n", "t");
-  ASSERT_TRUE(async.ok()) << async.status().ToString();
-  EXPECT_TRUE((*async)[0].plan.tp_comm_overlap && (*async)[0].training.async_tp);
-  auto te = ParsePublishedRuns(head + row + "yes\n", "t");
-  ASSERT_TRUE(te.ok()) << te.status().ToString();
-  EXPECT_TRUE((*te)[0].plan.tp_comm_overlap && !(*te)[0].training.async_tp);
-  auto bad = ParsePublishedRuns(head + row + "sometimes\n", "t");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("tp_overlap"), std::string::npos);
+  const PublishedRun async = ParseOne(head + row + "async\n");
+  EXPECT_TRUE(async.plan.tp_comm_overlap && async.training.async_tp);
+  const PublishedRun te = ParseOne(head + row + "yes\n");
+  EXPECT_TRUE(te.plan.tp_comm_overlap && !te.training.async_tp);
+  ExpectRefusedNaming(head + row + "sometimes\n", "tp_overlap");
 }
 
 // torchtitan's Interleaved 1F1B row does not print its stages per rank; torchtitan's default
@@ -531,19 +536,12 @@ TEST(ValidationTest, Fp8RecipeAndCompiledColumnsAreChecked) {
   std::string row =
       "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,1,1,8,"
       "1,1,none,no,3,";
-  auto ok = ParsePublishedRuns(header + row + "fp8,iteration_time_s,1,v,yes,rowwise,no\n", "t");
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ((*ok)[0].training.fp8_recipe, Fp8Recipe::kRowwise);
-  EXPECT_FALSE((*ok)[0].training.fused_elementwise);
-  auto bf16 = ParsePublishedRuns(header + row + "bf16,iteration_time_s,1,v,yes,rowwise,\n", "t");
-  ASSERT_FALSE(bf16.ok());
-  EXPECT_NE(bf16.status().message().find("fp8_recipe"), std::string::npos);
-  auto bad = ParsePublishedRuns(header + row + "fp8,iteration_time_s,1,v,yes,blockwise,\n", "t");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("fp8_recipe"), std::string::npos);
-  auto bad2 = ParsePublishedRuns(header + row + "fp8,iteration_time_s,1,v,yes,,maybe\n", "t");
-  ASSERT_FALSE(bad2.ok());
-  EXPECT_NE(bad2.status().message().find("compiled"), std::string::npos);
+  const PublishedRun ok = ParseOne(header + row + "fp8,iteration_time_s,1,v,yes,rowwise,no\n");
+  EXPECT_EQ(ok.training.fp8_recipe, Fp8Recipe::kRowwise);
+  EXPECT_FALSE(ok.training.fused_elementwise);
+  ExpectRefusedNaming(header + row + "bf16,iteration_time_s,1,v,yes,rowwise,\n", "fp8_recipe");
+  ExpectRefusedNaming(header + row + "fp8,iteration_time_s,1,v,yes,blockwise,\n", "fp8_recipe");
+  ExpectRefusedNaming(header + row + "fp8,iteration_time_s,1,v,yes,,maybe\n", "compiled");
 }
 
 // NeMo 24.03's long-sequence runs start from the launcher's Llama 2 7B config, which leaves
@@ -583,15 +581,11 @@ TEST(ValidationTest, CpAttentionColumnIsReadAndChecked) {
   std::string row =
       "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,1,1,4,"
       "2,1,none,no,3,bf16,iteration_time_s,1,v,yes,";
-  auto ok = ParsePublishedRuns(header + row + "torch\n", "t");
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ((*ok)[0].training.cp_attention, CpAttention::kTorch);
-  auto ag = ParsePublishedRuns(header + row + "allgather\n", "t");
-  ASSERT_TRUE(ag.ok()) << ag.status().ToString();
-  EXPECT_EQ((*ag)[0].training.cp_attention, CpAttention::kAllGather);
-  auto bad = ParsePublishedRuns(header + row + "ulysses\n", "t");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("cp_attention"), std::string::npos);
+  const PublishedRun ok = ParseOne(header + row + "torch\n");
+  EXPECT_EQ(ok.training.cp_attention, CpAttention::kTorch);
+  const PublishedRun ag = ParseOne(header + row + "allgather\n");
+  EXPECT_EQ(ag.training.cp_attention, CpAttention::kAllGather);
+  ExpectRefusedNaming(header + row + "ulysses\n", "cp_attention");
 }
 
 // torchtitan's TP rows ran PyTorch DTensor's tensor parallelism (tp_impl dtensor); every other
@@ -612,15 +606,11 @@ TEST(ValidationTest, TpImplColumnIsReadAndChecked) {
   std::string row =
       "x,src,llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,8,1,1,"
       "1,1,none,yes,3,bf16,iteration_time_s,1,v,yes,";
-  auto ok = ParsePublishedRuns(header + row + "dtensor\n", "t");
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_TRUE((*ok)[0].training.dtensor_tp);
-  auto megatron = ParsePublishedRuns(header + row + "megatron\n", "t");
-  ASSERT_TRUE(megatron.ok()) << megatron.status().ToString();
-  EXPECT_FALSE((*megatron)[0].training.dtensor_tp);
-  auto bad = ParsePublishedRuns(header + row + "deepspeed\n", "t");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("tp_impl"), std::string::npos);
+  const PublishedRun ok = ParseOne(header + row + "dtensor\n");
+  EXPECT_TRUE(ok.training.dtensor_tp);
+  const PublishedRun megatron = ParseOne(header + row + "megatron\n");
+  EXPECT_FALSE(megatron.training.dtensor_tp);
+  ExpectRefusedNaming(header + row + "deepspeed\n", "tp_impl");
 }
 
 // fms-fsdp's README runs its 7B and 13B models as HSDP (one 8-GPU node per shard group); the
@@ -654,15 +644,11 @@ TEST(ValidationTest, NemoGpt3RowsTrainWithDropout) {
   std::string row =
       "x,src,GPT3-5B,5,24,4096,32,32,16384,gelu,2048,51200,256,4,64,H100-SXM,IB 400G per GPU,1,1,"
       "64,1,1,none,no,1,fp8,tflops_per_gpu,765,secondary,yes,";
-  auto yes = ParsePublishedRuns(header + row + "yes\n", "t");
-  ASSERT_TRUE(yes.ok()) << yes.status().ToString();
-  EXPECT_TRUE((*yes)[0].model.dropout);
-  auto blank = ParsePublishedRuns(header + row + "\n", "t");
-  ASSERT_TRUE(blank.ok()) << blank.status().ToString();
-  EXPECT_FALSE((*blank)[0].model.dropout);  // the 2024 tables' default
-  auto bad = ParsePublishedRuns(header + row + "0.1\n", "t");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("dropout"), std::string::npos);
+  const PublishedRun yes = ParseOne(header + row + "yes\n");
+  EXPECT_TRUE(yes.model.dropout);
+  const PublishedRun blank = ParseOne(header + row + "\n");
+  EXPECT_FALSE(blank.model.dropout);  // the 2024 tables' default
+  ExpectRefusedNaming(header + row + "0.1\n", "dropout");
 
   auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();

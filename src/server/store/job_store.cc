@@ -1,5 +1,8 @@
 #include "server/store/job_store.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -116,6 +119,60 @@ Result<std::vector<PlacedNode>> PlacementFromJson(std::string_view json) {
     out.push_back({e["node"].get<std::string>(), e["mask"].get<std::uint64_t>()});
   }
   return out;
+}
+
+std::string CheckpointToJson(const std::optional<CheckpointRecord>& c) {
+  if (!c) return "";
+  return nlohmann::json{{"attempt", c->attempt},
+                        {"step", c->step},
+                        {"time", c->time.since_epoch.value()},
+                        {"bytes", c->bytes.value()}}
+      .dump();
+}
+
+Result<std::optional<CheckpointRecord>> CheckpointFromJson(std::string_view json) {
+  if (json.empty()) return std::optional<CheckpointRecord>();
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  auto number = [&](const char* key) { return j.contains(key) && j[key].is_number(); };
+  if (!j.is_object() || !number("attempt") || !number("step") || !number("time") ||
+      !number("bytes")) {
+    return InternalError("checkpoint column: expected {attempt, step, time, bytes}");
+  }
+  CheckpointRecord c;
+  c.attempt = j["attempt"].get<int>();
+  c.step = j["step"].get<std::int64_t>();
+  c.time = TimePoint{Seconds(j["time"].get<double>())};
+  c.bytes = Bytes(j["bytes"].get<double>());
+  return std::optional<CheckpointRecord>(c);
+}
+
+int AttemptIncrement(JobState current, const StateChange& change) {
+  if (change.to != JobState::kRunning) return 0;
+  return current != JobState::kRunning || change.new_attempt ? 1 : 0;
+}
+
+bool CheckpointApplies(const JobRecord& job, const CheckpointRecord& c) {
+  if (job.state != JobState::kRunning && job.state != JobState::kCancelling) return false;
+  if (c.attempt != job.attempts) return false;
+  if (!job.checkpoint) return true;
+  return c.attempt > job.checkpoint->attempt ||
+         (c.attempt == job.checkpoint->attempt && c.step > job.checkpoint->step);
+}
+
+std::string JoinNodeNames(const std::vector<std::string>& nodes) {
+  return fmt::format("{}", fmt::join(nodes, ","));
+}
+
+Status UnschedulableNode(std::string_view node, std::string_view admin) {
+  return FailedPreconditionError(
+      fmt::format("node {} is {}: nothing new is placed on it", node, admin));
+}
+
+std::string CheckpointEventMessage(const CheckpointRecord& c) {
+  double mib = c.bytes.value() / (1024.0 * 1024.0);
+  return mib >= 1024
+             ? fmt::format("step {} by attempt {} ({:.1f} GiB)", c.step, c.attempt, mib / 1024)
+             : fmt::format("step {} by attempt {} ({:.1f} MiB)", c.step, c.attempt, mib);
 }
 
 std::string NamesToJson(const std::vector<std::string>& names) {

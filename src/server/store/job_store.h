@@ -26,6 +26,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "core/units.h"
 
 namespace baton::server {
 
@@ -50,6 +51,16 @@ std::string_view JobStateName(JobState s);  // "queued", "running", ...
 Result<JobState> ParseJobState(std::string_view name);
 bool IsTerminal(JobState s);
 
+// The last checkpoint a job reported (the checkpoint contract, docs/jobs.md): which attempt wrote
+// it, the training step it holds, when baton saw it, and its size.
+struct CheckpointRecord {
+  int attempt = 0;
+  std::int64_t step = 0;
+  TimePoint time;
+  Bytes bytes;
+  bool operator==(const CheckpointRecord&) const = default;
+};
+
 // One node of a job's placement: the node's name (as in the cluster description) and its GPUs
 // (bit i = local GPU i), in rank order.
 struct PlacedNode {
@@ -65,7 +76,9 @@ struct JobRecord {
   std::string spec_json;        // the validated spec, canonical JSON (see http/job_spec.h)
   std::string idempotency_key;  // empty: none was given
   JobState state = JobState::kQueued;
-  int attempts = 0;  // times the job entered kRunning
+  // Times the job was launched: entering kRunning, and each relaunch in place (a StateChange with
+  // `new_attempt`: node replacement, resize). The current attempt's number, BATON_ATTEMPT.
+  int attempts = 0;
   TimePoint created_at;
   TimePoint updated_at;
   // Where it was last placed (a column of its own, schema v3; restart recovery reads it). Empty:
@@ -73,6 +86,10 @@ struct JobRecord {
   std::vector<PlacedNode> placement;
   // Nodes that went down under it, where the scheduler does not place it again (node names).
   std::vector<std::string> bad_nodes;
+  // The current attempt's rendezvous port on its rank-0 node (0: none recorded; schema v5).
+  int master_port = 0;
+  // The newest checkpoint the job reported, by any attempt (schema v5).
+  std::optional<CheckpointRecord> checkpoint;
 };
 
 // One line of a job's history: "queued", "placed" (where and why), "preempted" (by whom),
@@ -107,6 +124,13 @@ struct StateChange {
   // Set: stored with the change (a bind, a node replacement: kRunning -> kRunning).
   std::optional<std::vector<PlacedNode>> placement;
   std::optional<std::vector<std::string>> bad_nodes;
+  std::optional<int> master_port;
+  // A relaunch that stays kRunning (node replacement, resize) is a new attempt too.
+  bool new_attempt = false;
+  // Set (a bind): the change applies only if none of these nodes is cordoned or draining, checked
+  // in the same transaction as the change, so that nothing is placed on a node whose drain was
+  // acknowledged first; otherwise kFailedPrecondition naming the node, and nothing is written.
+  std::vector<std::string> schedulable_nodes;
 };
 
 // The JSON the stores keep in their placement and bad-node columns, and its inverse (kInternal
@@ -114,6 +138,20 @@ struct StateChange {
 std::string PlacementToJson(const std::vector<PlacedNode>& placement);
 Result<std::vector<PlacedNode>> PlacementFromJson(std::string_view json);
 std::string NamesToJson(const std::vector<std::string>& names);
+std::string CheckpointToJson(const std::optional<CheckpointRecord>& checkpoint);  // "" for none
+Result<std::optional<CheckpointRecord>> CheckpointFromJson(std::string_view json);
+// 1 when `change` starts a new attempt of a job now in `current`, else 0.
+int AttemptIncrement(JobState current, const StateChange& change);
+// Whether `checkpoint` is news for `job`: the job runs (or is being cancelled), the checkpoint
+// comes from its current attempt, and it is newer than the one recorded (a later attempt, or a
+// later step of the same one). A superseded attempt's report is never news.
+bool CheckpointApplies(const JobRecord& job, const CheckpointRecord& checkpoint);
+// For the stores' check of StateChange::schedulable_nodes: the names joined by commas (node names
+// hold none), and the refusal for a node whose administrative state is `admin`.
+std::string JoinNodeNames(const std::vector<std::string>& nodes);
+Status UnschedulableNode(std::string_view node, std::string_view admin);
+// The "checkpointed" event's text: "step 350 by attempt 2 (1.2 GiB)".
+std::string CheckpointEventMessage(const CheckpointRecord& checkpoint);
 Result<std::vector<std::string>> NamesFromJson(std::string_view json);
 
 // What every store does with a StateChange, so that they agree: CheckTransition is OK when
@@ -198,6 +236,12 @@ class JobStore {
   // entering kRunning from another state counts an attempt.
   // kFailedPrecondition (naming the current state) when the job is not in `change.from`.
   virtual Result<JobRecord> Transition(JobId id, const StateChange& change) = 0;
+
+  // Records `checkpoint` as the job's last one, with a "checkpointed" event, atomically, when
+  // CheckpointApplies says it is news (the check runs in the same transaction as the write, so a
+  // superseded attempt is fenced); returns false and writes nothing otherwise. kNotFound for an
+  // unknown job.
+  virtual Result<bool> RecordCheckpoint(JobId id, const CheckpointRecord& checkpoint) = 0;
 
   // Adds a history line without changing the state (e.g. "placed on n[01-04]: best leaf fit").
   virtual Status AppendEvent(JobId id, std::string_view kind, std::string_view message) = 0;

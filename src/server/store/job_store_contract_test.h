@@ -375,6 +375,72 @@ TYPED_TEST_P(JobStoreContractTest, PlacementAndBadNodesAreStoredWithTheirTransit
   EXPECT_EQ(back.placement.size(), 2u);  // the last placement stays on record
 }
 
+// A relaunch in place is a new attempt when the caller says so; the rendezvous port is stored with
+// the transition; a checkpoint is recorded only from the current attempt and only when newer, in
+// the same transaction as the check (a superseded attempt is fenced by the store itself).
+TYPED_TEST_P(JobStoreContractTest, CheckpointsAreFencedByAttempt) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  const JobId id = store->Submit(this->Job("t")).value().job.id;
+  const CheckpointRecord first{1, 10, TimePoint{Seconds(1000)}, Bytes(4096)};
+  EXPECT_FALSE(store->RecordCheckpoint(id, first).value()) << "a queued job has no attempt";
+  StateChange bind{{JobState::kQueued}, JobState::kRunning, "placed", "placed"};
+  bind.master_port = 29501;
+  ASSERT_TRUE(store->Transition(id, bind).ok());
+  EXPECT_EQ(store->Get(id).value().master_port, 29501);
+  EXPECT_TRUE(store->RecordCheckpoint(id, first).value());
+  EXPECT_FALSE(store->RecordCheckpoint(id, first).value()) << "not newer";
+  EXPECT_FALSE(store->RecordCheckpoint(id, {1, 5, {}, Bytes(1)}).value()) << "older step";
+
+  StateChange swap{{JobState::kRunning}, JobState::kRunning, "placed", "node replaced"};
+  swap.new_attempt = true;
+  swap.master_port = 29502;
+  auto r = store->Transition(id, swap);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->attempts, 2);
+  EXPECT_EQ(r->master_port, 29502);
+  // Attempt 1 goes on writing after it was superseded: fenced, whatever its step.
+  EXPECT_FALSE(store->RecordCheckpoint(id, {1, 20, {}, Bytes(1)}).value());
+  EXPECT_TRUE(store->RecordCheckpoint(id, {2, 15, TimePoint{Seconds(1010)}, Bytes(8192)}).value());
+  EXPECT_FALSE(store->RecordCheckpoint(id + 1000, first).ok()) << "unknown job";
+
+  store.reset();
+  store = this->Open();
+  ASSERT_NE(store, nullptr);
+  const JobRecord back = store->Get(id).value();
+  ASSERT_TRUE(back.checkpoint.has_value());
+  EXPECT_EQ(*back.checkpoint, (CheckpointRecord{2, 15, TimePoint{Seconds(1010)}, Bytes(8192)}));
+  EXPECT_EQ(back.attempts, 2);
+  int checkpointed = 0;
+  const std::vector<JobEvent> events = store->Events(id, 100).value();
+  for (const JobEvent& e : events) checkpointed += e.kind == "checkpointed";
+  EXPECT_EQ(checkpointed, 2);
+  ASSERT_TRUE(store->Transition(id, {{JobState::kRunning}, JobState::kSucceeded, "", "done"}).ok());
+  EXPECT_FALSE(store->RecordCheckpoint(id, {2, 30, {}, Bytes(1)}).value()) << "finished";
+}
+
+// A bind names its nodes: it is refused, changing nothing, when one of them is cordoned or
+// draining, so a drain acknowledged before the bind is never raced by it.
+TYPED_TEST_P(JobStoreContractTest, BindIsRefusedOnADrainingNode) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  const JobId id = store->Submit(this->Job("t")).value().job.id;
+  ASSERT_TRUE(store->SetNodeAdmin({"gpu002", NodeAdmin::kDraining, "xid 79", "ops", {}}).ok());
+  ASSERT_TRUE(store->SetNodeAdmin({"gpu012", NodeAdmin::kCordoned, "", "ops", {}}).ok());
+  StateChange bind{{JobState::kQueued}, JobState::kRunning, "placed", "placed"};
+  bind.schedulable_nodes = {"gpu001", "gpu002"};
+  auto refused = store->Transition(id, bind);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("gpu002 is draining"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(store->Get(id).value().state, JobState::kQueued);
+  EXPECT_EQ(store->Get(id).value().attempts, 0);
+  bind.schedulable_nodes = {"gpu01"};  // a prefix of a cordoned name is another node
+  ASSERT_TRUE(store->Transition(id, bind).ok());
+  EXPECT_EQ(store->Get(id).value().state, JobState::kRunning);
+}
+
 TYPED_TEST_P(JobStoreContractTest, NodeHealthVerdictsRoundTripAndClear) {
   auto store = this->Open();
   ASSERT_NE(store, nullptr);
@@ -422,6 +488,7 @@ TYPED_TEST_P(JobStoreContractTest, HistoryIsOrderedBoundedAndDurable) {
 REGISTER_TYPED_TEST_SUITE_P(
     JobStoreContractTest, HistoryIsOrderedBoundedAndDurable, NewDatabaseReportsFreshSchema,
     SubmitGetAndEvents, PlacementAndBadNodesAreStoredWithTheirTransition,
+    CheckpointsAreFencedByAttempt, BindIsRefusedOnADrainingNode,
     NodeHealthVerdictsRoundTripAndClear, IdempotencyKeyIsPerTenant,
     TransitionsAreConditionalAndRecorded, ListFiltersAndPages, NodeAdminStateRoundTrips,
     ReopenReloadsEverything, SecondOpenOfTheSameDatabaseIsRefused,

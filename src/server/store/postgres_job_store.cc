@@ -157,12 +157,18 @@ constexpr const char* kMigrations[] = {
       line text NOT NULL
     );
     )sql",
+    // v3 → v4: the current attempt's rendezvous port, and the last checkpoint the job reported
+    // (JSON, see CheckpointToJson; '' for none).
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN master_port integer NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN checkpoint text NOT NULL DEFAULT '';
+    )sql",
 };
 static_assert(std::size(kMigrations) == PostgresJobStore::kSchemaVersion);
 
 #define BATON_JOB_COLUMNS                                                              \
   "id, tenant, name, spec, state, attempts, idempotency_key, created_us, updated_us, " \
-  "placement::text, bad_nodes::text"
+  "placement::text, bad_nodes::text, master_port, checkpoint"
 
 // Every connection prepares these (libpqxx re-prepares them if it ever reconnects).
 constexpr std::pair<const char*, const char*> kReadStatements[] = {
@@ -212,6 +218,10 @@ constexpr std::pair<const char*, const char*> kWriteStatements[] = {
     {"delete_node", "DELETE FROM node_admin WHERE node = $1"},
     {"set_placement", "UPDATE jobs SET placement = $2::jsonb WHERE id = $1"},
     {"set_bad_nodes", "UPDATE jobs SET bad_nodes = $2::jsonb WHERE id = $1"},
+    {"set_master_port", "UPDATE jobs SET master_port = $2 WHERE id = $1"},
+    {"unschedulable",
+     "SELECT node, admin FROM node_admin WHERE node = ANY(string_to_array($1, ',')) LIMIT 1"},
+    {"set_checkpoint", "UPDATE jobs SET checkpoint = $2 WHERE id = $1"},
     {"upsert_health",
      "INSERT INTO node_health (node, condition, rules, updated_us) VALUES ($1, $2, $3::jsonb, $4) "
      "ON CONFLICT (node) DO UPDATE SET condition = EXCLUDED.condition, rules = EXCLUDED.rules, "
@@ -236,6 +246,8 @@ Result<JobRecord> ReadJob(const pqxx::row& r) {
   j.updated_at = FromMicros(r[8].as<std::int64_t>());
   ASSIGN_OR_RETURN(j.placement, PlacementFromJson(r[9].as<std::string>()));
   ASSIGN_OR_RETURN(j.bad_nodes, NamesFromJson(r[10].as<std::string>()));
+  j.master_port = r[11].as<int>();
+  ASSIGN_OR_RETURN(j.checkpoint, CheckpointFromJson(r[12].as<std::string>()));
   return j;
 }
 
@@ -346,8 +358,15 @@ struct PostgresJobStore::Writer {
     if (current.empty()) return NotFound(id);
     ASSIGN_OR_RETURN(JobRecord job, ReadJob(current[0]));
     RETURN_IF_ERROR(CheckTransition(id, job.state, change));
+    if (!change.schedulable_nodes.empty()) {
+      pqxx::result busy =
+          tx->exec_prepared("unschedulable", JoinNodeNames(change.schedulable_nodes));
+      if (!busy.empty()) {
+        return UnschedulableNode(busy[0][0].as<std::string>(), busy[0][1].as<std::string>());
+      }
+    }
     std::int64_t now = ToMicros(clock->Now());
-    int attempt = change.to == JobState::kRunning && job.state != JobState::kRunning ? 1 : 0;
+    int attempt = AttemptIncrement(job.state, change);
     tx->exec_prepared0("update_state", id, std::string(JobStateName(change.to)), attempt, now);
     if (change.placement) {
       tx->exec_prepared0("set_placement", id, PlacementToJson(*change.placement));
@@ -357,11 +376,26 @@ struct PostgresJobStore::Writer {
       tx->exec_prepared0("set_bad_nodes", id, NamesToJson(*change.bad_nodes));
       job.bad_nodes = *change.bad_nodes;
     }
+    if (change.master_port) {
+      tx->exec_prepared0("set_master_port", id, *change.master_port);
+      job.master_port = *change.master_port;
+    }
     RETURN_IF_ERROR(InsertEvent(id, now, TransitionEventKind(change), change.message));
     job.state = change.to;
     job.attempts += attempt;
     job.updated_at = FromMicros(now);
     return job;
+  }
+
+  Result<bool> RecordCheckpoint(JobId id, const CheckpointRecord& checkpoint) {
+    pqxx::result current = tx->exec_prepared("lock_job", id);  // FOR UPDATE: fenced in this tx
+    if (current.empty()) return NotFound(id);
+    ASSIGN_OR_RETURN(JobRecord job, ReadJob(current[0]));
+    if (!CheckpointApplies(job, checkpoint)) return false;
+    tx->exec_prepared0("set_checkpoint", id, CheckpointToJson(checkpoint));
+    RETURN_IF_ERROR(InsertEvent(id, ToMicros(clock->Now()), "checkpointed",
+                                CheckpointEventMessage(checkpoint)));
+    return true;
   }
 };
 
@@ -628,6 +662,15 @@ Result<JobRecord> PostgresJobStore::Transition(JobId id, const StateChange& chan
     return Status::Ok();
   }));
   return std::move(*out);
+}
+
+Result<bool> PostgresJobStore::RecordCheckpoint(JobId id, const CheckpointRecord& checkpoint) {
+  bool recorded = false;
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
+    ASSIGN_OR_RETURN(recorded, w.RecordCheckpoint(id, checkpoint));
+    return Status::Ok();
+  }));
+  return recorded;
 }
 
 Status PostgresJobStore::AppendEvent(JobId id, std::string_view kind, std::string_view message) {

@@ -52,7 +52,7 @@ class PostgresJobStore final : public JobStore {
  public:
   // The schema version this build writes (recorded in the schema_version table). Older schemas
   // are migrated on open; a newer one is refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Connects, takes the database's daemon lock, creates or migrates the schema and starts the
   // committer thread. Errors: kInvalidArgument (bad options), kUnavailable (cannot connect),
@@ -76,6 +76,7 @@ class PostgresJobStore final : public JobStore {
   Result<JobPage> List(const JobFilter& filter) override;
   Result<std::map<JobState, std::int64_t>> CountByState() override;
   Result<JobRecord> Transition(JobId id, const StateChange& change) override;
+  Result<bool> RecordCheckpoint(JobId id, const CheckpointRecord& checkpoint) override;
   Status AppendEvent(JobId id, std::string_view kind, std::string_view message) override;
   Result<std::vector<JobEvent>> Events(JobId id, int limit) override;
   Status SetNodeAdmin(const NodeAdminState& state) override;

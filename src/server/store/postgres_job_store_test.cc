@@ -216,7 +216,7 @@ TEST_F(PostgresJobStoreTest, MigratesAVersion2Database) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->open_report().schema_version_found, 2);
-  EXPECT_EQ(store->open_report().schema_version, 3);
+  EXPECT_EQ(store->open_report().schema_version, PostgresJobStore::kSchemaVersion);
   const JobRecord job = store->Get(1).value();
   EXPECT_EQ(job.name, "legacy");
   ASSERT_EQ(job.placement.size(), 1u);

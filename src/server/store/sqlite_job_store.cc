@@ -191,12 +191,18 @@ constexpr const char* kMigrations[] = {
       line TEXT NOT NULL
     );
     )sql",
+    // v4 → v5: the current attempt's rendezvous port, and the last checkpoint the job reported
+    // (JSON, see CheckpointToJson; '' for none).
+    R"sql(
+    ALTER TABLE jobs ADD COLUMN master_port INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 static_assert(std::size(kMigrations) == SqliteJobStore::kSchemaVersion);
 
 constexpr const char* kJobColumns =
     "id, tenant, name, spec, state, attempts, idempotency_key, created_us, updated_us, placement, "
-    "bad_nodes";
+    "bad_nodes, master_port, checkpoint";
 
 Result<JobRecord> ReadJob(const Stmt& s) {
   JobRecord j;
@@ -211,6 +217,8 @@ Result<JobRecord> ReadJob(const Stmt& s) {
   j.updated_at = FromMicros(s.Int(8));
   ASSIGN_OR_RETURN(j.placement, PlacementFromJson(s.Text(9)));
   ASSIGN_OR_RETURN(j.bad_nodes, NamesFromJson(s.Text(10)));
+  j.master_port = static_cast<int>(s.Int(11));
+  ASSIGN_OR_RETURN(j.checkpoint, CheckpointFromJson(s.Text(12)));
   return j;
 }
 
@@ -271,7 +279,8 @@ struct SqliteJobStore::Writer {
   const Clock* clock = nullptr;
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt find_key, insert_job, insert_event, update_state, upsert_node, delete_node;
-  Stmt set_placement, set_bad_nodes, upsert_health, delete_health;
+  Stmt set_placement, set_bad_nodes, set_master_port, set_checkpoint, upsert_health, delete_health;
+  Stmt unschedulable;
   Stmt insert_history, prune_history;
 
   Status Prepare() {
@@ -309,6 +318,14 @@ struct SqliteJobStore::Writer {
                      Stmt::Prepare(db, "UPDATE jobs SET placement = ?2 WHERE id = ?1"));
     ASSIGN_OR_RETURN(set_bad_nodes,
                      Stmt::Prepare(db, "UPDATE jobs SET bad_nodes = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(unschedulable,
+                     Stmt::Prepare(db,
+                                   "SELECT node, admin FROM node_admin WHERE instr(',' || ?1 || "
+                                   "',', ',' || node || ',') > 0 LIMIT 1"));
+    ASSIGN_OR_RETURN(set_master_port,
+                     Stmt::Prepare(db, "UPDATE jobs SET master_port = ?2 WHERE id = ?1"));
+    ASSIGN_OR_RETURN(set_checkpoint,
+                     Stmt::Prepare(db, "UPDATE jobs SET checkpoint = ?2 WHERE id = ?1"));
     ASSIGN_OR_RETURN(upsert_health,
                      Stmt::Prepare(db,
                                    "INSERT INTO node_health (node, condition, rules, updated_us) "
@@ -363,8 +380,18 @@ struct SqliteJobStore::Writer {
   Result<JobRecord> Transition(JobId id, const StateChange& change) {
     ASSIGN_OR_RETURN(JobRecord job, conn->GetJob(id));
     RETURN_IF_ERROR(CheckTransition(id, job.state, change));
+    if (!change.schedulable_nodes.empty()) {
+      unschedulable.Reset().Bind(1, JoinNodeNames(change.schedulable_nodes));
+      ASSIGN_OR_RETURN(bool row, unschedulable.Step());
+      if (row) {
+        Status refused = UnschedulableNode(unschedulable.Text(0), unschedulable.Text(1));
+        unschedulable.Reset();
+        return refused;
+      }
+      unschedulable.Reset();
+    }
     std::int64_t now = ToMicros(clock->Now());
-    int attempt = change.to == JobState::kRunning && job.state != JobState::kRunning ? 1 : 0;
+    int attempt = AttemptIncrement(job.state, change);
     update_state.Reset().Bind(1, id).Bind(2, JobStateName(change.to)).Bind(3, attempt).Bind(4, now);
     RETURN_IF_ERROR(update_state.Run());
     if (change.placement) {
@@ -377,11 +404,24 @@ struct SqliteJobStore::Writer {
           set_bad_nodes.Reset().Bind(1, id).Bind(2, NamesToJson(*change.bad_nodes)).Run());
       job.bad_nodes = *change.bad_nodes;
     }
+    if (change.master_port) {
+      RETURN_IF_ERROR(set_master_port.Reset().Bind(1, id).Bind(2, *change.master_port).Run());
+      job.master_port = *change.master_port;
+    }
     RETURN_IF_ERROR(InsertEvent(id, now, TransitionEventKind(change), change.message));
     job.state = change.to;
     job.attempts += attempt;
     job.updated_at = FromMicros(now);
     return job;
+  }
+
+  Result<bool> RecordCheckpoint(JobId id, const CheckpointRecord& checkpoint) {
+    ASSIGN_OR_RETURN(JobRecord job, conn->GetJob(id));
+    if (!CheckpointApplies(job, checkpoint)) return false;
+    RETURN_IF_ERROR(set_checkpoint.Reset().Bind(1, id).Bind(2, CheckpointToJson(checkpoint)).Run());
+    RETURN_IF_ERROR(InsertEvent(id, ToMicros(clock->Now()), "checkpointed",
+                                CheckpointEventMessage(checkpoint)));
+    return true;
   }
 };
 
@@ -648,6 +688,15 @@ Result<JobRecord> SqliteJobStore::Transition(JobId id, const StateChange& change
     return Status::Ok();
   }));
   return std::move(*out);
+}
+
+Result<bool> SqliteJobStore::RecordCheckpoint(JobId id, const CheckpointRecord& checkpoint) {
+  bool recorded = false;
+  RETURN_IF_ERROR(writes_.Write([&](Writer& w) -> Status {
+    ASSIGN_OR_RETURN(recorded, w.RecordCheckpoint(id, checkpoint));
+    return Status::Ok();
+  }));
+  return recorded;
 }
 
 Status SqliteJobStore::AppendEvent(JobId id, std::string_view kind, std::string_view message) {

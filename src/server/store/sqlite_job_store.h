@@ -38,7 +38,7 @@ class SqliteJobStore final : public JobStore {
  public:
   // The schema version this build writes. Older databases are migrated on open; a newer one is
   // refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens (creating or migrating) the database and starts the committer thread. Errors:
   // kFailedPrecondition (another process holds the database, or the schema is newer than this
@@ -56,6 +56,7 @@ class SqliteJobStore final : public JobStore {
   Result<JobPage> List(const JobFilter& filter) override;
   Result<std::map<JobState, std::int64_t>> CountByState() override;
   Result<JobRecord> Transition(JobId id, const StateChange& change) override;
+  Result<bool> RecordCheckpoint(JobId id, const CheckpointRecord& checkpoint) override;
   Status AppendEvent(JobId id, std::string_view kind, std::string_view message) override;
   Result<std::vector<JobEvent>> Events(JobId id, int limit) override;
   Status SetNodeAdmin(const NodeAdminState& state) override;

@@ -190,7 +190,7 @@ TEST_F(SqliteJobStoreTest, MigratesAVersion3Database) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->open_report().schema_version_found, 3);
-  EXPECT_EQ(store->open_report().schema_version, 4);
+  EXPECT_EQ(store->open_report().schema_version, SqliteJobStore::kSchemaVersion);
   const JobRecord job = store->Get(1).value();
   EXPECT_EQ(job.name, "legacy");
   ASSERT_EQ(job.placement.size(), 1u);

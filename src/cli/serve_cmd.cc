@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -45,6 +46,7 @@ struct ServeOptions {
   std::string slurm_conf;
   std::string slurm_partition;
   std::string log_dir = "baton-logs";
+  std::string checkpoint_dir;  // empty: <log_dir>/checkpoints
   bool demo = false;
   std::string demo_token;
   double demo_rate = 2;  // submissions per second
@@ -151,6 +153,14 @@ Status Run(const ServeOptions& o) {
   }
   if (o.history_lines < 0) return InvalidArgumentError("--history-lines must be >= 0");
   co.history_lines = o.history_lines;
+  std::error_code ec;
+  co.checkpoint_root =
+      std::filesystem::absolute(o.checkpoint_dir.empty()
+                                    ? std::filesystem::path(o.log_dir) / "checkpoints"
+                                    : std::filesystem::path(o.checkpoint_dir),
+                                ec)
+          .string();
+  if (ec) return InvalidArgumentError("--checkpoint-dir: " + ec.message());
   SystemClock clock;
   ASSIGN_OR_RETURN(std::unique_ptr<server::Executor> executor,
                    server::CreateExecutor(*kind, settings, clock));
@@ -212,6 +222,10 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--log-dir", o->log_dir,
                   "local: where rank logs go; slurm: batch scripts, hostfiles and job output")
       ->capture_default_str();
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Where each job's BATON_CHECKPOINT_DIR is made, one folder per job that every "
+                  "attempt shares (default: LOG-DIR/checkpoints; slurm: on storage every node "
+                  "sees)");
   cmd->add_flag("--demo", o->demo, "Submit a stream of synthetic jobs through the API");
   cmd->add_option("--demo-token", o->demo_token, "Admin token for --demo (or $BATON_TOKEN)");
   cmd->add_option("--demo-rate", o->demo_rate, "--demo submissions per second")

@@ -258,7 +258,8 @@ SchedulingController::SchedulingController(std::unique_ptr<planning::PlannerEsti
       options_(std::move(options)),
       executor_(std::move(executor)),
       clock_(clock),
-      health_(options_.health_rules) {
+      health_(options_.health_rules),
+      checkpoint_watcher_(options_.checkpoint_root) {
   const topo::Cluster& c = cluster();
   for (std::size_t i = 0; i < c.nodes().size(); ++i) {
     node_by_name_.emplace(c.nodes()[i].name, topo::NodeId(static_cast<std::uint32_t>(i)));
@@ -373,6 +374,9 @@ Status SchedulingController::Reload() {
     SetNodeHealth(node->second);
   }
   int queued = 0, adopted = 0, requeued = 0;
+  // Jobs the running pass put back in the queue: already submitted to the scheduler, so the
+  // queued pass (which lists them again) must not submit them twice.
+  std::set<JobId> resubmitted;
   for (JobState state : {JobState::kRunning, JobState::kCancelling, JobState::kQueued}) {
     JobFilter filter;
     filter.state = state;
@@ -395,6 +399,8 @@ Status SchedulingController::Reload() {
           continue;
         }
         if (state == JobState::kQueued) {
+          if (resubmitted.contains(job.id)) continue;
+          if (job.checkpoint) checkpoints_[job.id] = *job.checkpoint;
           commands_[job.id] = {};
           Submitted in{job};
           Handle(in);
@@ -434,8 +440,16 @@ Status SchedulingController::Reload() {
         }
         std::vector<std::string> command = js->command;
         if (!js->stage.empty()) stages_[job.id] = StageRequests(*js);
+        if (job.checkpoint) checkpoints_[job.id] = *job.checkpoint;
         bool alive = false;
-        if (placement) {
+        if (placement && !placement->nodes.empty()) {
+          // The attempt the store calls current, on the port it was launched with (a job
+          // launched before schema v5 had base + id % 1000).
+          std::string master = cluster().node(placement->nodes.front().node).name;
+          int port = job.master_port > 0
+                         ? job.master_port
+                         : options_.master_port_base + static_cast<int>(job.id % 1000);
+          attempts_[job.id] = {std::max(job.attempts, 1), placed_at, master, port};
           LaunchRequest req = MakeLaunchRequest(job.id, *spec, *placement, placed_at);
           req.command = command;
           alive = executor_->Reattach(req);
@@ -471,10 +485,11 @@ Status SchedulingController::Reload() {
               job.id, {{JobState::kRunning},
                        JobState::kQueued,
                        "requeued",
-                       fmt::format("the {} executor no longer runs it after a daemon restart",
-                                   executor_->name())});
+                       fmt::format("the {} executor no longer runs it after a daemon restart; {}",
+                                   executor_->name(), ResumeNote(job.id, now))});
           Record(r.status(), job.id, "requeue");
           if (r.ok()) {
+            resubmitted.insert(job.id);
             commands_[job.id] = command;
             events_.push_back(sched::Event::Submit(*spec));
             events_.back().bad_nodes = NodeIds(job.bad_nodes);
@@ -486,6 +501,8 @@ Status SchedulingController::Reload() {
       filter.after = *page.next_after;
     }
   }
+  // Nothing of a previous daemon that was not adopted may run beside what this one launches.
+  executor_->FinishRecovery();
   LOG_INFO("controller: {} queued job(s) resubmitted, {} running adopted, {} requeued at {:.0f}",
            queued, adopted, requeued, now.since_epoch.value());
   wake_at_ = now;  // run a cycle at once
@@ -586,8 +603,7 @@ void SchedulingController::Handle(CancelRequested& in) {
                .status(),
            in.job.id, "cancel");
   }
-  commands_.erase(in.job.id);
-  stages_.erase(in.job.id);
+  ForgetJob(in.job.id);
   events_.push_back(sched::Event::Cancel(SchedId(in.job.id)));
 }
 
@@ -711,7 +727,11 @@ LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::Gan
   // The scheduler holds runtimes in wall time (GangJobFromSpec); the executor wants the job's own.
   req.estimated_runtime = spec.estimated_runtime / executor_->TimeScale();
   req.started_at = start;
-  req.master_port = options_.master_port_base + static_cast<int>(id % 1000);
+  if (auto it = attempts_.find(id); it != attempts_.end()) {
+    req.attempt = it->second.number;
+    req.master_port = it->second.master_port;
+  }
+  req.checkpoint_dir = checkpoint_watcher_.JobDir(id);
   int rank = 0;
   for (std::size_t n = 0; n < placement.nodes.size(); ++n) {
     int local = 0;
@@ -730,6 +750,99 @@ LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::Gan
   return req;
 }
 
+bool SchedulingController::HoldsGpus(JobId id) const {
+  const sched::JobInfo* info = scheduler_->job(SchedId(id));
+  return info != nullptr &&
+         (info->phase == sched::JobPhase::kRunning || info->phase == sched::JobPhase::kTerminating);
+}
+
+int SchedulingController::PickMasterPort(const std::string& node) {
+  std::set<int> used;
+  for (const auto& [job, a] : attempts_) {
+    if ((a.master_node == node || executor_->OneHost()) && HoldsGpus(job)) {
+      used.insert(a.master_port);
+    }
+  }
+  for (int port = options_.master_port_base; port < options_.master_port_base + 1000; ++port) {
+    if (!used.contains(port)) return port;
+  }
+  // A thousand running jobs with rank 0 on one node: share the first port (never seen in
+  // practice; the ranks would then fail to rendezvous and be retried).
+  LOG_WARN("node {}: no free MASTER_PORT in [{}, {})", node, options_.master_port_base,
+           options_.master_port_base + 1000);
+  return options_.master_port_base;
+}
+
+namespace {
+
+// "45 s", "12 min", "3.5 h".
+std::string Span(Seconds s) {
+  double v = std::max(0.0, s.value());
+  if (v < 120) return fmt::format("{:.0f} s", v);
+  if (v < 7200) return fmt::format("{:.0f} min", v / 60);
+  return fmt::format("{:.1f} h", v / 3600);
+}
+
+}  // namespace
+
+std::string SchedulingController::ResumeNote(JobId id, TimePoint now) const {
+  auto a = attempts_.find(id);
+  auto c = checkpoints_.find(id);
+  if (c != checkpoints_.end()) {
+    // The current attempt resumed from an earlier attempt's checkpoint and wrote none of its
+    // own: all it did since it started is lost.
+    TimePoint since = a != attempts_.end() && c->second.attempt < a->second.number
+                          ? a->second.started
+                          : c->second.time;
+    return fmt::format("resumes from step {} (checkpointed by attempt {}); {} of work lost",
+                       c->second.step, c->second.attempt, Span(now - since));
+  }
+  if (a == attempts_.end()) return "no checkpoint reported; starts over";
+  return fmt::format("no checkpoint reported; starts over; {} of work lost",
+                     Span(now - a->second.started));
+}
+
+void SchedulingController::PollCheckpoints(TimePoint now) {
+  for (const auto& [id, attempt] : attempts_) {
+    if (!HoldsGpus(id)) continue;
+    std::optional<Result<CheckpointMarker>> seen = checkpoint_watcher_.Poll(id);
+    if (!seen) continue;
+    if (!seen->ok()) {
+      LOG_WARN("job {}: checkpoint marker refused: {}", id, seen->status().ToString());
+      Record(store_->AppendEvent(id, "checkpoint_refused", seen->status().message()), id,
+             "checkpoint");
+      continue;
+    }
+    const CheckpointMarker& m = **seen;
+    if (m.attempt != attempt.number) {
+      // A superseded attempt still writing (or a marker from before a relaunch): never news.
+      Record(store_->AppendEvent(
+                 id, "checkpoint_ignored",
+                 fmt::format("step {} reported by attempt {}, but attempt {} is current", m.step,
+                             m.attempt, attempt.number)),
+             id, "checkpoint");
+      continue;
+    }
+    CheckpointRecord record{m.attempt, m.step, now, m.bytes};
+    Result<bool> recorded = store_->RecordCheckpoint(id, record);
+    if (!recorded.ok()) {
+      Record(recorded.status(), id, "checkpoint");
+      continue;
+    }
+    if (!*recorded) continue;  // the store fenced it (not newer, or no longer current)
+    checkpoints_[id] = record;
+    events_.push_back(sched::Event::Checkpoint(SchedId(id)));
+  }
+}
+
+void SchedulingController::ForgetJob(JobId id) {
+  commands_.erase(id);
+  stages_.erase(id);
+  attempts_.erase(id);
+  checkpoints_.erase(id);
+  checkpoint_watcher_.Forget(id);
+}
+
 void SchedulingController::Launch(JobId id, const sched::Placement& placement, TimePoint now) {
   const sched::JobInfo* info = scheduler_->job(SchedId(id));
   if (info == nullptr) return;
@@ -744,8 +857,7 @@ void SchedulingController::Launch(JobId id, const sched::Placement& placement, T
                                "launch failed: " + s.message()})
              .status(),
          id, "fail");
-  commands_.erase(id);
-  stages_.erase(id);
+  ForgetJob(id);
   events_.push_back(sched::Event::Cancel(SchedId(id)));
 }
 
@@ -759,8 +871,7 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
                .status(),
            id, "cancel");
     preempted_by_.erase(id);
-    commands_.erase(id);
-    stages_.erase(id);
+    ForgetJob(id);
     events_.push_back(sched::Event::Cancel(sid));
     return;
   }
@@ -769,12 +880,12 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
     if (info == nullptr || info->phase == sched::JobPhase::kPending) return;  // already requeued
     int lost = ++lost_[id];
     if (lost <= options_.max_lost_requeues) {
-      Result<JobRecord> r =
-          store_->Transition(id, {{JobState::kRunning},
-                                  JobState::kQueued,
-                                  "requeued",
-                                  fmt::format("{} (lost {} of at most {} times); back in the queue",
-                                              exit.message, lost, options_.max_lost_requeues)});
+      Result<JobRecord> r = store_->Transition(
+          id, {{JobState::kRunning},
+               JobState::kQueued,
+               "requeued",
+               fmt::format("{} (lost {} of at most {} times); back in the queue; {}", exit.message,
+                           lost, options_.max_lost_requeues, ResumeNote(id, clock_.Now()))});
       Record(r.status(), id, "requeue");
       metrics_->requeues.WithLabels({"lost"}).Increment();
       events_.push_back(sched::Event::Finish(sid));  // frees its GPUs and forgets it ...
@@ -793,7 +904,8 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
           store_->Transition(id, {{JobState::kRunning},
                                   JobState::kQueued,
                                   "requeued",
-                                  fmt::format("stopped for job {}; back in the queue", by)});
+                                  fmt::format("stopped for job {}; back in the queue; {}", by,
+                                              ResumeNote(id, clock_.Now()))});
       Record(r.status(), id, "requeue");
       metrics_->requeues.WithLabels({"preempted"}).Increment();
       const sched::JobInfo* info = scheduler_->job(sid);
@@ -811,8 +923,7 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
   } else {
     events_.push_back(sched::Event::Finish(sid));
   }
-  commands_.erase(id);
-  stages_.erase(id);
+  ForgetJob(id);
   lost_.erase(id);
   bool ok = exit.kind == ExitKind::kSucceeded;
   if (!ok) metrics_->failures.WithLabels({"exit"}).Increment();
@@ -826,11 +937,28 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
 }
 
 Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, std::string message,
-                                             const sched::Placement& placement) {
+                                             const sched::Placement& placement, bool new_attempt,
+                                             TimePoint now) {
   StateChange change{{JobState::kRunning}, JobState::kRunning, std::string(kind), message};
   change.placement = ToStoredPlacement(cluster(), placement);
+  std::string master =
+      placement.nodes.empty() ? "" : cluster().node(placement.nodes.front().node).name;
+  int port = 0;
+  if (new_attempt) {
+    change.new_attempt = true;
+    attempts_.erase(id);  // its old port is free for the new attempt
+    port = PickMasterPort(master);
+    change.master_port = port;
+  }
   Result<JobRecord> r = store_->Transition(id, change);
-  if (r.ok()) return Status::Ok();
+  if (r.ok()) {
+    if (new_attempt) attempts_[id] = {r->attempts, now, master, port};
+    return Status::Ok();
+  }
+  if (new_attempt) {
+    // Being cancelled meanwhile: the store keeps its attempt; the relaunch still ends the old one.
+    attempts_[id] = {0, now, master, port};
+  }
   // Being cancelled meanwhile: the state stays; the history still says where it went.
   if (r.status().code() == StatusCode::kFailedPrecondition) {
     return store_->AppendEvent(id, kind, message);
@@ -854,7 +982,8 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     metrics_->requeues.WithLabels({"node"}).Increment();
     executor_->Kill(id);
     preempted_by_.erase(id);
-    StateChange change{{JobState::kRunning}, JobState::kQueued, "requeued", q.reason};
+    StateChange change{
+        {JobState::kRunning}, JobState::kQueued, "requeued", q.reason + "; " + ResumeNote(id, now)};
     if (const sched::JobInfo* info = scheduler_->job(q.job)) {
       std::vector<std::string> names;
       for (topo::NodeId n : info->bad_nodes) names.push_back(c.node(n).name);
@@ -876,13 +1005,30 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
                     b.placement.gpus(), level, why, planned, AllocTag(c, b.placement));
     StateChange change{{JobState::kQueued}, JobState::kRunning, "placed", message};
     change.placement = ToStoredPlacement(c, b.placement);
+    std::string master = b.placement.nodes.empty() ? "" : c.node(b.placement.nodes[0].node).name;
+    attempts_.erase(id);
+    change.master_port = PickMasterPort(master);
+    for (const PlacedNode& n : *change.placement) change.schedulable_nodes.push_back(n.node);
     Result<JobRecord> r = store_->Transition(id, change);
     waiting_reason_.erase(id);
+    if (r.ok()) attempts_[id] = {r->attempts, now, master, *change.master_port};
+    if (!r.ok() && r.status().code() == StatusCode::kFailedPrecondition) {
+      // Still queued: a node of the placement was cordoned or drained after this cycle's
+      // snapshot (the store checks in the bind's own transaction). Never launched: the GPUs go
+      // back and the job waits for the next cycle, which knows about the node.
+      Result<JobRecord> now_stored = store_->Get(id);
+      if (now_stored.ok() && now_stored->state == JobState::kQueued) {
+        LOG_INFO("job {}: not launched: {}", id, r.status().message());
+        events_.push_back(sched::Event::Finish(b.job));
+        Submitted again{*now_stored};
+        Handle(again);
+        continue;
+      }
+    }
     if (!r.ok()) {
       // Cancelled between the submission and this cycle: give the GPUs back.
       LOG_INFO("job {}: not launched: {}", id, r.status().message());
-      commands_.erase(id);
-      stages_.erase(id);
+      ForgetJob(id);
       events_.push_back(sched::Event::Cancel(b.job));
       continue;
     }
@@ -902,8 +1048,7 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
   for (const sched::Rejection& r : d.rejections) {
     JobId id = StoreId(r.job);
     metrics_->failures.WithLabels({"rejected"}).Increment();
-    commands_.erase(id);
-    stages_.erase(id);
+    ForgetJob(id);
     // A job the scheduler gives up on after it ran (its requeue can never be placed) may still
     // be running in the executor: end it there too.
     executor_->Kill(id);
@@ -920,12 +1065,11 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
   }
   for (const sched::Replacement& r : d.replacements) {
     JobId id = StoreId(r.job);
-    Record(RecordPlacement(id, "placed",
-                           fmt::format("node {} replaced by {}; restarted from its last "
-                                       "checkpoint {}",
-                                       c.node(r.old_node).name, c.node(r.new_node).name,
-                                       AllocTag(c, r.placement)),
-                           r.placement),
+    Record(RecordPlacement(
+               id, "placed",
+               fmt::format("node {} replaced by {}; restarted: {} {}", c.node(r.old_node).name,
+                           c.node(r.new_node).name, ResumeNote(id, now), AllocTag(c, r.placement)),
+               r.placement, /*new_attempt=*/true, now),
            id, "replace");
     executor_->Kill(id);
     Launch(id, r.placement, now);
@@ -935,7 +1079,7 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     Record(
         RecordPlacement(id, "resized",
                         fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement)),
-                        r.placement),
+                        r.placement, /*new_attempt=*/false, now),
         id, "resize");
   }
   // Every waiting job's reason is in the snapshot (the API shows it); only the first few changes
@@ -974,6 +1118,10 @@ void SchedulingController::Loop() {
     for (const NodeReport& report : executor_->PollNodes()) HandleNodeReport(report);
     for (const ExitReport& exit : executor_->Poll()) HandleExit(exit);
     TimePoint now = clock_.Now();
+    if (checkpoint_watcher_.enabled() && now >= next_checkpoint_poll_) {
+      next_checkpoint_poll_ = now + options_.checkpoint_poll_interval;
+      PollCheckpoints(now);
+    }
     bool due = wake_at_ && *wake_at_ <= now;
     if (events_.empty() && !due) {
       // A forecast skipped to bound its cost is made up when the loop is idle.

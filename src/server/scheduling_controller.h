@@ -38,6 +38,7 @@
 #include "health/health.h"
 #include "planning/planner_estimator.h"
 #include "sched/framework/scheduler.h"
+#include "server/checkpoint_marker.h"
 #include "server/controller.h"
 #include "server/executors/executor.h"
 #include "server/tenant_limits.h"
@@ -58,7 +59,15 @@ struct SchedulingControllerOptions {
   std::vector<health::Rule> health_rules = health::DefaultRules();
   // How often the loop looks at the executor when nothing else wakes it.
   Seconds poll_interval{0.02};
-  int master_port_base = 29500;  // a job's MASTER_PORT = base + job id % 1000
+  // A job's MASTER_PORT: the lowest port from the base, below base + 1000, that no other running
+  // job of baton uses on the job's rank-0 node.
+  int master_port_base = 29500;
+  // The checkpoint contract (checkpoint_marker.h, docs/jobs.md): each job gets
+  // BATON_CHECKPOINT_DIR = <checkpoint_root>/job-<id>, the same for every attempt, and the loop
+  // reads the jobs' markers every checkpoint_poll_interval. Empty: jobs get no checkpoint
+  // directory. An absolute path (the ranks may run elsewhere than the daemon's directory).
+  std::string checkpoint_root;
+  Seconds checkpoint_poll_interval{1};
   // "waiting" events (why a job is not placed) made durable per cycle; the rest show in the API.
   int max_waiting_events_per_cycle = 16;
   // A job the executor reports lost (its node failed, the resource manager preempted it) is
@@ -162,7 +171,20 @@ class SchedulingController final : public Controller {
   // carry on from what the store holds). A failed write is logged; the gap it leaves in the
   // cycle numbers makes a replay of that run stop there rather than diverge silently.
   void RecordCycle(TimePoint now, std::span<const sched::Event> events, const sched::Decisions& d);
+  // Launches the job's current attempt (attempts_[id]) on `placement`.
   void Launch(JobId id, const sched::Placement& placement, TimePoint now);
+  // A free MASTER_PORT on `node` among the jobs that hold GPUs (see the option).
+  int PickMasterPort(const std::string& node);
+  // Whether the scheduler has the job running (or stopping) on GPUs.
+  bool HoldsGpus(JobId id) const;
+  // What a job that stops now loses and where it resumes, for its requeue or restart event:
+  // "resumes from step 350 (checkpointed by attempt 2); 12 min of work lost".
+  std::string ResumeNote(JobId id, TimePoint now) const;
+  // Reads the running jobs' checkpoint markers and records the news (every
+  // checkpoint_poll_interval).
+  void PollCheckpoints(TimePoint now);
+  // Forgets a job that ended (its commands, stages, attempt and checkpoint).
+  void ForgetJob(JobId id);
   void SetNodeHealth(topo::NodeId node);
   // The health rules' verdict on a node, worsened by one restored from before a restart.
   topo::NodeHealth HealthVerdict(topo::NodeId node) const;
@@ -172,9 +194,10 @@ class SchedulingController final : public Controller {
   LaunchRequest MakeLaunchRequest(JobId id, const sched::GangJob& spec,
                                   const sched::Placement& placement, TimePoint start) const;
   void Record(Status s, JobId id, std::string_view what) const;
-  // Stores a running job's new placement (replacement, resize) with an event of `kind`.
+  // Stores a running job's new placement (replacement, resize) with an event of `kind`; with
+  // `new_attempt`, as the job's next attempt (attempts_ updated, a new MASTER_PORT).
   Status RecordPlacement(JobId id, std::string_view kind, std::string message,
-                         const sched::Placement& placement);
+                         const sched::Placement& placement, bool new_attempt, TimePoint now);
   // The cluster's ids for stored node names (unknown names are dropped).
   std::vector<topo::NodeId> NodeIds(const std::vector<std::string>& names) const;
   // Registers the spec's plan with planner_ and sets job.has_plan / plan_key. Errors name the
@@ -231,14 +254,26 @@ class SchedulingController final : public Controller {
   std::map<topo::NodeId, topo::NodeHealth> told_executor_;    // baton's verdict, as last sent
   std::map<JobId, int> lost_;                                 // kLost requeues per job
   std::map<JobId, std::vector<std::string>> commands_;        // of jobs the scheduler knows
-  std::map<JobId, std::vector<StageRequest>> stages_;         // of those with inputs to stage
-  std::map<JobId, JobId> preempted_by_;                       // victim -> preemptor
-  std::set<JobId> cancelling_;                                // user cancelled while running
-  std::map<JobId, std::string> waiting_reason_;               // last "waiting" event per job
-  std::map<JobId, std::string> waiting_now_;                  // pending jobs' latest reasons
-  std::map<sched::JobId, sched::JobForecast> forecast_;       // pending jobs, latest cycle
-  bool forecast_stale_ = false;                               // a cycle ran since the last forecast
-  std::chrono::steady_clock::time_point next_forecast_;       // not before (bounds its cost)
+  // The current attempt of each job that was launched (entries of jobs that no longer hold GPUs
+  // are ignored, and replaced when the job is placed again).
+  struct Attempt {
+    int number = 0;  // the store's attempt number, BATON_ATTEMPT
+    TimePoint started;
+    std::string master_node;
+    int master_port = 0;
+  };
+  std::map<JobId, Attempt> attempts_;
+  std::map<JobId, CheckpointRecord> checkpoints_;  // last checkpoint of jobs not yet ended
+  CheckpointWatcher checkpoint_watcher_{""};
+  TimePoint next_checkpoint_poll_;
+  std::map<JobId, std::vector<StageRequest>> stages_;    // of those with inputs to stage
+  std::map<JobId, JobId> preempted_by_;                  // victim -> preemptor
+  std::set<JobId> cancelling_;                           // user cancelled while running
+  std::map<JobId, std::string> waiting_reason_;          // last "waiting" event per job
+  std::map<JobId, std::string> waiting_now_;             // pending jobs' latest reasons
+  std::map<sched::JobId, sched::JobForecast> forecast_;  // pending jobs, latest cycle
+  bool forecast_stale_ = false;                          // a cycle ran since the last forecast
+  std::chrono::steady_clock::time_point next_forecast_;  // not before (bounds its cost)
   // Held by the loop while it works (not while it waits), and by WhatIf: the scheduler and the
   // planner are used by one thread at a time.
   std::mutex work_mu_;

@@ -3,11 +3,13 @@
 //
 //   baton_serve_test_daemon --db baton.db --auth auth.yaml [--host 127.0.0.1] [--port 8080]
 //       [--port-file FILE] [--tls-cert PEM --tls-key PEM] [--log-level info] [--log-json]
-//       [--preset NAME [--executor dry-run|local] [--speedup N] [--log-dir DIR]]
+//       [--preset NAME | --topology FILE] [--executor dry-run|local] [--speedup N]
+//       [--log-dir DIR]
 //
 // --port 0 picks a free port; --port-file receives it (written atomically) once listening.
-// Without --preset no scheduler runs (jobs stay queued); with it, a SchedulingController over
-// that built-in cluster with the default scheduler configuration.
+// Without --preset or --topology no scheduler runs (jobs stay queued); with one, a
+// SchedulingController over that cluster (built-in, or a cluster file) with the default
+// scheduler configuration.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include "server/scheduling_controller.h"
 #include "server/server.h"
 #include "topology/builders/fabrics.h"
+#include "topology/io/cluster_file.h"
 
 int main(int argc, char** argv) {
   using baton::server::ServerOptions;
@@ -30,7 +33,7 @@ int main(int argc, char** argv) {
   options.db_path.clear();
   std::string port_file, log_level = "info";
   bool log_json = false;
-  std::string preset, executor = "dry-run", log_dir = "baton-logs";
+  std::string preset, topology, executor = "dry-run", log_dir = "baton-logs";
   double speedup = 60;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -64,6 +67,8 @@ int main(int argc, char** argv) {
       log_level = value();
     } else if (arg == "--preset") {
       preset = value();
+    } else if (arg == "--topology") {
+      topology = value();
     } else if (arg == "--executor") {
       executor = value();
     } else if (arg == "--log-dir") {
@@ -97,8 +102,9 @@ int main(int argc, char** argv) {
   }
   baton::SystemClock clock;
   std::unique_ptr<baton::server::SchedulingController> controller;
-  if (!preset.empty()) {
-    auto cluster = baton::topo::BuildPreset(preset);
+  if (!preset.empty() || !topology.empty()) {
+    auto cluster = topology.empty() ? baton::topo::BuildPreset(preset)
+                                    : baton::topo::LoadClusterFile(topology);
     if (!cluster.ok()) {
       std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
       return 2;
@@ -116,8 +122,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", exec.status().ToString().c_str());
       return 2;
     }
-    auto created = baton::server::SchedulingController::Create(std::move(cluster).value(), {},
-                                                               std::move(exec).value(), clock);
+    baton::server::SchedulingControllerOptions co;
+    co.checkpoint_root = std::filesystem::absolute(std::filesystem::path(log_dir) / "checkpoints");
+    auto created = baton::server::SchedulingController::Create(
+        std::move(cluster).value(), std::move(co), std::move(exec).value(), clock);
     if (!created.ok()) {
       std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
       return 2;

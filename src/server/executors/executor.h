@@ -13,9 +13,14 @@
 //    Its exit is still reported by Poll (with kStopped). Stop of an unknown job does nothing.
 //  * Kill ends a job at once (no grace) and forgets it: no ExitReport follows. For jobs the
 //    scheduler has already requeued or moved. Kill of an unknown job does nothing.
-//  * Reattach is called at daemon start-up for jobs the store says are running: true means the
-//    executor still runs (or can still account for) the job, and will report its exit; false
-//    means the job is gone and the controller requeues it.
+//  * Reattach is called at daemon start-up for jobs the store says are running, with the attempt
+//    the store says is current: true means the executor still runs (or can still account for)
+//    that attempt, and will report its exit; false means it is gone and the controller requeues
+//    the job. FinishRecovery follows the last Reattach, before anything is launched: an executor
+//    that can find work of a previous daemon (the local executor's pid files) ends every attempt
+//    it was not asked to adopt, and waits until it has ended, so that nothing runs twice.
+//  * Exactly once: an executor never leaves an attempt running beside a newer attempt of the same
+//    job. Launch of attempt n ends any earlier attempt of the job it still knows of first.
 //  * Poll never blocks; it returns the exits seen since the last call. PollNodes likewise returns
 //    the node conditions the executor's resource manager reported since the last call (only
 //    executors with one, such as Slurm); the controller reads nodes before exits, so a job that
@@ -55,14 +60,19 @@ struct StageRequest {
 
 struct LaunchRequest {
   std::int64_t job = 0;
+  // The store's attempt number (BATON_ATTEMPT): 1 for the first launch, +1 for each relaunch.
+  int attempt = 1;
+  // BATON_CHECKPOINT_DIR: the job's checkpoint directory, the same for every attempt (absolute;
+  // the executor creates it). Empty: the job gets none.
+  std::string checkpoint_dir;
   std::string name;
   std::string tenant;
   std::vector<std::string> command;   // argv; may be empty
   std::vector<RankAssignment> ranks;  // in rank order
-  std::string master_addr;            // the node of rank 0
-  int master_port = 29500;
-  Seconds estimated_runtime;  // 0: unknown
-  TimePoint started_at;       // when the controller placed it
+  std::string master_addr;            // the node of rank 0 (as the cluster names it)
+  int master_port = 29500;            // chosen free on that node among baton's running jobs
+  Seconds estimated_runtime;          // 0: unknown
+  TimePoint started_at;               // when the controller placed it
   // A share of its one GPU in thousandths (0: whole GPUs), and each rank's host resources.
   int gpu_milli = 0;
   std::int64_t cpu_milli = 0;
@@ -98,10 +108,15 @@ class Executor {
   // controller hands the scheduler runtimes in wall time, so reservations, backfill and estimated
   // starts match what the executor will really do.
   virtual double TimeScale() const { return 1.0; }
+  // True when the ranks of every node run on this one machine (the local executor standing in
+  // for a whole cluster): rendezvous ports must then differ across all running jobs, not only
+  // among the jobs whose rank 0 shares a node.
+  virtual bool OneHost() const { return false; }
   virtual Status Launch(const LaunchRequest& request) = 0;
   virtual void Stop(std::int64_t job, Seconds grace) = 0;
   virtual void Kill(std::int64_t job) = 0;
   virtual bool Reattach(const LaunchRequest& request) = 0;
+  virtual void FinishRecovery() {}
   virtual std::vector<ExitReport> Poll() = 0;
   virtual std::vector<NodeReport> PollNodes() { return {}; }
   virtual void NodeConditionChanged(const std::string& /*node*/, topo::NodeHealth /*health*/,

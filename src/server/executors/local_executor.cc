@@ -1,16 +1,24 @@
 #include "server/executors/local_executor.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
+#include <thread>
 
 #include "core/log.h"
 #include "server/executors/command.h"
@@ -19,19 +27,180 @@ namespace baton::server {
 namespace {
 
 // The environment of one rank: ours, minus the variables we set, plus the rank's.
+namespace fs = std::filesystem;
+
+// Each rank runs under this wrapper (argv: sh -c WRAPPER baton-rank COMMAND...): it records its
+// pid before the command starts, so that a daemon killed right after the spawn still leaves a
+// trace of every rank it started, and the command's exit status after it ends, so that a
+// restarted daemon can tell how an adopted rank ended. The trap keeps the wrapper alive until
+// the command has exited when the group gets SIGTERM (a caught signal is reset to its default in
+// the command, which gets it too); SIGKILL ends both.
+constexpr const char* kRankWrapper =
+    "trap ':' TERM INT HUP\n"
+    "echo \"$RANK $$\" >> \"$BATON_PID_FILE\" || exit 125\n"
+    "\"$@\"\n"
+    "code=$?\n"
+    "echo \"$code\" > \"$BATON_EXIT_FILE.tmp\" && mv -f \"$BATON_EXIT_FILE.tmp\" "
+    "\"$BATON_EXIT_FILE\"\n"
+    "exit \"$code\"\n";
+
+std::string PidFile(const std::string& dir, int attempt) {
+  return (fs::path(dir) / fmt::format("attempt-{}.pids", attempt)).string();
+}
+std::string ExitFile(const std::string& dir, int attempt, int rank) {
+  return (fs::path(dir) / fmt::format("attempt-{}.rank-{}.exit", attempt, rank)).string();
+}
+
+// Reads at most `limit` bytes of `path`; empty when it cannot be read.
+std::string ReadSmallFile(const std::string& path, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string out(limit, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(limit));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+// Whether `pid` is a live (not zombie) process.
+bool Alive(pid_t pid) {
+  std::string stat = ReadSmallFile(fmt::format("/proc/{}/stat", pid), 512);
+  auto close = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  char state = stat[close + 2];
+  return state != 'Z' && state != 'X' && state != 'x';
+}
+
+// Whether `pid` is a live rank of attempt `attempt` of job `job`: it was started with their
+// BATON_JOB_ID and BATON_ATTEMPT (so a pid reused by another process is never taken for one).
+bool IsRankOf(pid_t pid, std::int64_t job, int attempt) {
+  if (pid <= 1 || !Alive(pid)) return false;
+  std::string env = ReadSmallFile(fmt::format("/proc/{}/environ", pid), 1 << 20);
+  env.insert(env.begin(), '\0');
+  return env.find(fmt::format("{}BATON_JOB_ID={}{}", '\0', job, '\0')) != std::string::npos &&
+         env.find(fmt::format("{}BATON_ATTEMPT={}{}", '\0', attempt, '\0')) != std::string::npos;
+}
+
+// The "RANK PID" lines of a pid file (bounded: a file no wrapper could have written is cut).
+std::vector<std::pair<int, pid_t>> ReadPidFile(const std::string& path) {
+  std::vector<std::pair<int, pid_t>> out;
+  std::string text = ReadSmallFile(path, 1 << 20);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a line cut short by a kill mid-write
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    int rank = -1;
+    long pid = 0;
+    if (std::sscanf(line.c_str(), "%d %ld", &rank, &pid) == 2 && rank >= 0 && pid > 1) {
+      out.emplace_back(rank, static_cast<pid_t>(pid));
+    }
+  }
+  return out;
+}
+
+// Whether any process of process group `pgid` is alive (zombies are not: an orphan's zombie
+// lingers where nothing reaps it).
+bool GroupAlive(pid_t pgid) {
+  if (::kill(-pgid, 0) != 0 && errno == ESRCH) return false;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    std::string stat = ReadSmallFile(entry.path().string() + "/stat", 512);
+    auto close = stat.rfind(')');
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (close == std::string::npos ||
+        std::sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) {
+      continue;
+    }
+    if (pgrp == pgid && state != 'Z' && state != 'X' && state != 'x') return true;
+  }
+  return false;
+}
+
+// SIGKILLs the process groups led by `pids` and waits (bounded) until none has a live process.
+void KillGroupsAndWait(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) ::kill(-pid, SIGKILL);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (pid_t pid : pids) {
+    while (GroupAlive(pid) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (GroupAlive(pid)) LOG_ERROR("process group {} survived SIGKILL for 30 s", pid);
+  }
+}
+
+// Whether `program` names something this machine can run (a path, or a name in $PATH).
+bool Runnable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Whether 127.0.0.1:`port` can be listened on (as torch's TCPStore does, with SO_REUSEADDR);
+// with port 0, a port the kernel picks, returned in `*picked`.
+bool LoopbackPortFree(int port, int* picked = nullptr) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  if (ok && picked != nullptr) {
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    *picked = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return ok;
+}
+
+// OK when `host` resolves on this machine (the ranks elsewhere must reach rank 0 by its name).
+Status Resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found != nullptr) ::freeaddrinfo(found);
+  if (rc == 0) return Status::Ok();
+  return FailedPreconditionError(
+      fmt::format("MASTER_ADDR: node '{}' of rank 0 does not resolve on this machine ({}); the "
+                  "ranks on other nodes could not reach it",
+                  host, ::gai_strerror(rc)));
+}
+
 std::vector<std::string> RankEnvironment(const LaunchRequest& r, const RankAssignment& rank,
-                                         int local_world) {
+                                         int local_world, const std::string& master_addr,
+                                         const std::string& dir) {
   std::map<std::string, std::string> vars = {
       {"RANK", std::to_string(rank.rank)},
       {"WORLD_SIZE", std::to_string(r.ranks.size())},
       {"LOCAL_RANK", std::to_string(rank.local_rank)},
       {"LOCAL_WORLD_SIZE", std::to_string(local_world)},
       {"NODE_RANK", std::to_string(rank.node_rank)},
-      {"MASTER_ADDR", r.master_addr},
+      {"MASTER_ADDR", master_addr},
       {"MASTER_PORT", std::to_string(r.master_port)},
       {"CUDA_VISIBLE_DEVICES", rank.gpu < 0 ? std::string() : std::to_string(rank.gpu)},
       {"BATON_JOB_ID", std::to_string(r.job)},
       {"BATON_NODE", rank.node},
+      {"BATON_ATTEMPT", std::to_string(r.attempt)},
+      {"BATON_CHECKPOINT_DIR", r.checkpoint_dir},
+      {"BATON_PID_FILE", PidFile(dir, r.attempt)},
+      {"BATON_EXIT_FILE", ExitFile(dir, r.attempt, rank.rank)},
   };
   if (r.gpu_milli > 0) {
     // What a GPU-sharing runtime reads: the share itself, and the CUDA MPS limit on the share of
@@ -67,8 +236,14 @@ LocalExecutor::LocalExecutor(LocalOptions options, const Clock& clock)
 
 LocalExecutor::~LocalExecutor() { StopAll(); }
 
+std::string LocalExecutor::JobDir(std::int64_t id) const {
+  return (fs::path(options_.log_dir) / ("job-" + std::to_string(id))).string();
+}
+
 Status LocalExecutor::Launch(const LaunchRequest& request) {
   Kill(request.job);  // a relaunch (replacement) replaces the old ranks
+  // ... and whatever earlier attempt a previous daemon left running: never two at once.
+  KillRecorded(request.job, 0);
   if (request.command.empty()) {
     return InvalidArgumentError("the local executor needs a command (field 'command')");
   }
@@ -78,6 +253,7 @@ Status LocalExecutor::Launch(const LaunchRequest& request) {
   }
   if (!here) return Status::Ok();  // nothing placed on this host
   Job job;
+  job.attempt = request.attempt;
   if (!request.stage.empty()) {
     if (options_.stage_command.empty()) {
       LOG_WARN("job {}: {} input(s) to stage and no stage-command: started without staging",
@@ -97,10 +273,9 @@ Status LocalExecutor::Launch(const LaunchRequest& request) {
 Status LocalExecutor::StartStage(std::int64_t id, Job& job) {
   const LaunchRequest& r = *job.staging;
   const StageRequest& item = r.stage[job.stage_index];
-  std::filesystem::path dir =
-      std::filesystem::path(options_.log_dir) / ("job-" + std::to_string(id));
+  fs::path dir = JobDir(id);
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  fs::create_directories(dir, ec);
   if (ec) return UnavailableError("cannot create " + dir.string() + ": " + ec.message());
   std::string log = (dir / "stage.log").string();
   std::vector<std::string> argv = {"/bin/sh", "-c", options_.stage_command};
@@ -130,9 +305,7 @@ void LocalExecutor::StageExited(std::int64_t id, Job& job, int status,
                                 std::optional<ExitReport>& report) {
   job.stage_pid = 0;
   const StageRequest& item = job.staging->stage[job.stage_index];
-  std::string log =
-      (std::filesystem::path(options_.log_dir) / ("job-" + std::to_string(id)) / "stage.log")
-          .string();
+  std::string log = (fs::path(JobDir(id)) / "stage.log").string();
   if (job.stopping) {
     report = ExitReport{id, ExitKind::kStopped, "stopped while staging"};
     return;
@@ -166,20 +339,48 @@ Result<bool> LocalExecutor::StartRanks(const LaunchRequest& request, Job& job) {
     if (options_.host.empty() || rank.node == options_.host) mine.push_back(&rank);
   }
   if (mine.empty()) return false;
-  std::filesystem::path dir =
-      std::filesystem::path(options_.log_dir) / ("job-" + std::to_string(request.job));
+  if (!Runnable(request.command[0])) {
+    return FailedPreconditionError(
+        fmt::format("cannot start '{}': {}", request.command[0], std::strerror(ENOENT)));
+  }
+  // Loopback when every rank runs here; else rank 0's node, which must resolve.
+  bool all_here = mine.size() == request.ranks.size();
+  std::string master_addr = all_here ? "127.0.0.1" : request.master_addr;
+  if (!all_here) RETURN_IF_ERROR(Resolves(master_addr));
+  LaunchRequest adjusted;
+  const LaunchRequest* launch = &request;
+  if (all_here && !LoopbackPortFree(request.master_port)) {
+    int picked = 0;
+    if (LoopbackPortFree(0, &picked)) {
+      LOG_WARN("job {}: MASTER_PORT {} is taken by a process baton did not start; using {}",
+               request.job, request.master_port, picked);
+      adjusted = request;
+      adjusted.master_port = picked;
+      launch = &adjusted;
+    }
+  }
+  fs::path dir = JobDir(request.job);
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  fs::create_directories(dir, ec);
   if (ec) return UnavailableError("cannot create " + dir.string() + ": " + ec.message());
+  if (!request.checkpoint_dir.empty()) {
+    fs::create_directories(request.checkpoint_dir, ec);
+    if (ec) {
+      return UnavailableError("cannot create the checkpoint directory " + request.checkpoint_dir +
+                              ": " + ec.message());
+    }
+  }
 
   std::map<std::string, int> per_node;
   for (const auto* rank : mine) ++per_node[rank->node];
   for (const auto* rank : mine) {
     std::string log = (dir / ("rank-" + std::to_string(rank->rank) + ".log")).string();
-    std::vector<std::string> argv = request.command;
-    std::vector<std::string> env = RankEnvironment(request, *rank, per_node[rank->node]);
+    std::vector<std::string> argv = {"/bin/sh", "-c", kRankWrapper, "baton-rank"};
+    argv.insert(argv.end(), request.command.begin(), request.command.end());
+    std::vector<std::string> env =
+        RankEnvironment(*launch, *rank, per_node[rank->node], master_addr, dir.string());
     pid_t pid = 0;
-    int err = SpawnInGroup(argv, env, log, /*append=*/false, &pid);
+    int err = SpawnInGroup(argv, env, log, /*append=*/true, &pid);
     if (err != 0) {
       Signal(job, SIGKILL);
       for (auto& p : job.procs) waitpid(p.pid, nullptr, 0);
@@ -189,8 +390,8 @@ Result<bool> LocalExecutor::StartRanks(const LaunchRequest& request, Job& job) {
     }
     job.procs.push_back({pid, rank->rank});
   }
-  LOG_INFO("job {}: started {} local rank(s) of '{}', logs in {}", request.job, job.procs.size(),
-           request.command[0], dir.string());
+  LOG_INFO("job {}: attempt {}: started {} local rank(s) of '{}', logs in {}", request.job,
+           request.attempt, job.procs.size(), request.command[0], dir.string());
   return true;
 }
 
@@ -234,11 +435,7 @@ std::vector<ExitReport> LocalExecutor::Poll() {
     bool all_exited = true;
     for (auto& p : job.procs) {
       if (p.exited) continue;
-      int status = 0;
-      pid_t r = waitpid(p.pid, &status, WNOHANG);
-      if (r == p.pid || (r < 0 && errno == ECHILD)) {
-        p.exited = true;
-        p.status = r == p.pid ? status : 0;
+      if (Reap(it->first, job, p)) {
         bool ok = WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0;
         if (!ok && job.failure.empty() && !job.stopping) {
           job.failure = WIFEXITED(p.status)
@@ -271,26 +468,98 @@ std::vector<ExitReport> LocalExecutor::Poll() {
   return out;
 }
 
+bool LocalExecutor::Reap(std::int64_t id, const Job& job, Proc& p) {
+  if (!p.adopted) {
+    int status = 0;
+    pid_t r = waitpid(p.pid, &status, WNOHANG);
+    if (r != p.pid && !(r < 0 && errno == ECHILD)) return false;
+    p.exited = true;
+    p.status = r == p.pid ? status : 0;
+    return true;
+  }
+  if (Alive(p.pid)) return false;
+  // Not our child: how it ended is in the exit file its wrapper wrote; none means it was killed
+  // before its command returned.
+  std::string code = ReadSmallFile(ExitFile(JobDir(id), job.attempt, p.rank), 32);
+  int value = 0;
+  p.exited = true;
+  p.status = std::sscanf(code.c_str(), "%d", &value) == 1 ? (value & 0xff) << 8 : SIGKILL;
+  return true;
+}
+
+void LocalExecutor::KillRecorded(std::int64_t id, int keep) {
+  std::error_code ec;
+  std::vector<pid_t> found;
+  for (const auto& entry : fs::directory_iterator(JobDir(id), ec)) {
+    int attempt = 0;
+    std::string name = entry.path().filename().string();
+    char tail[8] = {};
+    if (std::sscanf(name.c_str(), "attempt-%d.pid%7s", &attempt, tail) != 2 ||
+        std::string_view(tail) != "s" || attempt == keep) {
+      continue;
+    }
+    for (const auto& [rank, pid] : ReadPidFile(entry.path().string())) {
+      if (IsRankOf(pid, id, attempt)) {
+        LOG_WARN("job {}: attempt {} rank {} (pid {}) still runs; killing it", id, attempt, rank,
+                 pid);
+        found.push_back(pid);
+      }
+    }
+  }
+  if (!found.empty()) KillGroupsAndWait(found);
+}
+
+bool LocalExecutor::Reattach(const LaunchRequest& request) {
+  std::string dir = JobDir(request.job);
+  std::map<int, pid_t> recorded;
+  for (const auto& [rank, pid] : ReadPidFile(PidFile(dir, request.attempt))) recorded[rank] = pid;
+  Job job;
+  job.attempt = request.attempt;
+  for (const auto& rank : request.ranks) {
+    if (!options_.host.empty() && rank.node != options_.host) continue;
+    auto it = recorded.find(rank.rank);
+    std::error_code ec;
+    bool ended = fs::exists(ExitFile(dir, request.attempt, rank.rank), ec);
+    if (it == recorded.end() || !(ended || IsRankOf(it->second, request.job, request.attempt))) {
+      LOG_INFO("job {}: attempt {} rank {} no longer runs; not adopted", request.job,
+               request.attempt, rank.rank);
+      return false;  // FinishRecovery ends the ranks that still run
+    }
+    job.procs.push_back({it->second, rank.rank, false, 0, true});
+  }
+  if (job.procs.empty()) return false;
+  LOG_INFO("job {}: adopted attempt {} ({} rank(s) still running or ended while away)", request.job,
+           request.attempt, job.procs.size());
+  jobs_[request.job] = std::move(job);
+  return true;
+}
+
+void LocalExecutor::FinishRecovery() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.log_dir, ec)) {
+    long long id = 0;
+    if (std::sscanf(entry.path().filename().c_str(), "job-%lld", &id) != 1) continue;
+    auto it = jobs_.find(id);
+    KillRecorded(id, it == jobs_.end() ? 0 : it->second.attempt);
+  }
+}
+
 void LocalExecutor::Kill(std::int64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   Signal(it->second, SIGKILL);
   if (it->second.stage_pid > 0) waitpid(it->second.stage_pid, nullptr, 0);
+  std::vector<pid_t> groups;
   for (auto& p : it->second.procs) {
-    if (!p.exited) waitpid(p.pid, nullptr, 0);  // prompt after SIGKILL
+    if (!p.adopted && !p.exited) waitpid(p.pid, nullptr, 0);  // prompt after SIGKILL
+    groups.push_back(p.pid);  // exited or not, what the rank spawned may still run
   }
+  KillGroupsAndWait(groups);
   jobs_.erase(it);
 }
 
 void LocalExecutor::StopAll() {
-  for (auto& [id, job] : jobs_) {
-    Signal(job, SIGKILL);
-    if (job.stage_pid > 0) waitpid(job.stage_pid, nullptr, 0);
-    for (auto& p : job.procs) {
-      if (!p.exited) waitpid(p.pid, nullptr, 0);
-    }
-  }
-  jobs_.clear();
+  while (!jobs_.empty()) Kill(jobs_.begin()->first);
 }
 
 }  // namespace baton::server

@@ -216,14 +216,19 @@ std::string BatchScript(const LaunchRequest& request, std::string_view master_ad
   return fmt::format(
       "#!/bin/bash\n"
       "# baton job {} ({}, tenant {}): {} ranks on {} nodes, placed by baton, in rank order.\n"
-      "export MASTER_ADDR={} MASTER_PORT={} WORLD_SIZE={} BATON_JOB_ID={}\n"
+      "export MASTER_ADDR={} MASTER_PORT={} WORLD_SIZE={} BATON_JOB_ID={} BATON_ATTEMPT={}\n"
       "export BATON_HOSTFILE={} SLURM_HOSTFILE={}\n"
+      "{}"
       "exec srun --distribution=arbitrary --ntasks={} --kill-on-bad-exit=1 bash -c {} "
       "baton-rank{}\n",
       request.job, request.name, request.tenant, request.ranks.size(), nodes.size(),
       ShellQuote(master_addr), request.master_port, request.ranks.size(), request.job,
-      ShellQuote(hostfile), ShellQuote(hostfile), request.ranks.size(), ShellQuote(rank_program),
-      command);
+      request.attempt, ShellQuote(hostfile), ShellQuote(hostfile),
+      request.checkpoint_dir.empty()
+          ? std::string()
+          : fmt::format("export BATON_CHECKPOINT_DIR={0}\nmkdir -p \"$BATON_CHECKPOINT_DIR\"\n",
+                        ShellQuote(request.checkpoint_dir)),
+      request.ranks.size(), ShellQuote(rank_program), command);
 }
 
 std::vector<std::string> SbatchArgs(const LaunchRequest& request, const SlurmOptions& options,
@@ -459,6 +464,7 @@ Status SlurmExecutor::Submit(std::int64_t job) {
       return Status::Ok();
     }
   }
+  RETURN_IF_ERROR(FenceEarlier(job, name));
   std::string master_addr = request.master_addr;
   {
     std::lock_guard lock(mu_);
@@ -504,6 +510,40 @@ Status SlurmExecutor::Submit(std::int64_t job) {
   LOG_INFO("slurm executor: job {} is Slurm job {} ({} ranks on {})", job, out,
            request.ranks.size(), request.ranks.front().node);
   return Status::Ok();
+}
+
+Status SlurmExecutor::FenceEarlier(std::int64_t job, const std::string& name) {
+  const std::string prefix = JobPrefix(job);
+  std::set<std::string> cancelled;
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(options_.fence_timeout.value());
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<SlurmJob> jobs, QueryJobs());
+    std::vector<const SlurmJob*> live;
+    for (const SlurmJob& j : jobs) {
+      if (j.name != name && j.name.rfind(prefix, 0) == 0 && !IsTerminalSlurmState(j.state)) {
+        live.push_back(&j);
+      }
+    }
+    if (live.empty()) return Status::Ok();
+    for (const SlurmJob* j : live) {
+      if (!cancelled.insert(j->name).second) continue;
+      LOG_WARN(
+          "slurm executor: job {}: earlier batch job {} (Slurm job {}) is still {}; "
+          "cancelling it before the new attempt starts",
+          job, j->name, j->id, j->state);
+      CommandResult r;
+      RETURN_IF_ERROR(Slurm({"scancel", "--name=" + j->name}, &r));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Retried with backoff like any unavailable Slurm: the new attempt waits, it never runs
+      // beside the old one.
+      return UnavailableError(fmt::format(
+          "job {}: earlier batch job {} still {} after {:.0f} s; the new attempt waits", job,
+          live.front()->name, live.front()->state, options_.fence_timeout.value()));
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_interval.value()));
+  }
 }
 
 Status SlurmExecutor::RunOp(const Op& op) {

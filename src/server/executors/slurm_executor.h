@@ -27,6 +27,10 @@
 // message. A job that ended badly while Slurm shows one of its nodes down is not reported: the
 // node's failure reaches the controller (PollNodes), which requeues the job and Kills it here.
 //
+// Exactly once: a launch is submitted only when no earlier batch job of the same baton job is
+// still pending, running or completing in Slurm (FenceEarlier cancels them and waits): Slurm
+// reports a job ended only once its processes on every live node are gone.
+//
 // Reattach (daemon start-up) finds the newest batch job named "<prefix>-<job>-*" in squeue; one
 // squeue serves all the jobs reattached at start-up. StopAll (daemon shutdown) leaves batch jobs
 // running in Slurm for the next daemon to reattach; it only sends the cancels and drains that
@@ -66,6 +70,10 @@ struct SlurmOptions {
   // Time limit given to sbatch: the job's estimated runtime times this factor (at least 10
   // minutes); jobs without an estimate get no --time (the partition's limit applies).
   double time_limit_factor = 2.0;
+  // Before a launch is submitted, every earlier batch job of the same baton job (a superseded
+  // attempt) is cancelled and the submission waits until Slurm shows it ended; past this long it
+  // is retried with backoff, never submitted beside it.
+  Seconds fence_timeout{60};
 };
 
 // What squeue --json and sinfo --json say, reduced to what the executor needs.
@@ -158,6 +166,9 @@ class SlurmExecutor final : public Executor {
   // timed out. `*result` holds what it printed either way.
   Status Slurm(const std::vector<std::string>& argv, CommandResult* result);
   Status Submit(std::int64_t job);
+  // Cancels every other live batch job of `job` (named "<prefix>-<job>-*" but not `name`) and
+  // waits until Slurm shows them ended; kUnavailable past fence_timeout.
+  Status FenceEarlier(std::int64_t job, const std::string& name);
   Status RunOp(const Op& op);
   Status Follow();
   std::string JobPrefix(std::int64_t job) const;  // "<prefix>-<job>-"

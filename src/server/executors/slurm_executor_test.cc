@@ -132,6 +132,16 @@ TEST(SlurmLaunchTest, BatchScriptGivesEachRankItsEnvironment) {
             std::string::npos)
       << script;
   EXPECT_NE(script.find("srun --distribution=arbitrary --ntasks=4"), std::string::npos);
+  EXPECT_NE(script.find("BATON_ATTEMPT=1\n"), std::string::npos) << script;
+  EXPECT_EQ(script.find("BATON_CHECKPOINT_DIR"), std::string::npos) << "none asked for";
+  r.attempt = 3;
+  r.checkpoint_dir = "/shared/ckpt/job-7";
+  script = BatchScript(r, "10.0.0.6", "/tmp/hosts");
+  EXPECT_NE(script.find("BATON_ATTEMPT=3\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("export BATON_CHECKPOINT_DIR='/shared/ckpt/job-7'\nmkdir -p"),
+            std::string::npos)
+      << script;
+  r.checkpoint_dir.clear();
   // Run the per-rank program the way srun would on n05 for its second rank (SLURM_PROCID 3).
   std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("baton-sbatch-" + std::to_string(::getpid()));

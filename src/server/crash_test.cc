@@ -154,5 +154,154 @@ TEST(ServerCrashTest, AcknowledgedSubmissionsSurviveKill9) {
   fs::remove_all(dir);
 }
 
+// The same kill -9 cycles with the local executor and jobs that really run (two-rank shell jobs
+// that log a heartbeat every 50 ms with their job, attempt, rank and pid): nothing acknowledged
+// is lost, no job's command completes twice, and no rank of a job ever runs beside another copy
+// of itself, counted from the ranks' own lines, not from the API.
+TEST(ServerCrashTest, LocalRanksNeverRunTwiceAcrossKill9) {
+  fs::path dir = fs::temp_directory_path() / ("baton_crash_local_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "auth.yaml")
+      << "principals:\n  - {name: ops, role: admin, token: crash-admin-token-0123456789}\n";
+  const std::string ranks_log = (dir / "ranks.log").string();
+  json spec = {{"name", "ranks"}, {"gpus", 2}, {"gpus_per_node", 2}};
+  spec["command"] = {
+      "/bin/sh", "-c",
+      "beat() { echo \"beat $BATON_JOB_ID $BATON_ATTEMPT $RANK $$ $(date +%s.%N)\" >> " +
+          ranks_log + "; }; i=0; while [ $i -lt 8 ]; do beat; i=$((i + 1)); sleep 0.05; done; " +
+          "echo \"end $BATON_JOB_ID $BATON_ATTEMPT $RANK $$ $(date +%s.%N)\" >> " + ranks_log};
+  const std::string body = spec.dump();
+  const std::vector<std::string> args = {
+      "--topology", std::string(BATON_SOURCE_DIR) + "/tests/realjob/cluster.yaml",
+      "--executor", "local",
+      "--log-dir",  (dir / "logs").string()};
+
+  std::map<std::string, std::int64_t> acked;
+  std::set<std::string> in_doubt;
+  for (int round = 0; round <= kRounds; ++round) {
+    testing::ChildDaemon daemon(BATON_SERVE_TEST_DAEMON, dir,
+                                dir / ("daemon-" + std::to_string(round) + ".log"), args);
+    int port = daemon.WaitForPort();
+    ASSERT_GT(port, 0) << "daemon did not start in round " << round << ":\n" << daemon.Log();
+    std::int64_t total = 0;
+    std::map<std::string, std::int64_t> stored = AllJobs(port, &total);
+    for (const auto& [key, id] : acked) {
+      ASSERT_TRUE(stored.contains(key)) << "round " << round << ": acknowledged " << key << " lost";
+    }
+    httplib::Client retry("127.0.0.1", port);
+    for (const std::string& key : in_doubt) {
+      auto res = retry.Post("/api/v1/jobs", Headers(key), body, "application/json");
+      ASSERT_TRUE(res && (res->status == 200 || res->status == 201)) << key;
+      acked[key] = json::parse(res->body)["id"];
+    }
+    in_doubt.clear();
+    if (round == kRounds) {
+      // Every job runs to its end under the last daemon.
+      std::map<std::string, int> states;
+      for (int i = 0; i < 1200; ++i) {  // bounded: 2 min
+        states.clear();
+        httplib::Client c("127.0.0.1", port);
+        std::string cursor;
+        while (true) {
+          auto res = c.Get(
+              ("/api/v1/jobs?limit=1000" + (cursor.empty() ? "" : "&cursor=" + cursor)).c_str(),
+              Headers());
+          ASSERT_TRUE(res && res->status == 200);
+          json page = json::parse(res->body);
+          for (const auto& j : page["jobs"]) ++states[j["state"].get<std::string>()];
+          if (page["next_cursor"].is_null()) break;
+          cursor = page["next_cursor"];
+        }
+        if (states["succeeded"] == static_cast<int>(acked.size())) break;
+        std::this_thread::sleep_for(100ms);
+      }
+      EXPECT_EQ(states["succeeded"], static_cast<int>(acked.size()))
+          << "queued " << states["queued"] << ", running " << states["running"] << ", failed "
+          << states["failed"];
+      daemon.Kill(SIGTERM);
+      break;
+    }
+    std::mutex mu;
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 2; ++t) {
+      clients.emplace_back([&, t] {
+        httplib::Client c("127.0.0.1", port);
+        c.set_read_timeout(5);
+        for (int i = 0; i < 4; ++i) {
+          std::string key =
+              std::to_string(round) + "-" + std::to_string(t) + "-" + std::to_string(i);
+          auto res = c.Post("/api/v1/jobs", Headers(key), body, "application/json");
+          std::lock_guard lock(mu);
+          if (res && (res->status == 201 || res->status == 200)) {
+            acked[key] = json::parse(res->body)["id"];
+          } else {
+            in_doubt.insert(key);
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        }
+      });
+    }
+    // Kill while ranks run, at a different moment each round (0.3 to 1.2 s in).
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + (round * 137) % 900));
+    daemon.Kill(SIGKILL);
+    for (auto& c : clients) c.join();
+  }
+
+  // What ran, from the ranks' own lines: per (job, rank), each process's first and last line.
+  struct Run {
+    double first = 0, last = 0;
+    int attempt = 0;
+    bool ended = false;
+  };
+  std::map<std::pair<std::int64_t, int>, std::map<long, Run>> runs;  // (job, rank) -> pid -> run
+  std::ifstream in(ranks_log);
+  std::string kind;
+  std::int64_t job = 0;
+  int attempt = 0, rank = 0;
+  long pid = 0;
+  double t = 0;
+  while (in >> kind >> job >> attempt >> rank >> pid >> t) {
+    auto [it, fresh] = runs[{job, rank}].try_emplace(pid, Run{t, t, attempt, false});
+    it->second.last = std::max(it->second.last, t);
+    it->second.first = std::min(it->second.first, t);
+    it->second.ended = it->second.ended || kind == "end";
+  }
+  int overlaps = 0, completed_twice = 0, runs_total = 0;
+  std::set<std::int64_t> jobs_seen;
+  for (const auto& [key, by_pid] : runs) {
+    jobs_seen.insert(key.first);
+    std::vector<Run> list;
+    int ended = 0;
+    for (const auto& [p, r] : by_pid) {
+      list.push_back(r);
+      ended += r.ended;
+    }
+    runs_total += static_cast<int>(list.size());
+    completed_twice += ended > 1;
+    std::sort(list.begin(), list.end(),
+              [](const Run& a, const Run& b) { return a.first < b.first; });
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      if (list[i].first <= list[i - 1].last) {
+        ++overlaps;
+        ADD_FAILURE() << "job " << key.first << " rank " << key.second << ": attempt "
+                      << list[i].attempt << " started at " << list[i].first << " while attempt "
+                      << list[i - 1].attempt << " ran until " << list[i - 1].last;
+      }
+    }
+  }
+  EXPECT_EQ(overlaps, 0);
+  EXPECT_EQ(completed_twice, 0);
+  EXPECT_EQ(jobs_seen.size(), acked.size()) << "every acknowledged job ran";
+  if (!::testing::Test::HasFailure()) {
+    std::printf(
+        "local crash test: %d kill -9 rounds, %zu acknowledged jobs, %d rank processes, 0 lost, "
+        "0 completed twice, 0 ranks ever running twice at once\n",
+        kRounds, acked.size(), runs_total);
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace baton::server

@@ -3,8 +3,10 @@
 // tokens, connection guards, bounded bodies, the job store), so the broker's API, client and
 // store are serve's; a job spec carries its federation fields (http/job_spec.h FederationFields).
 //
-// For each job the broker asks every eligible site's POST /api/v1/whatif (in parallel, bounded by
-// the request timeout), routes with federation::Route under the configured policy, records the
+// For each job the broker asks every eligible site's POST /api/v1/whatif (in parallel, with one
+// deadline for the whole round: a site that has not answered by then is left out of the round and
+// shown as slow in /api/v1/sites; an answer that contradicts the site's last reported GPU count is
+// ignored and logged), routes with federation::Route under the configured policy, records the
 // explanation in the job's events and dispatches the job to the chosen site with an
 // Idempotency-Key derived from (broker job id, attempt). It follows each dispatched job by
 // polling it at its site and every site's /healthz, and re-dispatches (a new attempt, a new key)
@@ -55,8 +57,13 @@ struct BrokerOptions {
   std::string policy = "predicted-completion";  // federation::RoutingPolicies() by name
   // A site that has not answered for this long is down: its jobs are re-dispatched elsewhere.
   Seconds site_timeout{30};
-  Seconds poll_interval{2};    // how often sites and dispatched jobs are polled
-  Seconds request_timeout{5};  // each call to a site
+  Seconds poll_interval{2};  // how often sites and dispatched jobs are polled
+  // The deadline of each call to a site on the dispatch path (submit, poll, cancel) and of each
+  // health check: the whole exchange, not each read.
+  Seconds request_timeout{5};
+  // The deadline of a what-if round: every eligible site is asked at once, and a site that has
+  // not answered in full by then is left out of the round (and of the rest of that pass).
+  Seconds whatif_timeout{3};
   // GPUs a federation tenant may have in flight (dispatched, not finished), by tenant; "*" for
   // every tenant not listed. Absent: unlimited. Jobs past it wait at the broker.
   std::map<std::string, std::int64_t> quota_gpus;
@@ -120,6 +127,14 @@ class Broker final : public Controller {
     std::string last_error;
     std::optional<TimePoint> last_answer_at;
     std::string last_answer;
+    std::int64_t capacity = 0;  // GPUs, from its last topology answer; 0: not known
+    // Why it was left out of its last what-if round (slow, too large, garbage, a contradiction);
+    // empty when it answered that round. Shown with last_error in /api/v1/sites.
+    std::string left_out;
+    // A call to it missed its deadline or got no answer in this pass of the loop: it is not
+    // asked again until the next pass, so one slow site costs a pass one deadline, not one per
+    // job.
+    bool skip_pass = false;
   };
 
   Broker(federation::Sites sites, BrokerOptions options, const federation::RoutingPolicy& policy,

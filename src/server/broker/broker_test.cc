@@ -1,5 +1,6 @@
 // The broker's checks that need no site: admission against the sites file and quotas, token
-// resolution, the API's time format. Routing, dispatch and re-dispatch against real sites are
+// resolution, what-if answers that contradict a site's capacity, the API's time format.
+// Routing, dispatch and re-dispatch against real sites are
 // tests/federation/federation_e2e.sh.
 #include "server/broker/broker.h"
 
@@ -117,6 +118,40 @@ INSTANTIATE_TEST_SUITE_P(
                   "stage", "the broker fills it"},
         AdmitCase{R"({"name": "a", "gpus": 128})", "gpus",
                   "in flight across the federation (64)"}));
+
+struct LieCase {
+  int free_gpus;
+  int total_gpus;
+  std::int64_t capacity;  // what the site last reported; 0: not known
+  std::int64_t job_gpus;
+  bool refused;
+  const char* contradiction;  // "": none
+};
+
+class BrokerJudgesWhatIf : public ::testing::TestWithParam<LieCase> {};
+
+TEST_P(BrokerJudgesWhatIf, AgainstTheSitesLastReportedCapacity) {
+  const LieCase& c = GetParam();
+  federation::SiteAnswer a;
+  a.reachable = true;
+  a.free_gpus = c.free_gpus;
+  a.total_gpus = c.total_gpus;
+  if (c.refused) a.refusal = "400 never fits";
+  EXPECT_EQ(ContradictsCapacity(a, c.capacity, c.job_gpus), c.contradiction);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BrokerJudgesWhatIf,
+    ::testing::Values(LieCase{16, 64, 64, 8, false, ""},  // honest
+                      LieCase{0, 0, 64, 8, false, ""},    // counts not given
+                      LieCase{16, 64, 0, 8, false, ""},   // capacity not known yet
+                      LieCase{0, 64, 64, 128, true, ""},  // too large, and says so
+                      LieCase{65, 64, 0, 8, false, "says 65 GPUs are free of its 64"},
+                      LieCase{4096, 4096, 64, 8, false,
+                              "says it has 4096 GPUs; it last reported 64"},
+                      LieCase{100, 0, 64, 8, false, "says 100 GPUs are free of its 0"},
+                      LieCase{0, 64, 64, 128, false,
+                              "would take a 128-GPU job; it last reported 64 GPUs in all"}));
 
 TEST(BrokerTest, ReadsTheApiTimeFormat) {
   std::optional<TimePoint> t = ParseApiTime("2026-12-01T18:00:00.250Z");

@@ -129,6 +129,7 @@ Result<Sites> ParseSites(std::string_view text, std::string_view source) {
   RETURN_IF_ERROR(r.Keys(root, "(top level)", {"sites", "wan"}));
 
   Sites out;
+  out.source_ = std::string(source);
   YAML::Node sites = root["sites"];
   if (!sites.IsDefined()) return r.Error(root, "sites", "missing");
   if (!sites.IsMap() || sites.size() == 0) {
@@ -141,6 +142,7 @@ Result<Sites> ParseSites(std::string_view text, std::string_view source) {
   for (const auto& kv : sites) {
     Site site;
     site.name = kv.first.Scalar();
+    site.line = kv.first.Mark().line + 1;
     std::string where = "sites." + site.name;
     if (site.name.empty()) return r.Error(kv.first, "sites", "a site needs a name");
     const YAML::Node& s = kv.second;

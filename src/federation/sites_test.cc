@@ -110,6 +110,15 @@ TEST(SitesTest, FieldsAreChecked) {
             std::string::npos);
 }
 
+TEST(SitesTest, SitesKnowTheirLinesAndTheFile) {
+  Result<Sites> s = ParseSites(kThreeSites, "sites.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->source(), "sites.yaml");
+  EXPECT_EQ(s->sites()[s->Find("shenzhen")].line, 2);
+  EXPECT_EQ(s->sites()[s->Find("hefei")].line, 8);
+  EXPECT_EQ(s->sites()[s->Find("slurm")].line, 13);
+}
+
 TEST(SitesTest, SimulatorFieldsAreKeptWithTheirLines) {
   std::string text = kThreeSites;
   text.replace(text.find("    price_per_gpu_hour: 1.6\n"), 0,

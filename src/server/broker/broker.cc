@@ -56,11 +56,18 @@ Result<std::unique_ptr<Broker>> Broker::Create(federation::Sites sites, BrokerOp
   }
   std::vector<std::string> tokens;
   for (const federation::Site& site : sites.sites()) {
-    std::string var = site.token_env.empty() ? "BATON_TOKEN" : site.token_env;
-    const char* token = getenv(var.c_str());
+    // No fallback to the broker's own token: a site would then hold a credential of the
+    // broker (in the README, an admin's), usable at the broker and at every other site.
+    if (site.token_env.empty()) {
+      return InvalidArgumentError(fmt::format(
+          "{}:{}: field 'sites.{}.token_env': missing: the broker needs a token of its own for "
+          "each site (it never sends its own)",
+          sites.source(), site.line, site.name));
+    }
+    const char* token = getenv(site.token_env.c_str());
     if (token == nullptr || *token == '\0') {
       return InvalidArgumentError(
-          fmt::format("site '{}': its token variable ${} is not set", site.name, var));
+          fmt::format("site '{}': its token variable ${} is not set", site.name, site.token_env));
     }
     tokens.emplace_back(token);
   }

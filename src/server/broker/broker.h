@@ -74,9 +74,11 @@ struct BrokerOptions {
 class Broker final : public Controller {
  public:
   static const char* DefaultGetenv(const char* name);
-  // Resolves each site's token from its token_env variable (or $BATON_TOKEN) through `getenv`;
-  // kInvalidArgument naming the site and the variable when one is unset, or for an unknown
-  // policy or a non-positive interval. `clock` (not owned) outlives the broker.
+  // Resolves each site's token from its own token_env variable through `getenv` (never the
+  // broker's token: a site may be hostile); kInvalidArgument naming the sites file, the site's
+  // line and the field for a site without token_env, naming the site and the variable when it
+  // is unset, or for an unknown policy or a non-positive interval. `clock` (not owned) outlives the
+  // broker.
   static Result<std::unique_ptr<Broker>> Create(
       federation::Sites sites, BrokerOptions options, const Clock& clock,
       const char* (*getenv)(const char*) = &DefaultGetenv);

@@ -21,6 +21,7 @@ constexpr const char* kSites = R"(sites:
       corpus-zh: {size_gib: 3072}
   hefei:
     url: http://127.0.0.1:2
+    token_env: HF_TOKEN
     regions: [cn]
 wan:
   - {between: [shenzhen, hefei], gbps: 10, latency_ms: 28}
@@ -28,11 +29,14 @@ wan:
 
 const char* AllTokens(const char* name) {
   if (std::strcmp(name, "SZ_TOKEN") == 0) return "sz-token-0123456789";
-  if (std::strcmp(name, "BATON_TOKEN") == 0) return "default-token-0123456789";
+  if (std::strcmp(name, "HF_TOKEN") == 0) return "hf-token-0123456789";
+  if (std::strcmp(name, "BATON_TOKEN") == 0) return "broker-own-token-0123456789";
   return nullptr;
 }
-const char* NoDefault(const char* name) {
-  return std::strcmp(name, "SZ_TOKEN") == 0 ? "sz-token-0123456789" : nullptr;
+const char* OnlyShenzhen(const char* name) {
+  if (std::strcmp(name, "SZ_TOKEN") == 0) return "sz-token-0123456789";
+  if (std::strcmp(name, "BATON_TOKEN") == 0) return "broker-own-token-0123456789";
+  return nullptr;
 }
 
 std::unique_ptr<Broker> MakeBroker(BrokerOptions options = {}) {
@@ -58,10 +62,25 @@ TEST(BrokerTest, ATokenVariableThatIsNotSetNamesTheSite) {
   ASSERT_TRUE(sites.ok());
   SystemClock clock;
   Result<std::unique_ptr<Broker>> b =
-      Broker::Create(std::move(sites).value(), {}, clock, &NoDefault);
+      Broker::Create(std::move(sites).value(), {}, clock, &OnlyShenzhen);
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("site 'hefei'"), std::string::npos) << b.status().message();
-  EXPECT_NE(b.status().message().find("$BATON_TOKEN"), std::string::npos);
+  EXPECT_EQ(b.status().message(), "site 'hefei': its token variable $HF_TOKEN is not set");
+}
+
+// The broker's own token (set here as $BATON_TOKEN) is never sent to a site in place of one of
+// its own: the site is refused at start, naming the file, the line and the field.
+TEST(BrokerTest, ASiteWithoutItsOwnTokenIsRefused) {
+  std::string text = kSites;
+  text.replace(text.find("    token_env: HF_TOKEN\n"), 24, "");
+  Result<federation::Sites> sites = federation::ParseSites(text, "sites.yaml");
+  ASSERT_TRUE(sites.ok()) << sites.status().ToString();
+  SystemClock clock;
+  Result<std::unique_ptr<Broker>> b =
+      Broker::Create(std::move(sites).value(), {}, clock, &AllTokens);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().message(),
+            "sites.yaml:8: field 'sites.hefei.token_env': missing: the broker needs a token of "
+            "its own for each site (it never sends its own)");
 }
 
 TEST(BrokerTest, AnUnknownPolicyIsRefused) {

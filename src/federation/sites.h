@@ -24,6 +24,7 @@
 // result, an unknown or duplicate key, a missing field, a value out of range, a WAN entry
 // from a site to itself, one naming an unknown site, two entries for one pair, a pair of sites
 // with no entry (every site must reach every other directly: staging is priced over one link),
+// a dataset name a job could not give (a letter or digit, then letters, digits, '.', '_' or '-'),
 // and a dataset name stored at two sites with different sizes, an outage with a negative start or
 // no length, and outages of one site that overlap. `cluster` and `scheduler` are kept as written
 // (with their lines, for the simulator's FILE:LINE errors); the broker ignores them and the

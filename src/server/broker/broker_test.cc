@@ -1,9 +1,10 @@
 // The broker's checks that need no site: admission against the sites file and quotas, token
-// resolution, what-if answers that contradict a site's capacity, the API's time format.
-// Routing, dispatch and re-dispatch against real sites are
+// resolution, what-if answers that contradict a site's capacity, the API's time format, the
+// shipped sites file. Routing, dispatch and re-dispatch against real sites are
 // tests/federation/federation_e2e.sh.
 #include "server/broker/broker.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -171,6 +172,54 @@ INSTANTIATE_TEST_SUITE_P(
                       LieCase{100, 0, 64, 8, false, "says 100 GPUs are free of its 0"},
                       LieCase{0, 64, 64, 128, false,
                               "would take a 128-GPU job; it last reported 64 GPUs in all"}));
+
+const char* ShippedTokens(const char* name) {
+  return std::string_view(name).starts_with("BATON_SITE_") ? "site-token-0123456789" : nullptr;
+}
+
+// data/federation/sites.yaml is what an operator starts from: the broker takes it, and a job can
+// name every dataset it stores and be routed (from each site's answer) to some site.
+TEST(BrokerTest, TheShippedSitesFileValidatesAndRoutesItsOwnDatasets) {
+  Result<federation::Sites> sites = federation::LoadSitesFile("data/federation/sites.yaml");
+  ASSERT_TRUE(sites.ok()) << sites.status().ToString();
+  const federation::Sites copy = *sites;
+  SystemClock clock;
+  Result<std::unique_ptr<Broker>> broker =
+      Broker::Create(std::move(sites).value(), {}, clock, &ShippedTokens);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  Result<const federation::RoutingPolicy*> policy =
+      federation::FindRoutingPolicy("predicted-completion");
+  ASSERT_TRUE(policy.ok());
+  std::vector<federation::SiteAnswer> answers(copy.sites().size());
+  for (federation::SiteAnswer& a : answers) {
+    a.reachable = true;
+    a.free_gpus = a.total_gpus = 512;
+  }
+  int datasets = 0;
+  for (const federation::Site& site : copy.sites()) {
+    for (const federation::Dataset& d : site.datasets) {
+      ++datasets;
+      JobSpec spec = Spec(fmt::format(
+          R"({{"name": "ft", "gpus": 8, "estimated_runtime_s": 3600,
+               "federation": {{"datasets": ["{}"]}}}})",
+          d.name));
+      std::string field;
+      Status st = (*broker)->Admit(spec, &field);
+      EXPECT_TRUE(st.ok()) << d.name << ": " << st.ToString();
+      federation::JobNeeds needs;
+      needs.name = "ft";
+      needs.gpus = 8;
+      needs.datasets = {d.name};
+      needs.estimated_runtime = Seconds(3600);
+      Result<federation::RouteDecision> r =
+          federation::Route(needs, copy, answers, TimePoint{Seconds(1e9)}, **policy);
+      ASSERT_TRUE(r.ok()) << d.name << ": " << r.status().ToString();
+      // With every site alike, the data decides: the job runs where its dataset is.
+      EXPECT_EQ(copy.sites()[r->site].name, site.name) << d.name << ": " << r->explanation;
+    }
+  }
+  EXPECT_EQ(datasets, 21);
+}
 
 TEST(BrokerTest, ReadsTheApiTimeFormat) {
   std::optional<TimePoint> t = ParseApiTime("2026-12-01T18:00:00.250Z");

@@ -93,7 +93,8 @@ void RegisterFederateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--quota", o->quotas,
                   "TENANT=GPUS a federation tenant may have in flight ('*': every other tenant)");
   cmd->add_option("--key-prefix", o->key_prefix,
-                  "Idempotency keys are PREFIX-JOB-ATTEMPT: distinct per broker sharing a site")
+                  "Idempotency keys are PREFIX-INSTANCE-JOB-ATTEMPT (INSTANCE: random per "
+                  "broker store): a name for brokers sharing a site")
       ->capture_default_str();
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);

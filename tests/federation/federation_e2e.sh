@@ -198,7 +198,7 @@ check "the routed event explains the choice against the runner-up" 0 $? "$routed
   'by predicted-completion: start .*, staging .* → done .* (earlier|later) than '
 out=$(jq -r '.events[] | select(.kind == "dispatched") | .message' <<<"$events")
 check "the dispatch names its site, site job and idempotency key" 0 $? "$out" \
-  '"key":"baton-fed-[0-9]+-1".*"site_job":[0-9]+'
+  '"key":"baton-fed-[0-9a-f]{16}-[0-9]+-1".*"site_job":[0-9]+'
 out=$(api "$broker/api/v1/sites")
 check "GET /api/v1/sites: every site healthy with its last answer" 0 $? "$out" \
   '"healthy":true.*"last_answer"'
@@ -289,7 +289,7 @@ for id in "${ids[@]}"; do
   succeeded=0 where="" copies=""
   for site in $sites; do
     while read -r key sid state; do
-      [[ $key == baton-fed-$id-* ]] || continue
+      [[ $key =~ ^baton-fed-[0-9a-f]{16}-$id-[0-9]+$ ]] || continue
       copies+="$site/$sid:$state "
       if [[ $state == succeeded ]]; then
         succeeded=$((succeeded + 1))

@@ -8,6 +8,7 @@
 #include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "core/bounded_input.h"
 #include "core/log.h"
@@ -34,6 +35,19 @@ std::optional<json> Record(const JobEvent& e) {
 }
 
 Bytes Gib(double gib) { return Bytes(gib * 1024.0 * 1024.0 * 1024.0); }
+
+// A broker instance id: 16 hex digits, random.
+std::string NewInstanceId() {
+  std::random_device rd;
+  std::uint64_t v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return fmt::format("{:016x}", v);
+}
+
+bool IsInstanceId(std::string_view s) {
+  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
 
 }  // namespace
 
@@ -208,6 +222,10 @@ Status Broker::Recover() {
         if (site < 0) continue;
         std::string key = j->value("key", "");
         if (e.kind == "dispatching") {
+          if (std::string inst = j->value("instance", "");
+              instance_.empty() && IsInstanceId(inst)) {
+            instance_ = inst;
+          }
           job.current = Attempt{j->value("attempt", 0), site, key, j->value("body", ""), 0};
           job.attempts_made = std::max(job.attempts_made, job.current->number);
         } else if (e.kind == "dispatched" && job.current && job.current->key == key) {
@@ -238,6 +256,15 @@ Status Broker::Recover() {
     }
     if (!page.next_after) break;
     filter.after = *page.next_after;
+  }
+  if (instance_.empty()) {
+    // No dispatch recorded in this store: no site holds a key made from it, so any new id is
+    // safe; a random one keeps this store's keys apart from those of every earlier broker (a
+    // broker restarted on a fresh database numbers its jobs from 1 again).
+    instance_ = NewInstanceId();
+    LOG_INFO("federation: broker instance {} (new)", instance_);
+  } else {
+    LOG_INFO("federation: broker instance {} (from the store)", instance_);
   }
   if (!jobs_.empty() || !orphans_.empty()) {
     LOG_INFO("federation: {} jobs in progress and {} copies to cancel at sites after restart",
@@ -655,13 +682,16 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   Attempt a;
   a.number = ++job.attempts_made;
   a.site = chosen;
-  a.key = fmt::format("{}-{}-{}", options_.key_prefix, id, a.number);
+  a.key = fmt::format("{}-{}-{}-{}", options_.key_prefix, instance_, id, a.number);
   a.body = CanonicalJson(dispatched);
   // The intent is durable before anything is sent: after a crash, the same key goes to the same
   // site with the same body.
-  Event(
-      id, "dispatching",
-      Dump({{"site", all[chosen].name}, {"attempt", a.number}, {"key", a.key}, {"body", a.body}}));
+  Event(id, "dispatching",
+        Dump({{"site", all[chosen].name},
+              {"attempt", a.number},
+              {"key", a.key},
+              {"instance", instance_},
+              {"body", a.body}}));
   job.current = std::move(a);
   job.waiting.clear();
   SendDispatch(job);

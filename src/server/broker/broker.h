@@ -8,10 +8,10 @@
 // shown as slow in /api/v1/sites; an answer that contradicts the site's last reported GPU count is
 // ignored and logged), routes with federation::Route under the configured policy, records the
 // explanation in the job's events and dispatches the job to the chosen site with an
-// Idempotency-Key derived from (broker job id, attempt). It follows each dispatched job by
-// polling it at its site and every site's /healthz, and re-dispatches (a new attempt, a new key)
-// when the site refuses or loses the job, or stays unreachable past the site timeout; the old
-// copy is cancelled at its site as soon as that site answers again.
+// Idempotency-Key derived from (broker instance, broker job id, attempt). It follows each
+// dispatched job by polling it at its site and every site's /healthz, and re-dispatches (a new
+// attempt, a new key) when the site refuses or loses the job, or stays unreachable past the site
+// timeout; the old copy is cancelled at its site as soon as that site answers again.
 //
 // What the broker guarantees (ARCHITECTURE.md, federation):
 //  * No duplicate from a retry: every dispatch is first recorded in the store ("dispatching",
@@ -67,7 +67,10 @@ struct BrokerOptions {
   // GPUs a federation tenant may have in flight (dispatched, not finished), by tenant; "*" for
   // every tenant not listed. Absent: unlimited. Jobs past it wait at the broker.
   std::map<std::string, std::int64_t> quota_gpus;
-  // Idempotency keys are "<prefix>-<job>-<attempt>": distinct per broker sharing a site.
+  // Idempotency keys are "<prefix>-<instance>-<job>-<attempt>": the instance id is random when
+  // the broker's store has recorded no dispatch yet and read back from the store after, so a
+  // broker restarted on a fresh database never reuses an earlier broker's key; the prefix keeps
+  // brokers sharing a site apart by name.
   std::string key_prefix = "baton-fed";
 };
 
@@ -164,6 +167,7 @@ class Broker final : public Controller {
   const federation::RoutingPolicy& policy_;
   const Clock& clock_;
   std::vector<SiteState> site_state_;  // loop thread only
+  std::string instance_;               // this store's broker instance id; set by Recover
   JobStore* store_ = nullptr;
   Family<Counter>* dispatches_ = nullptr;
   Family<Gauge>* site_up_ = nullptr;

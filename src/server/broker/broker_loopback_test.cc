@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -247,9 +248,25 @@ class HealthySite {
                           "free_gpus": 0, "total_gpus": 64})",
                       "application/json");
     });
+    // Idempotency keys as `baton serve` keeps them: the same key and body get the job back
+    // (200), the same key with another body is refused (409).
     server_.Post("/api/v1/jobs", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authorized(req, res)) return;
+      std::string key = req.get_header_value("Idempotency-Key");
+      std::lock_guard lock(mu_);
+      if (auto it = keys_.find(key); it != keys_.end()) {
+        if (it->second.second != req.body) {
+          res.status = 409;
+          res.set_content(R"({"error": {"code": "CONFLICT", "message": "key used"}})",
+                          "application/json");
+          return;
+        }
+        res.set_content(json{{"id", it->second.first}, {"state", "queued"}}.dump(),
+                        "application/json");
+        return;
+      }
       int id = ++jobs_;
+      keys_.emplace(key, std::pair{id, req.body});
       res.status = 201;
       res.set_content(json{{"id", id}, {"state", "queued"}}.dump(), "application/json");
     });
@@ -267,8 +284,16 @@ class HealthySite {
   }
   int port() const { return port_; }
   int jobs() const { return jobs_.load(); }
+  std::vector<std::string> keys() const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [key, job] : keys_) out.push_back(key);
+    return out;
+  }
 
  private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::pair<int, std::string>> keys_;  // key -> (job, body)
   httplib::Server server_;
   int port_ = 0;
   std::atomic<int> jobs_{0};
@@ -397,6 +422,75 @@ INSTANTIATE_TEST_SUITE_P(broker, HostileSiteTest,
                          [](const ::testing::TestParamInfo<Mode>& info) {
                            return ModeName(info.param);
                          });
+
+// A broker restarted on a fresh database numbers its jobs from 1 again: its idempotency keys
+// must not name the jobs an earlier broker made at the same site (409 there, and the job would be
+// refused). A broker restarted on its own database keeps its instance id.
+TEST(BrokerRestartTest, AFreshDatabaseNeverCollidesWithAnEarlierBrokersKeys) {
+  HealthySite site;
+  std::string sites_yaml = fmt::format(R"(sites:
+  healthy:
+    url: http://127.0.0.1:{}
+    token_env: HEALTHY_TOKEN
+)",
+                                       site.port());
+  fs::path dir = fs::temp_directory_path() / fmt::format("baton-broker-restart-{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  SystemClock clock;
+  // Runs a broker on `db` until job `name` (its first) is dispatched; returns its key there.
+  auto dispatch_one = [&](const std::string& db, const std::string& name) -> std::string {
+    Result<federation::Sites> sites = federation::ParseSites(sites_yaml, "sites.yaml");
+    EXPECT_TRUE(sites.ok()) << sites.status().ToString();
+    SqliteStoreOptions so;
+    so.path = (dir / db).string();
+    Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(so);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    BrokerOptions o;
+    o.poll_interval = Seconds(0.2);
+    Result<std::unique_ptr<Broker>> broker =
+        Broker::Create(std::move(sites).value(), o, clock, &Tokens);
+    EXPECT_TRUE(broker.ok()) << broker.status().ToString();
+    Registry metrics;
+    EXPECT_TRUE((*broker)->Start(**store, metrics).ok());
+    Result<JobSpec> spec =
+        ParseJobSpec(fmt::format(R"({{"name": "{}", "gpus": 8, "estimated_runtime_s": 60}})", name),
+                     BodyFormat::kJson, nullptr);
+    EXPECT_TRUE(spec.ok());
+    spec->tenant = "team-a";
+    Result<SubmitResult> r = (*store)->Submit({"team-a", name, CanonicalJson(*spec), ""});
+    EXPECT_TRUE(r.ok());
+    (*broker)->OnJobSubmitted(r->job);
+    std::string key;
+    EXPECT_TRUE(testing::WaitFor(
+        [&] {
+          std::optional<PlacementView> p = (*broker)->JobPlacement(r->job.id);
+          return p && p->site_job != 0;
+        },
+        60s))
+        << "job " << name << " on " << db << " was not dispatched";
+    Result<std::vector<JobEvent>> events = (*store)->Events(r->job.id, 100);
+    EXPECT_TRUE(events.ok());
+    for (const JobEvent& e : *events) {
+      if (e.kind == "dispatched") key = json::parse(e.message).value("key", "");
+    }
+    (*broker)->Stop();
+    return key;
+  };
+  std::string first = dispatch_one("first.db", "alpha");
+  std::string fresh = dispatch_one("fresh.db", "beta");   // job 1 again, another body
+  std::string again = dispatch_one("fresh.db", "gamma");  // the same store, restarted
+  EXPECT_EQ(site.jobs(), 3);
+  EXPECT_NE(first, fresh);
+  // baton-fed-<instance>-<job>-<attempt>: a fresh store gets a new instance, a restart keeps it.
+  auto instance = [](const std::string& key) { return key.substr(0, key.find('-', 10)); };
+  EXPECT_TRUE(first.starts_with("baton-fed-") && first.ends_with("-1-1")) << first;
+  EXPECT_TRUE(fresh.ends_with("-1-1")) << fresh;
+  EXPECT_TRUE(again.ends_with("-2-1")) << again;
+  EXPECT_NE(instance(first), instance(fresh));
+  EXPECT_EQ(instance(fresh), instance(again));
+  fs::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace baton::server

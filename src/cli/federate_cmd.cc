@@ -25,6 +25,7 @@ struct FederateOptions {
   double site_timeout_s = 30;
   double poll_interval_s = 2;
   double request_timeout_s = 5;
+  double whatif_timeout_s = 3;
   std::vector<std::string> quotas;
   std::string key_prefix = "baton-fed";
 };
@@ -37,6 +38,7 @@ Status Run(const FederateOptions& o) {
   bo.site_timeout = Seconds(o.site_timeout_s);
   bo.poll_interval = Seconds(o.poll_interval_s);
   bo.request_timeout = Seconds(o.request_timeout_s);
+  bo.whatif_timeout = Seconds(o.whatif_timeout_s);
   bo.key_prefix = o.key_prefix;
   for (const std::string& q : o.quotas) {
     std::size_t eq = q.find('=');
@@ -80,12 +82,19 @@ void RegisterFederateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--poll-interval", o->poll_interval_s,
                   "Seconds between polls of sites and dispatched jobs")
       ->capture_default_str();
-  cmd->add_option("--request-timeout", o->request_timeout_s, "Seconds for each call to a site")
+  cmd->add_option("--request-timeout", o->request_timeout_s,
+                  "Seconds for each whole call to a site on the dispatch path (submit, poll, "
+                  "cancel) and for each health check")
+      ->capture_default_str();
+  cmd->add_option("--whatif-timeout", o->whatif_timeout_s,
+                  "Seconds for a whole what-if round: sites are asked at once, and one that has "
+                  "not answered by then is left out of the round and shown as slow")
       ->capture_default_str();
   cmd->add_option("--quota", o->quotas,
                   "TENANT=GPUS a federation tenant may have in flight ('*': every other tenant)");
   cmd->add_option("--key-prefix", o->key_prefix,
-                  "Idempotency keys are PREFIX-JOB-ATTEMPT: distinct per broker sharing a site")
+                  "Idempotency keys are PREFIX-INSTANCE-JOB-ATTEMPT (INSTANCE: random per "
+                  "broker store): a name for brokers sharing a site")
       ->capture_default_str();
   cmd->callback([o, &exit_code] {
     Status st = Run(*o);

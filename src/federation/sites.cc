@@ -81,6 +81,19 @@ bool Urlish(std::string_view url) {
   return url.starts_with("http://") || url.starts_with("https://");
 }
 
+// A dataset name a job spec can give (federation.datasets, server/http/job_spec.cc): a letter
+// or digit, then letters, digits, '.', '_' or '-', at most 128. A name no job can ask for would
+// leave its dataset unroutable.
+bool JobNameable(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
+  }
+  return true;
+}
+
 // Largest figures accepted: a dataset of 1 EiB, a link of 100 Tb/s, a latency of 10 s.
 constexpr double kMaxDatasetGiB = 1024.0 * 1024 * 1024;
 constexpr double kMaxGbps = 100'000;
@@ -129,6 +142,7 @@ Result<Sites> ParseSites(std::string_view text, std::string_view source) {
   RETURN_IF_ERROR(r.Keys(root, "(top level)", {"sites", "wan"}));
 
   Sites out;
+  out.source_ = std::string(source);
   YAML::Node sites = root["sites"];
   if (!sites.IsDefined()) return r.Error(root, "sites", "missing");
   if (!sites.IsMap() || sites.size() == 0) {
@@ -141,6 +155,7 @@ Result<Sites> ParseSites(std::string_view text, std::string_view source) {
   for (const auto& kv : sites) {
     Site site;
     site.name = kv.first.Scalar();
+    site.line = kv.first.Mark().line + 1;
     std::string where = "sites." + site.name;
     if (site.name.empty()) return r.Error(kv.first, "sites", "a site needs a name");
     const YAML::Node& s = kv.second;
@@ -194,6 +209,12 @@ Result<Sites> ParseSites(std::string_view text, std::string_view source) {
       if (!ds.IsMap()) return r.Error(ds, where + ".datasets", "expected name -> {size_gib: N}");
       for (const auto& d : ds) {
         std::string dwhere = where + ".datasets." + d.first.Scalar();
+        if (!JobNameable(d.first.Scalar())) {
+          return r.Error(d.first, where + ".datasets",
+                         fmt::format("'{}': a dataset name is a letter or digit, then letters, "
+                                     "digits, '.', '_' or '-' (at most 128), as jobs name it",
+                                     d.first.Scalar()));
+        }
         RETURN_IF_ERROR(r.Keys(d.second, dwhere, {"size_gib"}));
         ASSIGN_OR_RETURN(double gib,
                          r.Number(d.second, "size_gib", dwhere, 0, kMaxDatasetGiB, true));

@@ -6,6 +6,7 @@
 //     shenzhen:
 //       url: https://sz.example.org:8443   # a `baton serve` (http or https)
 //       token_env: BATON_SITE_SZ_TOKEN     # the broker's token for it, from the environment
+//                                          # (the broker requires one per site)
 //       regions: [cn, cn-south]            # labels a job may require or exclude
 //       price_per_gpu_hour: 2.10           # any currency, the same for every site
 //       datasets:
@@ -23,6 +24,7 @@
 // result, an unknown or duplicate key, a missing field, a value out of range, a WAN entry
 // from a site to itself, one naming an unknown site, two entries for one pair, a pair of sites
 // with no entry (every site must reach every other directly: staging is priced over one link),
+// a dataset name a job could not give (a letter or digit, then letters, digits, '.', '_' or '-'),
 // and a dataset name stored at two sites with different sizes, an outage with a negative start or
 // no length, and outages of one site that overlap. `cluster` and `scheduler` are kept as written
 // (with their lines, for the simulator's FILE:LINE errors); the broker ignores them and the
@@ -57,7 +59,8 @@ struct Outage {
 struct Site {
   std::string name;
   std::string url;
-  std::string token_env;  // empty: the broker's own $BATON_TOKEN
+  int line = 0;           // where its entry starts in the sites file
+  std::string token_env;  // empty: none (the broker refuses such a site; the simulator needs none)
   std::vector<std::string> regions;
   double price_per_gpu_hour = 0;
   std::vector<Dataset> datasets;  // sorted by name
@@ -84,6 +87,8 @@ Seconds TransferTime(Bytes size, const WanLink& link);
 class Sites {
  public:
   const std::vector<Site>& sites() const { return sites_; }
+  // The file (or text) it was parsed from, as ParseSites was told, for FILE:LINE errors.
+  const std::string& source() const { return source_; }
   // Index of the site called `name`, or -1.
   int Find(std::string_view name) const;
   // The link between two different sites (both directions alike). Same site: infinite
@@ -92,6 +97,7 @@ class Sites {
 
  private:
   friend Result<Sites> ParseSites(std::string_view text, std::string_view source);
+  std::string source_;
   std::vector<Site> sites_;
   std::vector<WanLink> links_;  // n x n, row-major
 };

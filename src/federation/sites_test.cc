@@ -110,6 +110,31 @@ TEST(SitesTest, FieldsAreChecked) {
             std::string::npos);
 }
 
+// A dataset is named the way a job names it in federation.datasets, or no job could ask for it.
+TEST(SitesTest, ADatasetNameNoJobCouldGiveIsRefused) {
+  auto with = [](const std::string& name) {
+    std::string t = kThreeSites;
+    t.replace(t.find("corpus-zh:"), 9, name);
+    return Error(t);
+  };
+  EXPECT_EQ(with("team0.pre_train-v2"), "ok");
+  EXPECT_EQ(with("team0/pretrain"),
+            "sites.yaml:7: field 'sites.shenzhen.datasets': 'team0/pretrain': a dataset name is a "
+            "letter or digit, then letters, digits, '.', '_' or '-' (at most 128), as jobs name "
+            "it");
+  EXPECT_NE(with("-corpus").find("'-corpus': a dataset name"), std::string::npos);
+  EXPECT_NE(with(std::string(129, 'a')).find("(at most 128)"), std::string::npos);
+}
+
+TEST(SitesTest, SitesKnowTheirLinesAndTheFile) {
+  Result<Sites> s = ParseSites(kThreeSites, "sites.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->source(), "sites.yaml");
+  EXPECT_EQ(s->sites()[s->Find("shenzhen")].line, 2);
+  EXPECT_EQ(s->sites()[s->Find("hefei")].line, 8);
+  EXPECT_EQ(s->sites()[s->Find("slurm")].line, 13);
+}
+
 TEST(SitesTest, SimulatorFieldsAreKeptWithTheirLines) {
   std::string text = kThreeSites;
   text.replace(text.find("    price_per_gpu_hour: 1.6\n"), 0,

@@ -33,12 +33,15 @@ trap cleanup EXIT
 
 token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
 user_token="alice-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+site_token="fed-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
 cat >"$work/auth.yaml" <<EOT
 principals:
   - {name: ops, role: admin, token: "$token"}
   - {name: alice, role: tenant, tenant: team-a, token: "$user_token"}
+  - {name: federation, role: admin, token: "$site_token"}
 EOT
-export BATON_TOKEN=$token  # the broker's token at every site
+# The broker's token at every site: each site's own token_env (the broker never sends its own).
+export BATON_SITE_TOKEN=$site_token
 
 read -r p_sz p_hf p_sl p_br < <(python3 -c '
 import socket
@@ -98,12 +101,14 @@ cat >"$work/sites.yaml" <<EOT
 sites:
   shenzhen:
     url: http://127.0.0.1:$p_sz
+    token_env: BATON_SITE_TOKEN
     regions: [cn, cn-south]
     price_per_gpu_hour: 2.1
     datasets:
       corpus-zh: {size_gib: 8}
   hefei:
     url: http://127.0.0.1:$p_hf
+    token_env: BATON_SITE_TOKEN
     regions: [cn]
     price_per_gpu_hour: 1.6
 EOT
@@ -111,6 +116,7 @@ if [[ $sites == *slurm* ]]; then
   cat >>"$work/sites.yaml" <<EOT
   slurm:
     url: http://127.0.0.1:$p_sl
+    token_env: BATON_SITE_TOKEN
     regions: [cn]
     price_per_gpu_hour: 1.2
 wan:
@@ -192,7 +198,7 @@ check "the routed event explains the choice against the runner-up" 0 $? "$routed
   'by predicted-completion: start .*, staging .* → done .* (earlier|later) than '
 out=$(jq -r '.events[] | select(.kind == "dispatched") | .message' <<<"$events")
 check "the dispatch names its site, site job and idempotency key" 0 $? "$out" \
-  '"key":"baton-fed-[0-9]+-1".*"site_job":[0-9]+'
+  '"key":"baton-fed-[0-9a-f]{16}-[0-9]+-1".*"site_job":[0-9]+'
 out=$(api "$broker/api/v1/sites")
 check "GET /api/v1/sites: every site healthy with its last answer" 0 $? "$out" \
   '"healthy":true.*"last_answer"'
@@ -283,7 +289,7 @@ for id in "${ids[@]}"; do
   succeeded=0 where="" copies=""
   for site in $sites; do
     while read -r key sid state; do
-      [[ $key == baton-fed-$id-* ]] || continue
+      [[ $key =~ ^baton-fed-[0-9a-f]{16}-$id-[0-9]+$ ]] || continue
       copies+="$site/$sid:$state "
       if [[ $state == succeeded ]]; then
         succeeded=$((succeeded + 1))

@@ -35,16 +35,19 @@ expect_error() {  # FILE_CONTENT_EDIT EXPECTED
   echo "refused: $(cat "$tmp/err")"
 }
 sed 's/scheduler: daemon/scheduler: fastest/' "$root/data/federation/sites.yaml" >"$tmp/sites.yaml"
-expect_error "$tmp/sites.yaml:20: field 'sites.shenzhen.scheduler': unknown"
+expect_error "$tmp/sites.yaml:21: field 'sites.shenzhen.scheduler': unknown"
 sed 's|cluster: clusters/hefei.yaml|cluster: clusters/nowhere.yaml|' \
   "$root/data/federation/sites.yaml" >"$tmp/sites.yaml"
-expect_error "$tmp/sites.yaml:38: field 'sites.hefei.cluster': "
+expect_error "$tmp/sites.yaml:40: field 'sites.hefei.cluster': "
 sed 's/between: \[hefei, ulanqab\]/between: [hefei, wuhan]/' \
   "$root/data/federation/sites.yaml" >"$tmp/sites.yaml"
-expect_error "$tmp/sites.yaml:62: field 'wan[2].between': unknown site 'wuhan'"
+expect_error "$tmp/sites.yaml:65: field 'wan[2].between': unknown site 'wuhan'"
 sed '/between: \[shenzhen, ulanqab\]/d' "$root/data/federation/sites.yaml" >"$tmp/sites.yaml"
 expect_error "field 'wan': no entry between 'shenzhen' and 'ulanqab'"
 sed 's/start_h: 24, hours: 6/start_h: 24, hours: -6/' \
   "$root/data/federation/sites.yaml" >"$tmp/sites.yaml"
-expect_error "$tmp/sites.yaml:41: field 'sites.hefei.outages[0].hours': must be in"
+expect_error "$tmp/sites.yaml:43: field 'sites.hefei.outages[0].hours': must be in"
+# A dataset no job could name (federation.datasets takes job-style names) is refused at load.
+sed 's|team0.pretrain:|team0/pretrain:|' "$root/data/federation/sites.yaml" >"$tmp/sites.yaml"
+expect_error "$tmp/sites.yaml:23: field 'sites.shenzhen.datasets': 'team0/pretrain': a dataset name"
 echo "OK"

@@ -8,6 +8,7 @@
 #include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "core/bounded_input.h"
 #include "core/log.h"
@@ -35,6 +36,19 @@ std::optional<json> Record(const JobEvent& e) {
 
 Bytes Gib(double gib) { return Bytes(gib * 1024.0 * 1024.0 * 1024.0); }
 
+// A broker instance id: 16 hex digits, random.
+std::string NewInstanceId() {
+  std::random_device rd;
+  std::uint64_t v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return fmt::format("{:016x}", v);
+}
+
+bool IsInstanceId(std::string_view s) {
+  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 }  // namespace
 
 const char* Broker::DefaultGetenv(const char* name) { return std::getenv(name); }
@@ -45,8 +59,9 @@ Result<std::unique_ptr<Broker>> Broker::Create(federation::Sites sites, BrokerOp
   ASSIGN_OR_RETURN(const federation::RoutingPolicy* policy,
                    federation::FindRoutingPolicy(options.policy));
   if (!(options.site_timeout.value() > 0) || !(options.poll_interval.value() > 0) ||
-      !(options.request_timeout.value() > 0)) {
-    return InvalidArgumentError("the site timeout, poll interval and request timeout must be > 0");
+      !(options.request_timeout.value() > 0) || !(options.whatif_timeout.value() > 0)) {
+    return InvalidArgumentError(
+        "the site timeout, poll interval, request timeout and what-if timeout must be > 0");
   }
   for (const auto& [tenant, gpus] : options.quota_gpus) {
     if (gpus < 0) {
@@ -55,11 +70,18 @@ Result<std::unique_ptr<Broker>> Broker::Create(federation::Sites sites, BrokerOp
   }
   std::vector<std::string> tokens;
   for (const federation::Site& site : sites.sites()) {
-    std::string var = site.token_env.empty() ? "BATON_TOKEN" : site.token_env;
-    const char* token = getenv(var.c_str());
+    // No fallback to the broker's own token: a site would then hold a credential of the
+    // broker (in the README, an admin's), usable at the broker and at every other site.
+    if (site.token_env.empty()) {
+      return InvalidArgumentError(fmt::format(
+          "{}:{}: field 'sites.{}.token_env': missing: the broker needs a token of its own for "
+          "each site (it never sends its own)",
+          sites.source(), site.line, site.name));
+    }
+    const char* token = getenv(site.token_env.c_str());
     if (token == nullptr || *token == '\0') {
       return InvalidArgumentError(
-          fmt::format("site '{}': its token variable ${} is not set", site.name, var));
+          fmt::format("site '{}': its token variable ${} is not set", site.name, site.token_env));
     }
     tokens.emplace_back(token);
   }
@@ -200,6 +222,10 @@ Status Broker::Recover() {
         if (site < 0) continue;
         std::string key = j->value("key", "");
         if (e.kind == "dispatching") {
+          if (std::string inst = j->value("instance", "");
+              instance_.empty() && IsInstanceId(inst)) {
+            instance_ = inst;
+          }
           job.current = Attempt{j->value("attempt", 0), site, key, j->value("body", ""), 0};
           job.attempts_made = std::max(job.attempts_made, job.current->number);
         } else if (e.kind == "dispatched" && job.current && job.current->key == key) {
@@ -230,6 +256,15 @@ Status Broker::Recover() {
     }
     if (!page.next_after) break;
     filter.after = *page.next_after;
+  }
+  if (instance_.empty()) {
+    // No dispatch recorded in this store: no site holds a key made from it, so any new id is
+    // safe; a random one keeps this store's keys apart from those of every earlier broker (a
+    // broker restarted on a fresh database numbers its jobs from 1 again).
+    instance_ = NewInstanceId();
+    LOG_INFO("federation: broker instance {} (new)", instance_);
+  } else {
+    LOG_INFO("federation: broker instance {} (from the store)", instance_);
   }
   if (!jobs_.empty() || !orphans_.empty()) {
     LOG_INFO("federation: {} jobs in progress and {} copies to cancel at sites after restart",
@@ -271,13 +306,21 @@ void Broker::Drain() {
 
 void Broker::CheckHealth() {
   const TimePoint now = clock_.Now();
-  std::vector<std::future<Status>> answers;
+  // With its health, each site's GPU count: what its what-if answers are checked against.
+  std::vector<std::future<std::pair<Status, Result<std::int64_t>>>> answers;
   for (SiteState& s : site_state_) {
-    answers.push_back(std::async(std::launch::async, [&s] { return s.client->Health(); }));
+    s.skip_pass = false;
+    answers.push_back(std::async(std::launch::async, [&s] {
+      Status health = s.client->Health();
+      Result<std::int64_t> gpus = UnavailableError("unhealthy");
+      if (health.ok()) gpus = s.client->Gpus();
+      return std::pair{std::move(health), std::move(gpus)};
+    }));
   }
   for (std::size_t i = 0; i < site_state_.size(); ++i) {
     SiteState& s = site_state_[i];
-    Status st = answers[i].get();
+    auto [st, gpus] = answers[i].get();
+    if (gpus.ok()) s.capacity = *gpus;
     if (st.ok()) {
       if (s.failing) LOG_INFO("site {} answers again", sites_.sites()[i].name);
       s.last_ok = now;
@@ -290,6 +333,7 @@ void Broker::CheckHealth() {
         LOG_WARN("site {}: {}", sites_.sites()[i].name, st.message());
       }
       s.last_error = std::string(st.message());
+      s.skip_pass = true;
     }
     site_up_->WithLabels({sites_.sites()[i].name}).Set(SiteDown(static_cast<int>(i)) ? 0 : 1);
   }
@@ -310,7 +354,7 @@ void Broker::CancelOrphans() {
   for (auto it = orphans_.begin(); it != orphans_.end();) {
     Orphan& o = *it;
     SiteState& s = site_state_[o.site];
-    if (s.failing) {
+    if (s.failing || s.skip_pass) {
       ++it;
       continue;
     }
@@ -321,6 +365,7 @@ void Broker::CancelOrphans() {
       Result<SiteJob> found = s.client->Submit(o.body, o.key);
       if (!found.ok()) {
         if (found.status().code() == StatusCode::kUnavailable) {
+          s.skip_pass = true;
           ++it;
           continue;
         }
@@ -333,6 +378,7 @@ void Broker::CancelOrphans() {
     }
     Status st = s.client->Cancel(o.site_job);
     if (!st.ok()) {
+      s.skip_pass = true;
       ++it;
       continue;
     }
@@ -425,7 +471,10 @@ void Broker::Step(FedJob& job) {
       }
       return;
     }
-    if (Status st = s.client->Cancel(a.site_job); st.ok()) {
+    if (s.skip_pass) return;  // asked again next pass
+    if (Status st = s.client->Cancel(a.site_job); !st.ok()) {
+      s.skip_pass = true;
+    } else {
       if (job.record.state == JobState::kCancelling) {
         Finish(job, JobState::kCancelled,
                fmt::format("cancelled at {} (job {})", site, a.site_job));
@@ -444,10 +493,12 @@ void Broker::Step(FedJob& job) {
                           a.number, options_.site_timeout.value()));
       return;
     }
-    SendDispatch(job);
+    if (!s.skip_pass) SendDispatch(job);
     return;
   }
-  Result<SiteJob> got = s.client->Get(a.site_job);
+  Result<SiteJob> got = s.skip_pass ? Result<SiteJob>(UnavailableError("skipped in this pass"))
+                                    : s.client->Get(a.site_job);
+  if (!got.ok() && got.status().code() == StatusCode::kUnavailable) s.skip_pass = true;
   if (!got.ok()) {
     if (got.status().code() == StatusCode::kNotFound) {
       job.refused.insert(a.site);
@@ -525,15 +576,20 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   needs.estimated_runtime = Seconds(job.spec.estimated_runtime_s);
   if (f.deadline_unix_s) needs.deadline = TimePoint{Seconds(*f.deadline_unix_s)};
 
-  // Ask every site that could take it, in parallel.
+  // Ask every site that could take it, in parallel, with one deadline for the whole round: each
+  // exchange is cut off there, so the round is over by then whatever a site does.
   const std::string spec = SiteSpec(job.spec);
   const auto& all = sites_.sites();
   std::vector<federation::SiteAnswer> answers(all.size());
-  std::vector<std::string> errors(all.size());
+  std::vector<WhatIfResult> results(all.size());
   std::vector<std::future<void>> asks;
+  const Deadline deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(std::llround(options_.whatif_timeout.value() * 1e6));
   for (std::size_t i = 0; i < all.size(); ++i) {
     const int site = static_cast<int>(i);
-    if (site_state_[i].failing) continue;  // not reachable: not asked
+    // Not reachable, or already slow in this pass: not asked.
+    if (site_state_[i].failing || site_state_[i].skip_pass) continue;
     if (job.refused.contains(site)) {
       answers[i].reachable = true;
       answers[i].refusal = "refused or lost this job before";
@@ -544,13 +600,37 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
     for (const auto& r : f.require_regions) excluded = excluded || !all[i].InRegion(r);
     if (excluded) continue;  // Predict says why
     asks.push_back(std::async(std::launch::async, [&, i] {
-      answers[i] = site_state_[i].client->WhatIf(spec, &errors[i]);
+      results[i] = site_state_[i].client->WhatIf(spec, deadline);
     }));
   }
   for (auto& a : asks) a.get();
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (!answers[i].reachable) continue;
     SiteState& s = site_state_[i];
+    WhatIfResult& r = results[i];
+    std::string left_out;
+    if (r.failure == CallFailure::kDeadline) {
+      left_out = fmt::format(
+          "slow: no full what-if answer for job {} within the round's {:.1f} s deadline; left out "
+          "of the round",
+          id, options_.whatif_timeout.value());
+    } else if (r.failure != CallFailure::kNone) {
+      left_out = fmt::format("left out of the what-if round for job {}: {}", id, r.error);
+    } else if (std::string lie = ContradictsCapacity(r.answer, s.capacity, job.spec.gpus);
+               !lie.empty()) {
+      left_out = fmt::format("what-if answer for job {} ignored: it {}", id, lie);
+    } else if (!r.answer.reachable) {
+      continue;  // not asked
+    }
+    if (!left_out.empty()) {
+      if (left_out != s.left_out) LOG_WARN("site {}: {}", all[i].name, left_out);
+      s.left_out = std::move(left_out);
+      // Slow, oversized or unreadable: not asked again this pass. A contradiction is cheap to
+      // receive; the site is asked again for the next job.
+      if (r.failure != CallFailure::kNone) s.skip_pass = true;
+      continue;
+    }
+    s.left_out.clear();
+    answers[i] = std::move(r.answer);
     s.last_answer_at = now;
     s.last_answer =
         !answers[i].refusal.empty()
@@ -602,13 +682,16 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   Attempt a;
   a.number = ++job.attempts_made;
   a.site = chosen;
-  a.key = fmt::format("{}-{}-{}", options_.key_prefix, id, a.number);
+  a.key = fmt::format("{}-{}-{}-{}", options_.key_prefix, instance_, id, a.number);
   a.body = CanonicalJson(dispatched);
   // The intent is durable before anything is sent: after a crash, the same key goes to the same
   // site with the same body.
-  Event(
-      id, "dispatching",
-      Dump({{"site", all[chosen].name}, {"attempt", a.number}, {"key", a.key}, {"body", a.body}}));
+  Event(id, "dispatching",
+        Dump({{"site", all[chosen].name},
+              {"attempt", a.number},
+              {"key", a.key},
+              {"instance", instance_},
+              {"body", a.body}}));
   job.current = std::move(a);
   job.waiting.clear();
   SendDispatch(job);
@@ -621,6 +704,7 @@ void Broker::SendDispatch(FedJob& job) {
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kUnavailable) {
       dispatches_->WithLabels({site, "unavailable"}).Increment();
+      site_state_[a.site].skip_pass = true;
       return;  // resent next time, same key
     }
     dispatches_->WithLabels({site, "refused"}).Increment();
@@ -673,7 +757,10 @@ void Broker::Publish() {
     v.regions = site.regions;
     v.healthy = !s.failing;
     v.last_ok = s.last_ok;
-    v.last_error = s.last_error;
+    // Left out of its last what-if round: shown as the site's error (slow, and why) until it
+    // answers a round in full and in time.
+    v.last_error = s.last_error.empty() || s.left_out.empty() ? s.last_error + s.left_out
+                                                              : s.last_error + "; " + s.left_out;
     v.jobs_in_flight = in_flight[i];
     v.last_answer_at = s.last_answer_at;
     v.last_answer = s.last_answer;

@@ -3,13 +3,15 @@
 // tokens, connection guards, bounded bodies, the job store), so the broker's API, client and
 // store are serve's; a job spec carries its federation fields (http/job_spec.h FederationFields).
 //
-// For each job the broker asks every eligible site's POST /api/v1/whatif (in parallel, bounded by
-// the request timeout), routes with federation::Route under the configured policy, records the
+// For each job the broker asks every eligible site's POST /api/v1/whatif (in parallel, with one
+// deadline for the whole round: a site that has not answered by then is left out of the round and
+// shown as slow in /api/v1/sites; an answer that contradicts the site's last reported GPU count is
+// ignored and logged), routes with federation::Route under the configured policy, records the
 // explanation in the job's events and dispatches the job to the chosen site with an
-// Idempotency-Key derived from (broker job id, attempt). It follows each dispatched job by
-// polling it at its site and every site's /healthz, and re-dispatches (a new attempt, a new key)
-// when the site refuses or loses the job, or stays unreachable past the site timeout; the old
-// copy is cancelled at its site as soon as that site answers again.
+// Idempotency-Key derived from (broker instance, broker job id, attempt). It follows each
+// dispatched job by polling it at its site and every site's /healthz, and re-dispatches (a new
+// attempt, a new key) when the site refuses or loses the job, or stays unreachable past the site
+// timeout; the old copy is cancelled at its site as soon as that site answers again.
 //
 // What the broker guarantees (ARCHITECTURE.md, federation):
 //  * No duplicate from a retry: every dispatch is first recorded in the store ("dispatching",
@@ -55,21 +57,31 @@ struct BrokerOptions {
   std::string policy = "predicted-completion";  // federation::RoutingPolicies() by name
   // A site that has not answered for this long is down: its jobs are re-dispatched elsewhere.
   Seconds site_timeout{30};
-  Seconds poll_interval{2};    // how often sites and dispatched jobs are polled
-  Seconds request_timeout{5};  // each call to a site
+  Seconds poll_interval{2};  // how often sites and dispatched jobs are polled
+  // The deadline of each call to a site on the dispatch path (submit, poll, cancel) and of each
+  // health check: the whole exchange, not each read.
+  Seconds request_timeout{5};
+  // The deadline of a what-if round: every eligible site is asked at once, and a site that has
+  // not answered in full by then is left out of the round (and of the rest of that pass).
+  Seconds whatif_timeout{3};
   // GPUs a federation tenant may have in flight (dispatched, not finished), by tenant; "*" for
   // every tenant not listed. Absent: unlimited. Jobs past it wait at the broker.
   std::map<std::string, std::int64_t> quota_gpus;
-  // Idempotency keys are "<prefix>-<job>-<attempt>": distinct per broker sharing a site.
+  // Idempotency keys are "<prefix>-<instance>-<job>-<attempt>": the instance id is random when
+  // the broker's store has recorded no dispatch yet and read back from the store after, so a
+  // broker restarted on a fresh database never reuses an earlier broker's key; the prefix keeps
+  // brokers sharing a site apart by name.
   std::string key_prefix = "baton-fed";
 };
 
 class Broker final : public Controller {
  public:
   static const char* DefaultGetenv(const char* name);
-  // Resolves each site's token from its token_env variable (or $BATON_TOKEN) through `getenv`;
-  // kInvalidArgument naming the site and the variable when one is unset, or for an unknown
-  // policy or a non-positive interval. `clock` (not owned) outlives the broker.
+  // Resolves each site's token from its own token_env variable through `getenv` (never the
+  // broker's token: a site may be hostile); kInvalidArgument naming the sites file, the site's
+  // line and the field for a site without token_env, naming the site and the variable when it
+  // is unset, or for an unknown policy or a non-positive interval. `clock` (not owned) outlives the
+  // broker.
   static Result<std::unique_ptr<Broker>> Create(
       federation::Sites sites, BrokerOptions options, const Clock& clock,
       const char* (*getenv)(const char*) = &DefaultGetenv);
@@ -120,6 +132,14 @@ class Broker final : public Controller {
     std::string last_error;
     std::optional<TimePoint> last_answer_at;
     std::string last_answer;
+    std::int64_t capacity = 0;  // GPUs, from its last topology answer; 0: not known
+    // Why it was left out of its last what-if round (slow, too large, garbage, a contradiction);
+    // empty when it answered that round. Shown with last_error in /api/v1/sites.
+    std::string left_out;
+    // A call to it missed its deadline or got no answer in this pass of the loop: it is not
+    // asked again until the next pass, so one slow site costs a pass one deadline, not one per
+    // job.
+    bool skip_pass = false;
   };
 
   Broker(federation::Sites sites, BrokerOptions options, const federation::RoutingPolicy& policy,
@@ -147,6 +167,7 @@ class Broker final : public Controller {
   const federation::RoutingPolicy& policy_;
   const Clock& clock_;
   std::vector<SiteState> site_state_;  // loop thread only
+  std::string instance_;               // this store's broker instance id; set by Recover
   JobStore* store_ = nullptr;
   Family<Counter>* dispatches_ = nullptr;
   Family<Gauge>* site_up_ = nullptr;

@@ -1,8 +1,10 @@
 // The broker's checks that need no site: admission against the sites file and quotas, token
-// resolution, the API's time format. Routing, dispatch and re-dispatch against real sites are
+// resolution, what-if answers that contradict a site's capacity, the API's time format, the
+// shipped sites file. Routing, dispatch and re-dispatch against real sites are
 // tests/federation/federation_e2e.sh.
 #include "server/broker/broker.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,6 +22,7 @@ constexpr const char* kSites = R"(sites:
       corpus-zh: {size_gib: 3072}
   hefei:
     url: http://127.0.0.1:2
+    token_env: HF_TOKEN
     regions: [cn]
 wan:
   - {between: [shenzhen, hefei], gbps: 10, latency_ms: 28}
@@ -27,11 +30,14 @@ wan:
 
 const char* AllTokens(const char* name) {
   if (std::strcmp(name, "SZ_TOKEN") == 0) return "sz-token-0123456789";
-  if (std::strcmp(name, "BATON_TOKEN") == 0) return "default-token-0123456789";
+  if (std::strcmp(name, "HF_TOKEN") == 0) return "hf-token-0123456789";
+  if (std::strcmp(name, "BATON_TOKEN") == 0) return "broker-own-token-0123456789";
   return nullptr;
 }
-const char* NoDefault(const char* name) {
-  return std::strcmp(name, "SZ_TOKEN") == 0 ? "sz-token-0123456789" : nullptr;
+const char* OnlyShenzhen(const char* name) {
+  if (std::strcmp(name, "SZ_TOKEN") == 0) return "sz-token-0123456789";
+  if (std::strcmp(name, "BATON_TOKEN") == 0) return "broker-own-token-0123456789";
+  return nullptr;
 }
 
 std::unique_ptr<Broker> MakeBroker(BrokerOptions options = {}) {
@@ -57,10 +63,25 @@ TEST(BrokerTest, ATokenVariableThatIsNotSetNamesTheSite) {
   ASSERT_TRUE(sites.ok());
   SystemClock clock;
   Result<std::unique_ptr<Broker>> b =
-      Broker::Create(std::move(sites).value(), {}, clock, &NoDefault);
+      Broker::Create(std::move(sites).value(), {}, clock, &OnlyShenzhen);
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("site 'hefei'"), std::string::npos) << b.status().message();
-  EXPECT_NE(b.status().message().find("$BATON_TOKEN"), std::string::npos);
+  EXPECT_EQ(b.status().message(), "site 'hefei': its token variable $HF_TOKEN is not set");
+}
+
+// The broker's own token (set here as $BATON_TOKEN) is never sent to a site in place of one of
+// its own: the site is refused at start, naming the file, the line and the field.
+TEST(BrokerTest, ASiteWithoutItsOwnTokenIsRefused) {
+  std::string text = kSites;
+  text.replace(text.find("    token_env: HF_TOKEN\n"), 24, "");
+  Result<federation::Sites> sites = federation::ParseSites(text, "sites.yaml");
+  ASSERT_TRUE(sites.ok()) << sites.status().ToString();
+  SystemClock clock;
+  Result<std::unique_ptr<Broker>> b =
+      Broker::Create(std::move(sites).value(), {}, clock, &AllTokens);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().message(),
+            "sites.yaml:8: field 'sites.hefei.token_env': missing: the broker needs a token of "
+            "its own for each site (it never sends its own)");
 }
 
 TEST(BrokerTest, AnUnknownPolicyIsRefused) {
@@ -117,6 +138,88 @@ INSTANTIATE_TEST_SUITE_P(
                   "stage", "the broker fills it"},
         AdmitCase{R"({"name": "a", "gpus": 128})", "gpus",
                   "in flight across the federation (64)"}));
+
+struct LieCase {
+  int free_gpus;
+  int total_gpus;
+  std::int64_t capacity;  // what the site last reported; 0: not known
+  std::int64_t job_gpus;
+  bool refused;
+  const char* contradiction;  // "": none
+};
+
+class BrokerJudgesWhatIf : public ::testing::TestWithParam<LieCase> {};
+
+TEST_P(BrokerJudgesWhatIf, AgainstTheSitesLastReportedCapacity) {
+  const LieCase& c = GetParam();
+  federation::SiteAnswer a;
+  a.reachable = true;
+  a.free_gpus = c.free_gpus;
+  a.total_gpus = c.total_gpus;
+  if (c.refused) a.refusal = "400 never fits";
+  EXPECT_EQ(ContradictsCapacity(a, c.capacity, c.job_gpus), c.contradiction);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BrokerJudgesWhatIf,
+    ::testing::Values(LieCase{16, 64, 64, 8, false, ""},  // honest
+                      LieCase{0, 0, 64, 8, false, ""},    // counts not given
+                      LieCase{16, 64, 0, 8, false, ""},   // capacity not known yet
+                      LieCase{0, 64, 64, 128, true, ""},  // too large, and says so
+                      LieCase{65, 64, 0, 8, false, "says 65 GPUs are free of its 64"},
+                      LieCase{4096, 4096, 64, 8, false,
+                              "says it has 4096 GPUs; it last reported 64"},
+                      LieCase{100, 0, 64, 8, false, "says 100 GPUs are free of its 0"},
+                      LieCase{0, 64, 64, 128, false,
+                              "would take a 128-GPU job; it last reported 64 GPUs in all"}));
+
+const char* ShippedTokens(const char* name) {
+  return std::string_view(name).starts_with("BATON_SITE_") ? "site-token-0123456789" : nullptr;
+}
+
+// data/federation/sites.yaml is what an operator starts from: the broker takes it, and a job can
+// name every dataset it stores and be routed (from each site's answer) to some site.
+TEST(BrokerTest, TheShippedSitesFileValidatesAndRoutesItsOwnDatasets) {
+  Result<federation::Sites> sites = federation::LoadSitesFile("data/federation/sites.yaml");
+  ASSERT_TRUE(sites.ok()) << sites.status().ToString();
+  const federation::Sites copy = *sites;
+  SystemClock clock;
+  Result<std::unique_ptr<Broker>> broker =
+      Broker::Create(std::move(sites).value(), {}, clock, &ShippedTokens);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  Result<const federation::RoutingPolicy*> policy =
+      federation::FindRoutingPolicy("predicted-completion");
+  ASSERT_TRUE(policy.ok());
+  std::vector<federation::SiteAnswer> answers(copy.sites().size());
+  for (federation::SiteAnswer& a : answers) {
+    a.reachable = true;
+    a.free_gpus = a.total_gpus = 512;
+  }
+  int datasets = 0;
+  for (const federation::Site& site : copy.sites()) {
+    for (const federation::Dataset& d : site.datasets) {
+      ++datasets;
+      JobSpec spec = Spec(fmt::format(
+          R"({{"name": "ft", "gpus": 8, "estimated_runtime_s": 3600,
+               "federation": {{"datasets": ["{}"]}}}})",
+          d.name));
+      std::string field;
+      Status st = (*broker)->Admit(spec, &field);
+      EXPECT_TRUE(st.ok()) << d.name << ": " << st.ToString();
+      federation::JobNeeds needs;
+      needs.name = "ft";
+      needs.gpus = 8;
+      needs.datasets = {d.name};
+      needs.estimated_runtime = Seconds(3600);
+      Result<federation::RouteDecision> r =
+          federation::Route(needs, copy, answers, TimePoint{Seconds(1e9)}, **policy);
+      ASSERT_TRUE(r.ok()) << d.name << ": " << r.status().ToString();
+      // With every site alike, the data decides: the job runs where its dataset is.
+      EXPECT_EQ(copy.sites()[r->site].name, site.name) << d.name << ": " << r->explanation;
+    }
+  }
+  EXPECT_EQ(datasets, 21);
+}
 
 TEST(BrokerTest, ReadsTheApiTimeFormat) {
   std::optional<TimePoint> t = ParseApiTime("2026-12-01T18:00:00.250Z");

@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/bounded_input.h"
 #include "core/strings.h"
@@ -14,48 +18,145 @@ namespace baton::server {
 namespace {
 
 using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
 
-// A site's answers are small; a larger one is refused unread past this (bounded parse).
-constexpr std::size_t kMaxAnswerBytes = std::size_t{1} << 20;
+Deadline After(Seconds s) {
+  return SteadyClock::now() + std::chrono::microseconds(std::llround(s.value() * 1e6));
+}
 
-std::unique_ptr<httplib::Client> Connect(const std::string& url, Seconds timeout) {
-  auto client = std::make_unique<httplib::Client>(url);
-  auto secs = static_cast<time_t>(std::floor(timeout.value()));
-  auto usecs = static_cast<time_t>((timeout.value() - static_cast<double>(secs)) * 1e6);
-  client->set_connection_timeout(secs, usecs);
-  client->set_read_timeout(secs, usecs);
-  client->set_write_timeout(secs, usecs);
-  client->set_keep_alive(false);
-  return client;
+// One finished exchange: the site's status and body, or why there is none.
+struct Answer {
+  int status = 0;
+  std::string body;
+  CallFailure failure = CallFailure::kNone;
+  std::string error;
+};
+
+// Sends `req` to `url` and reads the answer into at most `max_bytes`, all over by `deadline`.
+// httplib bounds each read, not the exchange: a site that drips a header line a second never
+// trips its read timeout. So the request runs on its own thread while this one waits for the
+// deadline; past it, the client's socket is shut down (ClientImpl::stop, the one call httplib
+// makes safe from another thread) until the request returns. Shutting down before the request
+// has its socket does nothing, hence the repeat.
+Answer Exchange(const std::string& url, httplib::Request req, Deadline deadline,
+                std::size_t max_bytes) {
+  Answer out;
+  const auto left = deadline - SteadyClock::now();
+  if (left <= SteadyClock::duration::zero()) {
+    out.failure = CallFailure::kDeadline;
+    out.error = "no time left before the deadline";
+    return out;
+  }
+  httplib::Client client(url);
+  const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(left).count() + 1;
+  const auto secs = static_cast<time_t>(usecs / 1'000'000);
+  const auto rest = static_cast<time_t>(usecs % 1'000'000);
+  client.set_connection_timeout(secs, rest);
+  client.set_read_timeout(secs, rest);
+  client.set_write_timeout(secs, rest);
+  client.set_keep_alive(false);
+
+  bool too_large = false;  // written by the request's thread, read after the join
+  std::string body;
+  req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+    if (n > max_bytes - body.size()) {
+      too_large = true;
+      return false;  // stop reading: the rest is never taken off the socket
+    }
+    body.append(data, n);
+    return true;
+  };
+
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  bool sent = false;
+  std::thread request([&] {
+    bool ok = client.send(req, res, error);
+    std::lock_guard lock(mu);
+    sent = ok;
+    done = true;
+    done_cv.notify_one();
+  });
+  bool late = false;
+  {
+    std::unique_lock lock(mu);
+    if (!done_cv.wait_until(lock, deadline, [&] { return done; })) {
+      late = true;
+      while (!done) {
+        lock.unlock();
+        client.stop();
+        lock.lock();
+        done_cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; });
+      }
+    }
+  }
+  request.join();
+
+  if (too_large) {
+    out.failure = CallFailure::kTooLarge;
+    out.error =
+        fmt::format("the answer passed the {} KiB limit (reading stopped there)", max_bytes / 1024);
+  } else if (late) {
+    out.failure = CallFailure::kDeadline;
+    out.error = "not answered by the deadline";
+  } else if (!sent) {
+    out.failure = CallFailure::kUnreachable;
+    out.error = httplib::to_string(error);
+  } else {
+    out.status = res.status;
+    out.body = std::move(body);
+  }
+  return out;
+}
+
+httplib::Request MakeRequest(std::string method, std::string path, const std::string& token) {
+  httplib::Request req;
+  req.method = std::move(method);
+  req.path = std::move(path);
+  if (!token.empty()) req.set_header("Authorization", "Bearer " + token);
+  return req;
+}
+
+void SetJsonBody(httplib::Request& req, std::string_view body) {
+  req.set_header("Content-Type", "application/json");
+  req.body = std::string(body);
 }
 
 Result<json> ParseAnswer(const std::string& body) {
   JsonLimits limits;
-  limits.max_bytes = kMaxAnswerBytes;
+  limits.max_bytes = SiteClient::kMaxAnswerBytes;
   return ParseJsonBounded(body, limits);
 }
 
 // The message of an API error body, or the status line when it has none.
-std::string ErrorMessage(const httplib::Result& res) {
-  Result<json> body = ParseAnswer(res->body);
+std::string ErrorMessage(const Answer& res) {
+  Result<json> body = ParseAnswer(res.body);
   if (body.ok() && body->is_object() && body->contains("error") && (*body)["error"].is_object()) {
     const json& e = (*body)["error"];
     if (e.contains("message") && e["message"].is_string()) {
-      return fmt::format("{} {}", res->status, Printable(e["message"].get<std::string>(), 300));
+      return fmt::format("{} {}", res.status, Printable(e["message"].get<std::string>(), 300));
     }
   }
-  return fmt::format("HTTP {}", res->status);
+  return fmt::format("HTTP {}", res.status);
 }
 
-Result<SiteJob> ReadJob(const httplib::Result& res) {
-  Result<json> body = ParseAnswer(res->body);
+// kUnavailable for an exchange that got no answer, naming the call.
+Status Unanswered(std::string_view call, const Answer& res) {
+  return UnavailableError(fmt::format("{}: {}", call, res.error));
+}
+
+Result<SiteJob> ReadJob(const Answer& res) {
+  Result<json> body = ParseAnswer(res.body);
   if (!body.ok() || !body->is_object() || !(*body)["id"].is_number_integer() ||
       !(*body)["state"].is_string()) {
     return UnavailableError("the site's job answer is not a job");
   }
   SiteJob job;
   job.id = (*body)["id"].get<std::int64_t>();
-  job.state = (*body)["state"].get<std::string>();
+  job.state = Printable((*body)["state"].get<std::string>(), 32);
   return job;
 }
 
@@ -96,34 +197,43 @@ std::optional<TimePoint> ParseApiTime(std::string_view text) {
 SiteClient::SiteClient(std::string url, std::string token, Seconds timeout)
     : url_(std::move(url)), token_(std::move(token)), timeout_(timeout) {}
 
-federation::SiteAnswer SiteClient::WhatIf(std::string_view spec_json, std::string* error) const {
-  federation::SiteAnswer answer;
-  auto client = Connect(url_, timeout_);
-  httplib::Headers headers{{"Authorization", "Bearer " + token_}};
-  httplib::Result res =
-      client->Post("/api/v1/whatif", headers, std::string(spec_json), "application/json");
-  if (!res) {
-    *error = "what-if: " + httplib::to_string(res.error());
-    return answer;
+WhatIfResult SiteClient::WhatIf(std::string_view spec_json, Deadline deadline) const {
+  WhatIfResult out;
+  httplib::Request req = MakeRequest("POST", "/api/v1/whatif", token_);
+  SetJsonBody(req, spec_json);
+  Answer res = Exchange(url_, std::move(req), deadline, kMaxAnswerBytes);
+  auto fail = [&](CallFailure failure, std::string error) {
+    out.failure = failure;
+    out.error = "what-if: " + std::move(error);
+    return out;
+  };
+  if (res.failure != CallFailure::kNone) return fail(res.failure, res.error);
+  if (res.status == 400 || res.status == 403) {
+    out.answer.reachable = true;
+    out.answer.refusal = ErrorMessage(res);
+    return out;
   }
-  if (res->status == 400 || res->status == 403) {
-    answer.reachable = true;
-    answer.refusal = ErrorMessage(res);
-    return answer;
-  }
-  if (res->status != 200) {
-    *error = "what-if: " + ErrorMessage(res);
-    return answer;
-  }
-  Result<json> body = ParseAnswer(res->body);
+  if (res.status != 200) return fail(CallFailure::kUnreachable, ErrorMessage(res));
+  Result<json> body = ParseAnswer(res.body);
   if (!body.ok() || !body->is_object()) {
-    *error = "what-if: the answer is not a JSON object";
-    return answer;
+    return fail(CallFailure::kMalformed, "the answer is not a JSON object");
   }
-  answer.reachable = true;
+  federation::SiteAnswer& answer = out.answer;
   const json& b = *body;
-  if (b.contains("queue_position") && b["queue_position"].is_number_integer()) {
-    answer.queue_position = b["queue_position"].get<int>();
+  // Counts no cluster could have make the whole answer suspect, not just the field.
+  constexpr std::int64_t kMaxSiteGpus = 10'000'000;
+  auto count = [&](const char* key, std::int64_t max, int* to) {
+    if (!b.contains(key)) return true;
+    if (!b[key].is_number_integer()) return false;
+    std::int64_t v = b[key].get<std::int64_t>();
+    if (v < 0 || v > max) return false;
+    *to = static_cast<int>(v);
+    return true;
+  };
+  if (!count("queue_position", kMaxSiteGpus, &answer.queue_position) ||
+      !count("free_gpus", kMaxSiteGpus, &answer.free_gpus) ||
+      !count("total_gpus", kMaxSiteGpus, &answer.total_gpus)) {
+    return fail(CallFailure::kMalformed, "a count is not a number from 0 to 10,000,000");
   }
   if (b.contains("estimated_start") && b["estimated_start"].is_string()) {
     answer.estimated_start = ParseApiTime(b["estimated_start"].get<std::string>());
@@ -135,34 +245,23 @@ federation::SiteAnswer SiteClient::WhatIf(std::string_view spec_json, std::strin
     double s = b["step_time_s"].get<double>();
     if (std::isfinite(s) && s > 0) answer.step_time = Seconds(s);
   }
-  // Counts a site could not have are ignored (least-loaded then sees an empty site as before).
-  constexpr int kMaxSiteGpus = 10'000'000;
-  if (b.contains("free_gpus") && b["free_gpus"].is_number_integer() && b.contains("total_gpus") &&
-      b["total_gpus"].is_number_integer()) {
-    std::int64_t free = b["free_gpus"].get<std::int64_t>();
-    std::int64_t total = b["total_gpus"].get<std::int64_t>();
-    if (free >= 0 && free <= total && total <= kMaxSiteGpus) {
-      answer.free_gpus = static_cast<int>(free);
-      answer.total_gpus = static_cast<int>(total);
-    }
-  }
-  return answer;
+  answer.reachable = true;
+  return out;
 }
 
 Result<SiteJob> SiteClient::Submit(std::string_view spec_json, std::string_view key) const {
-  auto client = Connect(url_, timeout_);
-  httplib::Headers headers{{"Authorization", "Bearer " + token_},
-                           {"Idempotency-Key", std::string(key)}};
-  httplib::Result res =
-      client->Post("/api/v1/jobs", headers, std::string(spec_json), "application/json");
-  if (!res) return UnavailableError("submit: " + httplib::to_string(res.error()));
-  if (res->status == 200 || res->status == 201) {
+  httplib::Request req = MakeRequest("POST", "/api/v1/jobs", token_);
+  req.set_header("Idempotency-Key", std::string(key));
+  SetJsonBody(req, spec_json);
+  Answer res = Exchange(url_, std::move(req), After(timeout_), kMaxAnswerBytes);
+  if (res.failure != CallFailure::kNone) return Unanswered("submit", res);
+  if (res.status == 200 || res.status == 201) {
     ASSIGN_OR_RETURN(SiteJob job, ReadJob(res));
-    job.replayed = res->status == 200;
+    job.replayed = res.status == 200;
     return job;
   }
   std::string message = "submit refused: " + ErrorMessage(res);
-  switch (res->status) {
+  switch (res.status) {
     case 400:
     case 413:
     case 415:
@@ -178,18 +277,21 @@ Result<SiteJob> SiteClient::Submit(std::string_view spec_json, std::string_view 
 }
 
 Result<SiteJob> SiteClient::Get(std::int64_t id) const {
-  auto client = Connect(url_, timeout_);
-  httplib::Headers headers{{"Authorization", "Bearer " + token_}};
-  httplib::Result res = client->Get(fmt::format("/api/v1/jobs/{}", id), headers);
-  if (!res) return UnavailableError("get job: " + httplib::to_string(res.error()));
-  if (res->status == 404) return NotFoundError(fmt::format("the site has no job {}", id));
-  if (res->status != 200) return UnavailableError("get job: " + ErrorMessage(res));
+  // One deadline for the job and, when it failed, its events.
+  const Deadline deadline = After(timeout_);
+  Answer res = Exchange(url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}", id), token_),
+                        deadline, kMaxAnswerBytes);
+  if (res.failure != CallFailure::kNone) return Unanswered("get job", res);
+  if (res.status == 404) return NotFoundError(fmt::format("the site has no job {}", id));
+  if (res.status != 200) return UnavailableError("get job: " + ErrorMessage(res));
   ASSIGN_OR_RETURN(SiteJob job, ReadJob(res));
   if (job.state == "failed" || job.state == "cancelled") {
     // The reason is the job's last event.
-    httplib::Result ev = client->Get(fmt::format("/api/v1/jobs/{}/events", id), headers);
-    if (ev && ev->status == 200) {
-      Result<json> body = ParseAnswer(ev->body);
+    Answer ev =
+        Exchange(url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}/events", id), token_),
+                 deadline, kMaxAnswerBytes);
+    if (ev.failure == CallFailure::kNone && ev.status == 200) {
+      Result<json> body = ParseAnswer(ev.body);
       if (body.ok() && body->is_object() && (*body)["events"].is_array() &&
           !(*body)["events"].empty()) {
         const json& last = (*body)["events"].back();
@@ -203,23 +305,55 @@ Result<SiteJob> SiteClient::Get(std::int64_t id) const {
 }
 
 Status SiteClient::Cancel(std::int64_t id) const {
-  auto client = Connect(url_, timeout_);
-  httplib::Headers headers{{"Authorization", "Bearer " + token_}};
-  httplib::Result res =
-      client->Post(fmt::format("/api/v1/jobs/{}:cancel", id), headers, "", "application/json");
-  if (!res) return UnavailableError("cancel: " + httplib::to_string(res.error()));
-  if (res->status == 200 || res->status == 202 || res->status == 404) return Status::Ok();
+  httplib::Request req = MakeRequest("POST", fmt::format("/api/v1/jobs/{}:cancel", id), token_);
+  SetJsonBody(req, "");
+  Answer res = Exchange(url_, std::move(req), After(timeout_), kMaxAnswerBytes);
+  if (res.failure != CallFailure::kNone) return Unanswered("cancel", res);
+  if (res.status == 200 || res.status == 202 || res.status == 404) return Status::Ok();
   // 409: the job already finished; nothing runs.
-  if (res->status == 409) return Status::Ok();
+  if (res.status == 409) return Status::Ok();
   return UnavailableError("cancel: " + ErrorMessage(res));
 }
 
 Status SiteClient::Health() const {
-  auto client = Connect(url_, timeout_);
-  httplib::Result res = client->Get("/healthz");
-  if (!res) return UnavailableError("healthz: " + httplib::to_string(res.error()));
-  if (res->status != 200) return UnavailableError("healthz: " + ErrorMessage(res));
+  Answer res = Exchange(url_, MakeRequest("GET", "/healthz", ""), After(timeout_), kMaxAnswerBytes);
+  if (res.failure != CallFailure::kNone) return Unanswered("healthz", res);
+  if (res.status != 200) return UnavailableError("healthz: " + ErrorMessage(res));
   return Status::Ok();
+}
+
+Result<std::int64_t> SiteClient::Gpus() const {
+  Answer res = Exchange(url_, MakeRequest("GET", "/api/v1/topology", token_), After(timeout_),
+                        kMaxAnswerBytes);
+  if (res.failure != CallFailure::kNone) return Unanswered("topology", res);
+  if (res.status != 200) return UnavailableError("topology: " + ErrorMessage(res));
+  Result<json> body = ParseAnswer(res.body);
+  if (!body.ok() || !body->is_object() || !(*body)["gpus"].is_number_integer() ||
+      (*body)["gpus"].get<std::int64_t>() <= 0) {
+    return UnavailableError("topology: no GPU count");
+  }
+  return (*body)["gpus"].get<std::int64_t>();
+}
+
+std::string ContradictsCapacity(const federation::SiteAnswer& answer, std::int64_t capacity,
+                                std::int64_t job_gpus) {
+  if (!answer.reachable) return "";
+  if (answer.free_gpus > answer.total_gpus) {
+    return fmt::format("says {} GPUs are free of its {}", answer.free_gpus, answer.total_gpus);
+  }
+  if (capacity <= 0) return "";
+  if (answer.total_gpus > 0 && answer.total_gpus != capacity) {
+    return fmt::format("says it has {} GPUs; it last reported {}", answer.total_gpus, capacity);
+  }
+  if (answer.free_gpus > capacity) {
+    return fmt::format("says {} GPUs are free; it last reported {} in all", answer.free_gpus,
+                       capacity);
+  }
+  if (answer.refusal.empty() && job_gpus > capacity) {
+    return fmt::format("would take a {}-GPU job; it last reported {} GPUs in all", job_gpus,
+                       capacity);
+  }
+  return "";
 }
 
 }  // namespace baton::server

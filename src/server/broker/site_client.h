@@ -1,11 +1,16 @@
 // SiteClient: the federation broker's calls to one site, a `baton serve` reached over its HTTP
 // API with the broker's token for it: the what-if for a job, an idempotent submit, a job's state,
-// a cancel and /healthz. Each call opens its own connection and is bounded by the timeout, so a
-// dead or slow site costs at most that; no call retries (the broker's loop does).
+// a cancel, /healthz and the site's GPU count. Each call opens its own connection and is bounded
+// twice while it runs: by a deadline for the whole exchange (connect, request, every header line,
+// the body), after which the connection is shut down however the site drips, and by a limit on
+// the answer, past which reading stops (an answer is never buffered whole before it is checked).
+// So a dead, slow or hostile site costs at most the deadline and the limit; no call retries (the
+// broker's loop does).
 //
 // Thread-safe: the object is immutable, calls share nothing.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +23,25 @@
 
 namespace baton::server {
 
+// When a whole exchange with a site must be over.
+using Deadline = std::chrono::steady_clock::time_point;
+
+// Why a call got no usable answer.
+enum class CallFailure : std::uint8_t {
+  kNone,
+  kUnreachable,  // no connection, or it broke
+  kDeadline,     // the exchange was not over by its deadline: a slow, hung or dripping site
+  kTooLarge,     // the answer passed the limit (reading stopped there)
+  kMalformed,    // not the answer the API gives
+};
+
+// A what-if answer, or why there is none (`answer.reachable` is false then).
+struct WhatIfResult {
+  federation::SiteAnswer answer;
+  CallFailure failure = CallFailure::kNone;
+  std::string error;  // with a failure: what happened, in one line
+};
+
 // A site's answer about one of its jobs.
 struct SiteJob {
   std::int64_t id = 0;
@@ -28,14 +52,21 @@ struct SiteJob {
 
 class SiteClient {
  public:
+  // Answers longer than this are refused (reading stops there): a site's answers are small.
+  static constexpr std::size_t kMaxAnswerBytes = std::size_t{1} << 20;
+
   // `url` is "http://host:port" or "https://host:port" (no path); `token` the bearer token.
+  // `timeout` is the deadline of each call but the what-if, whose deadline the caller gives (one
+  // for a whole round of sites).
   SiteClient(std::string url, std::string token, Seconds timeout);
 
   const std::string& url() const { return url_; }
 
-  // The site's what-if for `spec_json` (POST /api/v1/whatif): reachable and its forecast, or
-  // reachable with `refusal` set (the site would refuse the job, and why), or not reachable.
-  federation::SiteAnswer WhatIf(std::string_view spec_json, std::string* error) const;
+  // The site's what-if for `spec_json` (POST /api/v1/whatif), over by `deadline`: reachable and
+  // its forecast, or reachable with `refusal` set (the site would refuse the job, and why), or
+  // not reachable with the failure. Counts are as the site gave them (ContradictsCapacity judges
+  // them); out of range (negative, past any cluster) the answer is kMalformed.
+  WhatIfResult WhatIf(std::string_view spec_json, Deadline deadline) const;
 
   // POST /api/v1/jobs with `key` as its Idempotency-Key. kUnavailable: the site did not answer
   // (the job may or may not exist there: retry with the same key); kInvalidArgument,
@@ -53,11 +84,21 @@ class SiteClient {
   // GET /healthz: OK when the site answers 200.
   Status Health() const;
 
+  // The site's GPUs (GET /api/v1/topology "gpus"), what its what-if answers are checked against.
+  // kUnavailable when it does not say (no answer, no scheduler there).
+  Result<std::int64_t> Gpus() const;
+
  private:
   std::string url_;
   std::string token_;
   Seconds timeout_;
 };
+
+// Why a what-if answer cannot be true of a site that last reported `capacity` GPUs (0: not
+// known), for a job of `job_gpus`: more free GPUs than it has or than it says it has, a total
+// other than its capacity, or a job larger than the site taken without refusal. Empty: none.
+std::string ContradictsCapacity(const federation::SiteAnswer& answer, std::int64_t capacity,
+                                std::int64_t job_gpus);
 
 // Parses the API's time format ("2026-12-01T18:00:00.123Z"); nullopt for anything else.
 std::optional<TimePoint> ParseApiTime(std::string_view text);

@@ -148,9 +148,10 @@ Result<MultiSiteResult> RunMultiSite(const federation::Sites& federation,
                                      const MultiSiteConfig& config);
 
 // The multi-site workload from a single trace (e.g. the synthetic LLM workload): each job of
-// tenant T gets T's home site and, by its kind, one dataset named "T/pretrain" (kind
-// pretrain/...), "T/finetune" or "T/eval" when the sites file stores one by that name (debug
-// jobs read none). T's home site is the first site storing a dataset whose name starts with "T/",
+// tenant T gets T's home site and, by its kind, one dataset named "T.pretrain" (kind
+// pretrain/...), "T.finetune" or "T.eval" when the sites file stores one by that name (debug
+// jobs read none; '.', not '/', so that a job given to `baton federate` can name it too). T's
+// home site is the first site storing a dataset whose name starts with "T.",
 // else site (T's index among tenants in order of first appearance) mod N. Checkpoint size: for
 // pretrain/MODEL, MODEL's parameters x 14 bytes (bf16 weights 2, fp32 master weights 4, Adam's
 // two fp32 moments 8: mixed-precision Adam's state as in ZeRO, Rajbhandari et al. 2020, less the

@@ -196,11 +196,11 @@ constexpr const char* kThreeSites = R"(sites:
   a:
     url: http://127.0.0.1:1
     price_per_gpu_hour: 2
-    datasets: {t0/pretrain: {size_gib: 200}, t0/eval: {size_gib: 1}}
+    datasets: {t0.pretrain: {size_gib: 200}, t0.eval: {size_gib: 1}}
   b:
     url: http://127.0.0.1:2
     price_per_gpu_hour: 1.5
-    datasets: {t1/pretrain: {size_gib: 300}}
+    datasets: {t1.pretrain: {size_gib: 300}}
     outages: [{start_h: 3, hours: 4}]
   c:
     url: http://127.0.0.1:3
@@ -236,7 +236,7 @@ TEST(MultiSiteTest, InvariantsUnderAnOutage) {
   EXPECT_EQ((*jobs)[0].home_site, "a");
   EXPECT_EQ((*jobs)[1].home_site, "b");
   EXPECT_EQ((*jobs)[2].home_site, "c");
-  EXPECT_EQ((*jobs)[0].datasets, std::vector<std::string>{"t0/pretrain"});
+  EXPECT_EQ((*jobs)[0].datasets, std::vector<std::string>{"t0.pretrain"});
   std::map<std::string, std::string> csv;
   for (std::string_view policy :
        {"home-site", "least-loaded", "predicted-completion", "cheapest-by-deadline"}) {

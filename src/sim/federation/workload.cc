@@ -44,7 +44,7 @@ Result<std::vector<MultiSiteJob>> AssignSites(std::vector<TraceJob> trace,
     const std::string tenant = t.tenant.empty() ? "default" : t.tenant;
     auto [it, fresh] = home.emplace(tenant, std::string());
     if (fresh) {
-      const std::string prefix = tenant + "/";
+      const std::string prefix = tenant + ".";
       for (const auto& s : all) {
         for (const auto& d : s.datasets) {
           if (it->second.empty() && d.name.starts_with(prefix)) it->second = s.name;
@@ -55,7 +55,7 @@ Result<std::vector<MultiSiteJob>> AssignSites(std::vector<TraceJob> trace,
     j.home_site = it->second;
     std::string_view dk = DatasetKind(t.kind);
     if (!dk.empty()) {
-      std::string name = fmt::format("{}/{}", tenant, dk);
+      std::string name = fmt::format("{}.{}", tenant, dk);
       for (const auto& s : all) {
         if (s.FindDataset(name) != nullptr) {
           j.datasets.push_back(name);

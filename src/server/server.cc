@@ -135,7 +135,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   } else {
     return InvalidArgumentError("the store must be a postgresql:// URL (or empty for SQLite)");
   }
-  LOG_INFO("job store {}: {}", store_name, impl->store->open_report().ToString());
+  if (impl->store->open_report().not_clean.empty()) {
+    LOG_INFO("job store {}: {}", store_name, impl->store->open_report().ToString());
+  } else {
+    LOG_ERROR("job store {}: {}", store_name, impl->store->open_report().ToString());
+  }
 
   int workers = options.worker_threads;
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };

@@ -15,6 +15,7 @@
 #include "server/http/api.h"
 #include "server/http/auth.h"
 #include "server/http/connection_guard.h"
+#include "server/http/http_server.h"
 #include "server/metrics.h"
 #include "server/store/postgres_job_store.h"
 #include "server/store/sqlite_job_store.h"
@@ -100,10 +101,15 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
     }
     impl->http = std::move(https);
   } else {
-    impl->http = std::make_unique<httplib::Server>();
+    // baton's connection loop: pipelined requests, TCP_NODELAY and prompt ACKs (http_server.h).
+    impl->http = std::make_unique<HttpServer>(ConnectionGuardOptions{}.refuse_linger);
   }
   httplib::Server& http = *impl->http;
-  http.set_socket_options(ListenSocketOptions);
+  int listen_fd = -1;
+  http.set_socket_options([&listen_fd](int sock) {
+    ListenSocketOptions(sock);
+    listen_fd = sock;
+  });
   // Bound before the store is opened: a second daemon on a port in use stops here, having
   // touched nothing.
   if (options.port == 0) {
@@ -111,6 +117,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   } else {
     impl->port = http.bind_to_port(options.host, options.port) ? options.port : -1;
   }
+  // httplib listens with a backlog of 5: a burst of new connections has SYNs dropped and retried
+  // a second later. listen(2) again on the bound socket only raises the backlog.
+  if (impl->port > 0 && listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+  http.set_socket_options(ListenSocketOptions);  // not the lambda holding a local's address
   if (impl->port <= 0) {
     const int err = errno;
     return UnavailableError(

@@ -20,6 +20,7 @@
 #include "server/http/dashboard.h"
 #include "server/http/dashboard_api.h"
 #include "server/http/dcgm.h"
+#include "server/http/http_server.h"
 #include "server/http/job_spec.h"
 #include "server/http/web_assets.h"
 
@@ -242,6 +243,21 @@ bool IsChunked(const httplib::Request& req) {
          req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
 }
 
+// Why the request's body length is ambiguous (RFC 9112 6.3): more than one Content-Length, a
+// Content-Length with a Transfer-Encoding, a Transfer-Encoding other than exactly "chunked" (which
+// httplib would not read as chunked, where IsChunked would); empty when it is not.
+std::string AmbiguousLength(const httplib::Request& req) {
+  const std::size_t lengths = req.get_header_value_count("Content-Length");
+  const std::size_t encodings = req.get_header_value_count("Transfer-Encoding");
+  if (lengths > 1) return "more than one Content-Length header";
+  if (lengths == 1 && encodings > 0) return "both Content-Length and Transfer-Encoding";
+  if (encodings > 1) return "more than one Transfer-Encoding header";
+  if (encodings == 1 && !EqualsIgnoreCase(req.get_header_value("Transfer-Encoding"), "chunked")) {
+    return "Transfer-Encoding must be chunked";
+  }
+  return "";
+}
+
 // True when the request announces a body (a non-zero Content-Length, or chunked).
 bool HasBody(const httplib::Request& req) {
   if (IsChunked(req)) return true;
@@ -305,6 +321,7 @@ struct Api::Routes {
   // unread: reading it would be the attack).
   void CloseAfterResponse(const httplib::Request& req, httplib::Response& res) {
     res.set_header("Connection", "close");
+    HttpServer::CloseAfterThisResponse();
     if (hooks.close_after_response) hooks.close_after_response(req.remote_addr, req.remote_port);
   }
 
@@ -347,6 +364,17 @@ struct Api::Routes {
     t_start = Clock::now();
     t_principal = Principal{};
     t_refusal.reset();
+    // Request smuggling: where a proxy in front reads the body's length one way and httplib
+    // another, the rest of the body becomes a request of its own. httplib 0.11 takes the first
+    // Content-Length and, given "Transfer-Encoding: chunked", ignores Content-Length; RFC 9112
+    // (6.1, 6.3) has a server refuse such a request and close the connection. Checked before
+    // anything else, and the body is never read.
+    if (std::string why = AmbiguousLength(req); !why.empty()) {
+      t_route = "rejected";
+      CloseAfterResponse(req, res);
+      SendError(res, 400, "INVALID_ARGUMENT", why, "Content-Length");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
     const bool drainable = (req.method == "POST" || req.method == "DELETE") && !IsChunked(req) &&
                            length && *length >= 0 &&
@@ -1062,6 +1090,12 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
     if (t_refusal) {  // decided before routing; httplib drained the body (no route took it)
       const Refusal r = *std::exchange(t_refusal, std::nullopt);
       return SendError(res, r.status, r.code, r.message, r.field);
+    }
+    // httplib refused a request it could not read whole (a malformed head, a body over its
+    // limit, a long URI): what follows on the connection is not a request boundary to trust.
+    if (res.status == 400 || res.status == 413 || res.status == 414) {
+      res.set_header("Connection", "close");
+      HttpServer::CloseAfterThisResponse();
     }
     if (!res.body.empty()) return;
     std::string message;

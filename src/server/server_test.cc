@@ -911,6 +911,28 @@ TEST_F(ServerTest, AmbiguousBodyLengthsAreRefusedAndTheConnectionClosed) {
   EXPECT_EQ(JobsInStore(), 0);
 }
 
+// Issue 30: authenticated answers carried no Cache-Control, and any site could frame the
+// dashboard. Answers to a token (refusals included) are no-store; the dashboard forbids framing.
+TEST_F(ServerTest, AuthenticatedAnswersAreNotStoredAndTheDashboardIsNotFramed) {
+  ASSERT_EQ(Post("/api/v1/jobs", kSpec, kAlice).first, 201);
+  for (const char* token : {kAlice, kAdmin, static_cast<const char*>(nullptr)}) {
+    auto res = client_->Get("/api/v1/jobs", Auth(token));
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->get_header_value("Cache-Control"), "no-store") << res->status;
+    EXPECT_EQ(res->get_header_value_count("Cache-Control"), 1u);
+  }
+  auto job = client_->Get("/api/v1/jobs/1", Auth(kAlice));
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->get_header_value("Cache-Control"), "no-store");
+  auto page = client_->Get("/");
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("frame-ancestors 'none'"),
+            std::string::npos)
+      << page->get_header_value("Content-Security-Policy");
+  EXPECT_EQ(page->get_header_value("X-Frame-Options"), "DENY");
+}
+
 // The kernel's count of ACKs sent by the delayed-ACK timer (TcpExt DelayedACKs) in the calling
 // thread's network namespace; -1 when it cannot be read.
 std::int64_t DelayedAcks() {

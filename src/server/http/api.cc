@@ -414,6 +414,9 @@ struct Api::Routes {
     }
     t_route = route->label;
     if (route->access != Access::kPublic) {
+      // Answers that need a token (and their refusals) are the caller's alone: never stored by
+      // a shared or browser cache.
+      res.set_header("Cache-Control", "no-store");
       Result<Principal> p = api.auth_.Authenticate(req.get_header_value("Authorization"));
       if (!p.ok()) {
         res.set_header("WWW-Authenticate", "Bearer");

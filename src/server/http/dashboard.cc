@@ -17,9 +17,12 @@ bool ServeWebAsset(std::string_view path, httplib::Response& res) {
     if (a.path != path) continue;
     res.status = 200;
     res.set_content(std::string(a.body), std::string(a.content_type));
-    // Nothing is fetched from anywhere but this daemon; no inline script runs.
+    // Nothing is fetched from anywhere but this daemon, no inline script runs, and no other site
+    // may frame the dashboard (clickjacking its drain and cancel buttons).
     res.set_header("Content-Security-Policy",
-                   "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'");
+                   "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+                   "frame-ancestors 'none'");
+    res.set_header("X-Frame-Options", "DENY");  // for browsers without frame-ancestors
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Cache-Control", "no-cache");
     return true;
@@ -76,7 +79,7 @@ void StartEventStream(const Controller& controller, std::atomic<int>& open_strea
     ~Stream() { open->fetch_sub(1); }
   };
   auto stream = std::make_shared<Stream>(&open_streams);  // the caller counted it open
-  res.set_header("Cache-Control", "no-cache");
+  // Cache-Control: no-store comes with every authenticated answer (api.cc).
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream", [&controller, stream](std::size_t, httplib::DataSink& sink) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -86,6 +87,22 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
     return InvalidArgumentError("TLS needs both a certificate and a key");
   }
   if (options.worker_threads < 1) return InvalidArgumentError("worker_threads must be >= 1");
+  EventStreamLimits streams;
+  streams.max_total = options.max_event_streams > 0 ? options.max_event_streams
+                                                    : std::clamp(options.worker_threads / 4, 1, 16);
+  streams.max_per_principal = options.max_event_streams_per_principal > 0
+                                  ? options.max_event_streams_per_principal
+                                  : std::min(4, streams.max_total);
+  if (options.max_event_streams < 0 || streams.max_total >= std::max(2, options.worker_threads)) {
+    return InvalidArgumentError("max_event_streams must be below worker_threads (" +
+                                std::to_string(options.worker_threads) +
+                                "): each stream holds a worker");
+  }
+  if (options.max_event_streams_per_principal < 0 ||
+      streams.max_per_principal > streams.max_total) {
+    return InvalidArgumentError(
+        "max_event_streams_per_principal must be at most max_event_streams");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
 
@@ -172,7 +189,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
 
   Controller& c = controller != nullptr ? *controller : impl->null_controller;
   impl->controller = &c;
-  impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics);
+  impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics, streams);
   impl->api->Register(http, options.max_body_bytes, impl->guard->Hooks());
   impl->guard->Start(impl->port);
 

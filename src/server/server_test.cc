@@ -1019,5 +1019,71 @@ TEST_F(ServerTest, KeepAliveRequestHeadsAreAcknowledgedWithoutTheDelayedAckTimer
   EXPECT_LT(timer_acks, kRequests / 2) << "ACKs sent by the delayed-ACK timer";
 }
 
+std::string StreamRequest(const char* token) {
+  return "GET /api/v1/stream HTTP/1.1\r\nHost: x\r\nAuthorization: " + std::string(token) +
+         "\r\n\r\n";
+}
+
+// Enough workers for the streams the tests hold open.
+class EventStreamTest : public ServerTest {
+ protected:
+  void Configure(ServerOptions& o) override { o.worker_threads = 40; }
+
+  // Opens a stream for `token`; the answer's head (and first event, when it is a stream).
+  std::string Open(RawConnection& c, const char* token) {
+    if (!c.connected() || !c.Send(StreamRequest(token))) return "";
+    std::string reply = c.ReceiveUntil("\r\n\r\n");
+    if (reply.rfind("HTTP/1.1 200", 0) == 0 && reply.find("event: change") == std::string::npos) {
+      reply += c.ReceiveUntil("event: change");
+    }
+    return reply;
+  }
+};
+
+// Issue 30: 16 event streams for the whole daemon, so one tenant holding 16 denied every other
+// user's dashboard (503). One principal holds at most 4 (by default); others still get theirs.
+TEST_F(EventStreamTest, OnePrincipalCannotTakeEveryStream) {
+  std::vector<std::unique_ptr<RawConnection>> alice;
+  for (int i = 0; i < 6; ++i) {
+    alice.push_back(std::make_unique<RawConnection>(server_->port()));
+    std::string reply = Open(*alice.back(), kAlice);
+    if (i < 4) {
+      EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << reply;
+    } else {
+      EXPECT_EQ(reply.rfind("HTTP/1.1 429", 0), 0u) << i << ": " << reply;
+      EXPECT_NE(reply.find("Retry-After"), std::string::npos) << reply;
+    }
+  }
+  RawConnection bob(server_->port());
+  std::string reply = Open(bob, kBob);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_NE(reply.find("event: change"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("Cache-Control: no-store"), std::string::npos) << reply;
+}
+
+class EventStreamCapTest : public EventStreamTest {
+ protected:
+  void Configure(ServerOptions& o) override {
+    o.worker_threads = 16;
+    o.max_event_streams = 3;
+    o.max_event_streams_per_principal = 2;
+  }
+};
+
+// At the total cap a newcomer is admitted and the stream idle longest (here the oldest: every
+// stream saw the same events) is closed, telling its browser to come back in 10 s.
+TEST_F(EventStreamCapTest, AtTheTotalCapTheOldestIdleStreamMakesRoom) {
+  RawConnection a1(server_->port()), a2(server_->port()), b1(server_->port());
+  ASSERT_EQ(Open(a1, kAlice).rfind("HTTP/1.1 200", 0), 0u);
+  ASSERT_EQ(Open(a2, kAlice).rfind("HTTP/1.1 200", 0), 0u);
+  ASSERT_EQ(Open(b1, kBob).rfind("HTTP/1.1 200", 0), 0u);
+  RawConnection ops(server_->port());
+  EXPECT_EQ(Open(ops, kAdmin).rfind("HTTP/1.1 200", 0), 0u);
+  // a1, the oldest, ends: a reconnection delay, then the last chunk.
+  std::string end = a1.ReceiveUntil("\r\n0\r\n\r\n");
+  EXPECT_NE(end.find("retry: 10000"), std::string::npos) << end;
+  EXPECT_NE(end.find("\r\n0\r\n\r\n"), std::string::npos) << end;
+}
+
 }  // namespace
 }  // namespace baton::server

@@ -944,14 +944,15 @@ struct Api::Routes {
           }
           SendJson(res, 200, ClusterJson(view, who));
         });
-    Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated, [this](R, B, W res, P) {
-      if (api.open_streams_.fetch_add(1) >= kMaxEventStreams) {
-        api.open_streams_.fetch_sub(1);
-        return SendError(res, 503, "UNAVAILABLE",
-                         "too many open event streams (" + std::to_string(kMaxEventStreams) + ")");
-      }
-      StartEventStream(api.controller_, api.open_streams_, res);
-    });
+    Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated,
+        [this](R, B, W res, P who) {
+          Result<std::shared_ptr<EventStreams::Ticket>> ticket = api.streams_.Open(who.name);
+          if (!ticket.ok()) {
+            res.set_header("Retry-After", "10");
+            return SendStatus(res, ticket.status());
+          }
+          StartEventStream(api.controller_, std::move(ticket).value(), res);
+        });
     // The job, tenants and nodes views' data (http/dashboard_api.h).
     for (DashboardRoute& r : DashboardRoutes(api.store_, api.controller_)) {
       Add("GET", r.pattern, r.label, r.admin_only ? Access::kAdmin : Access::kAuthenticated,
@@ -1040,7 +1041,8 @@ struct Api::Routes {
   }
 };
 
-Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics)
+Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics,
+         EventStreamLimits streams)
     : store_(store),
       auth_(auth),
       controller_(controller),
@@ -1055,7 +1057,8 @@ Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Reg
       jobs_(metrics.AddGauge("baton_jobs", "Jobs in the store by state.", {"state"})),
       telemetry_(metrics.AddCounter("baton_telemetry_posts_total",
                                     "Telemetry posts accepted, by format (json, dcgm).",
-                                    {"format"})) {
+                                    {"format"})),
+      streams_(streams) {
   metrics.AddCollectHook([this] {
     Result<std::map<JobState, std::int64_t>> counts = store_.CountByState();
     if (!counts.ok()) return;

@@ -242,16 +242,17 @@ TEST_F(SqliteJobStoreTest, EmptyDatabaseFileIsRefused) {
   EXPECT_EQ(fs::file_size(path_), 0u) << "changed nothing";
 }
 
-// Issue 15: after a crash, deleting the -wal lost the jobs it held while the log said "clean".
-TEST_F(SqliteJobStoreTest, AWriteAheadLogDeletedAfterACrashIsReported) {
+// Writes `jobs` acknowledged submissions from a child process that then dies without closing
+// the database (as kill -9 leaves it): the write-ahead log holds every one of them.
+void CrashAfterSubmitting(const std::string& path, int jobs) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     SqliteStoreOptions o;
-    o.path = path_;
+    o.path = path;
     auto store = SqliteJobStore::Open(o);
     if (!store.ok()) ::_exit(2);
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < jobs; ++i) {
       if (!(*store)->Submit(NewJob{"t", "train", "{}", ""}).ok()) ::_exit(3);
     }
     ::_exit(0);  // no destructor: as kill -9 leaves it
@@ -259,6 +260,11 @@ TEST_F(SqliteJobStoreTest, AWriteAheadLogDeletedAfterACrashIsReported) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// Issue 15: after a crash, deleting the -wal lost the jobs it held while the log said "clean".
+TEST_F(SqliteJobStoreTest, AWriteAheadLogDeletedAfterACrashIsReported) {
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, 5));
   ASSERT_TRUE(fs::exists(path_ + "-wal"));
   fs::remove(path_ + "-wal");
   fs::remove(path_ + "-shm");
@@ -294,26 +300,6 @@ TEST_F(SqliteJobStoreTest, ACrashBeforeAnyWriteIsAPlainRecovery) {
   EXPECT_FALSE(store->open_report().wal_missing_after_crash) << store->open_report().ToString();
 }
 
-// Writes `jobs` acknowledged submissions from a child process that then dies without closing
-// the database (as kill -9 leaves it): the write-ahead log holds every one of them.
-void CrashAfterSubmitting(const std::string& path, int jobs) {
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    SqliteStoreOptions o;
-    o.path = path;
-    auto store = SqliteJobStore::Open(o);
-    if (!store.ok()) ::_exit(2);
-    for (int i = 0; i < jobs; ++i) {
-      if (!(*store)->Submit(NewJob{"t", "train", "{}", ""}).ok()) ::_exit(3);
-    }
-    ::_exit(0);  // no destructor: as kill -9 leaves it
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-}
-
 std::int64_t JobCount(SqliteJobStore& store) {
   Result<std::map<JobState, std::int64_t>> counts = store.CountByState();
   EXPECT_TRUE(counts.ok()) << counts.status().ToString();
@@ -329,7 +315,7 @@ std::int64_t JobCount(SqliteJobStore& store) {
 // recovery dropped.
 TEST_F(SqliteJobStoreTest, AWriteAheadLogCutMidFrameIsReportedNotClean) {
   constexpr int kJobs = 20;
-  CrashAfterSubmitting(path_, kJobs);
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, kJobs));
   const std::string wal = path_ + "-wal";
   Result<WalScan> intact = ScanWriteAheadLog(wal);
   ASSERT_TRUE(intact.ok()) << intact.status().ToString();
@@ -354,7 +340,7 @@ TEST_F(SqliteJobStoreTest, AWriteAheadLogCutMidFrameIsReportedNotClean) {
 
 TEST_F(SqliteJobStoreTest, AWriteAheadLogFailingItsChecksumIsReportedNotClean) {
   constexpr int kJobs = 20;
-  CrashAfterSubmitting(path_, kJobs);
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, kJobs));
   const std::string wal = path_ + "-wal";
   Result<WalScan> intact = ScanWriteAheadLog(wal);
   ASSERT_TRUE(intact.ok()) << intact.status().ToString();
@@ -386,7 +372,7 @@ TEST_F(SqliteJobStoreTest, AWriteAheadLogFailingItsChecksumIsReportedNotClean) {
 // What a kill -9 alone leaves is not damage: a whole log, or one that ends with a frame header
 // whose page was not written yet (SQLite writes them with two writes).
 TEST_F(SqliteJobStoreTest, AnIntactOrTornAppendLogIsAPlainRecovery) {
-  CrashAfterSubmitting(path_, 5);
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, 5));
   {
     auto store = Open();
     ASSERT_NE(store, nullptr);
@@ -394,7 +380,7 @@ TEST_F(SqliteJobStoreTest, AnIntactOrTornAppendLogIsAPlainRecovery) {
     EXPECT_TRUE(store->open_report().not_clean.empty()) << store->open_report().ToString();
     EXPECT_EQ(JobCount(*store), 5);
   }
-  CrashAfterSubmitting(path_, 5);
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, 5));
   const std::string wal = path_ + "-wal";
   Result<WalScan> intact = ScanWriteAheadLog(wal);
   ASSERT_TRUE(intact.ok() && intact->frames > 1);

@@ -11,6 +11,7 @@ namespace baton::bench {
 struct LoadStats {
   std::vector<double> latencies_s;  // one per successful operation
   long errors = 0;
+  double elapsed_s = 0;  // the measurement's wall time, where one runner measured it
 
   void Merge(const LoadStats& o) {
     latencies_s.insert(latencies_s.end(), o.latencies_s.begin(), o.latencies_s.end());

@@ -1,6 +1,10 @@
 // serve_load: N client threads submit durable jobs over loopback HTTP for T seconds (each
 // submission with its own Idempotency-Key, each acknowledged only after its fsync'd commit) and
-// print submissions/s and p50/p99 latency. By default it starts the daemon in-process on an
+// print submissions/s and p50/p99 latency, first with each client on one keep-alive connection,
+// then with a fresh connection per submission (--connections chooses one), side by side.
+// --no-client-nodelay makes the clients leave Nagle's algorithm on, as many HTTP clients do
+// (httplib::Client's default): a request's head and body then go out as two writes, the body held
+// until the head is acknowledged. By default it starts the daemon in-process on an
 // ephemeral port with a fresh database; --port targets a daemon that is already running.
 // --scheduler PRESET runs the in-process daemon with its scheduling loop over that topology preset
 // and a dry-run executor, and prints the scheduling-cycle latency under the load from the
@@ -8,7 +12,8 @@
 // histogram_quantile does).
 //
 //   serve_load [--threads 32] [--seconds 5] [--dir /tmp] [--no-group-commit]
-//              [--scheduler superpod-h100]
+//              [--scheduler superpod-h100] [--connections keep-alive|fresh|both]
+//              [--no-client-nodelay]
 //   serve_load --port 8080 --token TOKEN [--host 127.0.0.1] [--threads 32] [--seconds 5]
 #include <httplib.h>
 #include <unistd.h>
@@ -82,13 +87,75 @@ double GaugeValue(const std::string& text, const std::string& series) {
   return at == std::string::npos ? -1 : std::atof(text.c_str() + at + series.size() + 2);
 }
 
+enum class Connections { kKeepAlive, kFresh };
+
+// `threads` clients submit for `seconds`, each over one keep-alive connection or over a new
+// connection per submission; every client connects (GET /healthz) before the clock starts.
+LoadStats RunLoad(const std::string& host, int port, int threads, double seconds, Connections mode,
+                  bool nodelay, const std::string& bearer) {
+  std::vector<LoadStats> stats(threads);
+  std::atomic<bool> stop{false};
+  std::atomic<int> connected{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> clients;
+  static std::atomic<int> runs{0};
+  const std::string run = std::to_string(::getpid()) + "-" + std::to_string(runs++);
+  for (int t = 0; t < threads; ++t) {
+    clients.emplace_back([&, t] {
+      auto connect = [&] {
+        auto c = std::make_unique<httplib::Client>(host, port);
+        c->set_keep_alive(mode == Connections::kKeepAlive);
+        c->set_tcp_nodelay(nodelay);
+        c->set_read_timeout(10);
+        return c;
+      };
+      std::unique_ptr<httplib::Client> c = connect();
+      auto warm = c->Get("/healthz");
+      if (!warm) std::fprintf(stderr, "client %d: connect failed\n", t);
+      ++connected;
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      for (int i = 0; !stop; ++i) {
+        std::string key = run;
+        key.append("-").append(std::to_string(t)).append("-").append(std::to_string(i));
+        httplib::Headers h{{"Authorization", bearer}, {"Idempotency-Key", key}};
+        auto t0 = SteadyClock::now();
+        if (mode == Connections::kFresh) c = connect();
+        auto res = c->Post("/api/v1/jobs", h,
+                           R"({"name": "bench", "gpus": 64, "gpus_per_node": 8, "priority": 5})",
+                           "application/json");
+        std::chrono::duration<double> d = SteadyClock::now() - t0;
+        if (res && res->status == 201) {
+          stats[t].latencies_s.push_back(d.count());
+        } else {
+          if (stats[t].errors++ == 0) {
+            std::fprintf(stderr, "client %d: %s\n", t,
+                         res ? ("HTTP " + std::to_string(res->status)).c_str()
+                             : httplib::to_string(res.error()).c_str());
+          }
+        }
+      }
+    });
+  }
+  while (connected < threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto start = SteadyClock::now();
+  go = true;
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& c : clients) c.join();
+  LoadStats all;
+  for (const auto& s : stats) all.Merge(s);
+  all.elapsed_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  return all;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 32, port = 0;
   std::string scheduler_preset;
   double seconds = 5;
-  bool group_commit = true;
+  bool group_commit = true, client_nodelay = true;
+  std::string mode = "both";
   std::string host = "127.0.0.1", token = "bench-admin-token-0123456789";
   std::string dir = std::filesystem::temp_directory_path().string();
   for (int i = 1; i < argc; ++i) {
@@ -110,10 +177,20 @@ int main(int argc, char** argv) {
       scheduler_preset = argv[++i];
     } else if (arg == "--token" && has_value) {
       token = argv[++i];
+    } else if (arg == "--connections" && has_value) {
+      mode = argv[++i];
+      if (mode != "keep-alive" && mode != "fresh" && mode != "both") mode = "";
+      if (mode.empty()) {
+        std::fprintf(stderr, "--connections must be keep-alive, fresh or both\n");
+        return 2;
+      }
+    } else if (arg == "--no-client-nodelay") {
+      client_nodelay = false;
     } else {
       std::fprintf(stderr,
                    "usage: serve_load [--threads N] [--seconds T] [--dir DIR] "
-                   "[--no-group-commit] [--scheduler PRESET] [--host H --port P --token T]\n");
+                   "[--no-group-commit] [--scheduler PRESET] [--connections keep-alive|fresh|both] "
+                   "[--no-client-nodelay] [--host H --port P --token T]\n");
       return 2;
     }
   }
@@ -161,60 +238,20 @@ int main(int argc, char** argv) {
   }
 
   std::printf(
-      "serve_load: %d client threads, %.1f s, %s:%d%s\n", threads, seconds, host.c_str(), port,
-      server ? (group_commit ? " (in-process daemon)" : " (in-process, no group commit)") : "");
+      "serve_load: %d client threads, %.1f s, %s:%d%s%s\n", threads, seconds, host.c_str(), port,
+      server ? (group_commit ? " (in-process daemon)" : " (in-process, no group commit)") : "",
+      client_nodelay ? "" : ", clients without TCP_NODELAY");
   if (controller) std::printf("scheduler: %s, dry-run executor\n", scheduler_preset.c_str());
-  std::vector<LoadStats> stats(threads);
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> clients;
-  std::string bearer = "Bearer " + token;
-  std::string run = std::to_string(::getpid());
-  // cpp-httplib 0.11.4 listens with a backlog of 5, so a burst of new connections sees SYNs
-  // dropped and retried after a second; every client connects (GET /healthz) before the clock
-  // starts, and the measurement is of steady keep-alive traffic.
-  std::atomic<int> connected{0};
-  std::atomic<bool> go{false};
-  for (int t = 0; t < threads; ++t) {
-    clients.emplace_back([&, t] {
-      httplib::Client c(host, port);
-      c.set_keep_alive(true);
-      c.set_tcp_nodelay(true);
-      c.set_read_timeout(10);
-      auto warm = c.Get("/healthz");
-      if (!warm) std::fprintf(stderr, "client %d: connect failed\n", t);
-      ++connected;
-      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      for (int i = 0; !stop; ++i) {
-        std::string key = run;
-        key.append("-").append(std::to_string(t)).append("-").append(std::to_string(i));
-        httplib::Headers h{{"Authorization", bearer}, {"Idempotency-Key", key}};
-        auto t0 = SteadyClock::now();
-        auto res = c.Post("/api/v1/jobs", h,
-                          R"({"name": "bench", "gpus": 64, "gpus_per_node": 8, "priority": 5})",
-                          "application/json");
-        std::chrono::duration<double> d = SteadyClock::now() - t0;
-        if (res && res->status == 201) {
-          stats[t].latencies_s.push_back(d.count());
-        } else {
-          if (stats[t].errors++ == 0) {
-            std::fprintf(stderr, "client %d: %s\n", t,
-                         res ? ("HTTP " + std::to_string(res->status)).c_str()
-                             : httplib::to_string(res.error()).c_str());
-          }
-        }
-      }
-    });
+  const std::string bearer = "Bearer " + token;
+  std::vector<Connections> modes;
+  if (mode != "fresh") modes.push_back(Connections::kKeepAlive);
+  if (mode != "keep-alive") modes.push_back(Connections::kFresh);
+  for (Connections m : modes) {
+    LoadStats all = RunLoad(host, port, threads, seconds, m, client_nodelay, bearer);
+    all.Print(m == Connections::kKeepAlive ? "submissions, keep-alive connections"
+                                           : "submissions, a fresh connection each",
+              all.elapsed_s);
   }
-  while (connected < threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  auto start = SteadyClock::now();
-  go = true;
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  stop = true;
-  for (auto& c : clients) c.join();
-  std::chrono::duration<double> elapsed = SteadyClock::now() - start;
-  LoadStats all;
-  for (const auto& s : stats) all.Merge(s);
-  all.Print("submissions", elapsed.count());
 
   if (controller) {
     // /metrics is admin-only (docs/auth.md): the bench's token is an admin's.

@@ -20,6 +20,13 @@ void AddDaemonFlags(CLI::App* cmd, DaemonFlags* flags, const std::string& what) 
   cmd->add_option("--tls-cert", flags->tls_cert, "PEM certificate (HTTPS with --tls-key)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key");
   cmd->add_option("--log-format", flags->log_format, "text or json")->capture_default_str();
+  cmd->add_option("--max-event-streams", flags->max_event_streams,
+                  "Dashboard live-update streams open at once, each holding a worker thread; "
+                  "past it the stream idle longest is closed (0: 16)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-event-streams-per-principal", flags->max_event_streams_per_principal,
+                  "Live-update streams one token may hold; more get 429 (0: 4)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 Result<server::ServerOptions> ServerOptionsFrom(const DaemonFlags& flags) {
@@ -45,6 +52,8 @@ Result<server::ServerOptions> ServerOptionsFrom(const DaemonFlags& flags) {
   so.auth_config_path = flags.auth;
   so.tls_cert_path = flags.tls_cert;
   so.tls_key_path = flags.tls_key;
+  so.max_event_streams = flags.max_event_streams;
+  so.max_event_streams_per_principal = flags.max_event_streams_per_principal;
   return so;
 }
 

@@ -17,9 +17,12 @@ struct DaemonFlags {
   std::string auth;    // principals and tokens (required)
   std::string tls_cert, tls_key;
   std::string log_format = "text";
+  int max_event_streams = 0;                // 0: the server's default (ServerOptions)
+  int max_event_streams_per_principal = 0;  // 0: the server's default
 };
 
-// Adds --listen, --db, --store, --auth, --tls-cert, --tls-key and --log-format to `cmd`, their
+// Adds --listen, --db, --store, --auth, --tls-cert, --tls-key, --log-format and the event-stream
+// caps to `cmd`, their
 // defaults being `flags`'s; `what` names what the store keeps ("the job store").
 void AddDaemonFlags(CLI::App* cmd, DaemonFlags* flags, const std::string& what);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "server/http/api.h"
 #include "server/http/auth.h"
 #include "server/http/connection_guard.h"
+#include "server/http/http_server.h"
 #include "server/metrics.h"
 #include "server/store/postgres_job_store.h"
 #include "server/store/sqlite_job_store.h"
@@ -85,6 +87,22 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
     return InvalidArgumentError("TLS needs both a certificate and a key");
   }
   if (options.worker_threads < 1) return InvalidArgumentError("worker_threads must be >= 1");
+  EventStreamLimits streams;
+  streams.max_total = options.max_event_streams > 0 ? options.max_event_streams
+                                                    : std::clamp(options.worker_threads / 4, 1, 16);
+  streams.max_per_principal = options.max_event_streams_per_principal > 0
+                                  ? options.max_event_streams_per_principal
+                                  : std::min(4, streams.max_total);
+  if (options.max_event_streams < 0 || streams.max_total >= std::max(2, options.worker_threads)) {
+    return InvalidArgumentError("max_event_streams must be below worker_threads (" +
+                                std::to_string(options.worker_threads) +
+                                "): each stream holds a worker");
+  }
+  if (options.max_event_streams_per_principal < 0 ||
+      streams.max_per_principal > streams.max_total) {
+    return InvalidArgumentError(
+        "max_event_streams_per_principal must be at most max_event_streams");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
 
@@ -100,10 +118,15 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
     }
     impl->http = std::move(https);
   } else {
-    impl->http = std::make_unique<httplib::Server>();
+    // baton's connection loop: pipelined requests, TCP_NODELAY and prompt ACKs (http_server.h).
+    impl->http = std::make_unique<HttpServer>(ConnectionGuardOptions{}.refuse_linger);
   }
   httplib::Server& http = *impl->http;
-  http.set_socket_options(ListenSocketOptions);
+  int listen_fd = -1;
+  http.set_socket_options([&listen_fd](int sock) {
+    ListenSocketOptions(sock);
+    listen_fd = sock;
+  });
   // Bound before the store is opened: a second daemon on a port in use stops here, having
   // touched nothing.
   if (options.port == 0) {
@@ -111,6 +134,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   } else {
     impl->port = http.bind_to_port(options.host, options.port) ? options.port : -1;
   }
+  // httplib listens with a backlog of 5: a burst of new connections has SYNs dropped and retried
+  // a second later. listen(2) again on the bound socket only raises the backlog.
+  if (impl->port > 0 && listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+  http.set_socket_options(ListenSocketOptions);  // not the lambda holding a local's address
   if (impl->port <= 0) {
     const int err = errno;
     return UnavailableError(
@@ -135,7 +162,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   } else {
     return InvalidArgumentError("the store must be a postgresql:// URL (or empty for SQLite)");
   }
-  LOG_INFO("job store {}: {}", store_name, impl->store->open_report().ToString());
+  if (impl->store->open_report().not_clean.empty()) {
+    LOG_INFO("job store {}: {}", store_name, impl->store->open_report().ToString());
+  } else {
+    LOG_ERROR("job store {}: {}", store_name, impl->store->open_report().ToString());
+  }
 
   int workers = options.worker_threads;
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
@@ -158,7 +189,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
 
   Controller& c = controller != nullptr ? *controller : impl->null_controller;
   impl->controller = &c;
-  impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics);
+  impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics, streams);
   impl->api->Register(http, options.max_body_bytes, impl->guard->Hooks());
   impl->guard->Start(impl->port);
 

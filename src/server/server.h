@@ -37,6 +37,13 @@ struct ServerOptions {
   Seconds request_timeout{60};
   std::size_t max_connections = 0;
   int worker_threads = 64;  // concurrent connections served (keep-alive holds one each)
+  // Dashboard event streams (/api/v1/stream), each holding a worker thread while open: at most
+  // max_event_streams_per_principal for one principal (more get 429) and max_event_streams in
+  // all (past it, the stream idle longest is closed for the new one). The total must leave
+  // workers for the API: below worker_threads. 0: a quarter of worker_threads, at most 16 (16
+  // with the default 64 workers), and 4 per principal (at most the total).
+  int max_event_streams = 0;
+  int max_event_streams_per_principal = 0;
   bool group_commit = true;
   // Called once the socket is bound, with the actual port, before requests are served.
   std::function<void(int port)> on_listening;

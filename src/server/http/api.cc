@@ -20,6 +20,7 @@
 #include "server/http/dashboard.h"
 #include "server/http/dashboard_api.h"
 #include "server/http/dcgm.h"
+#include "server/http/http_server.h"
 #include "server/http/job_spec.h"
 #include "server/http/web_assets.h"
 
@@ -242,6 +243,21 @@ bool IsChunked(const httplib::Request& req) {
          req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
 }
 
+// Why the request's body length is ambiguous (RFC 9112 6.3): more than one Content-Length, a
+// Content-Length with a Transfer-Encoding, a Transfer-Encoding other than exactly "chunked" (which
+// httplib would not read as chunked, where IsChunked would); empty when it is not.
+std::string AmbiguousLength(const httplib::Request& req) {
+  const std::size_t lengths = req.get_header_value_count("Content-Length");
+  const std::size_t encodings = req.get_header_value_count("Transfer-Encoding");
+  if (lengths > 1) return "more than one Content-Length header";
+  if (lengths == 1 && encodings > 0) return "both Content-Length and Transfer-Encoding";
+  if (encodings > 1) return "more than one Transfer-Encoding header";
+  if (encodings == 1 && !EqualsIgnoreCase(req.get_header_value("Transfer-Encoding"), "chunked")) {
+    return "Transfer-Encoding must be chunked";
+  }
+  return "";
+}
+
 // True when the request announces a body (a non-zero Content-Length, or chunked).
 bool HasBody(const httplib::Request& req) {
   if (IsChunked(req)) return true;
@@ -305,6 +321,7 @@ struct Api::Routes {
   // unread: reading it would be the attack).
   void CloseAfterResponse(const httplib::Request& req, httplib::Response& res) {
     res.set_header("Connection", "close");
+    HttpServer::CloseAfterThisResponse();
     if (hooks.close_after_response) hooks.close_after_response(req.remote_addr, req.remote_port);
   }
 
@@ -347,6 +364,17 @@ struct Api::Routes {
     t_start = Clock::now();
     t_principal = Principal{};
     t_refusal.reset();
+    // Request smuggling: where a proxy in front reads the body's length one way and httplib
+    // another, the rest of the body becomes a request of its own. httplib 0.11 takes the first
+    // Content-Length and, given "Transfer-Encoding: chunked", ignores Content-Length; RFC 9112
+    // (6.1, 6.3) has a server refuse such a request and close the connection. Checked before
+    // anything else, and the body is never read.
+    if (std::string why = AmbiguousLength(req); !why.empty()) {
+      t_route = "rejected";
+      CloseAfterResponse(req, res);
+      SendError(res, 400, "INVALID_ARGUMENT", why, "Content-Length");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
     const bool drainable = (req.method == "POST" || req.method == "DELETE") && !IsChunked(req) &&
                            length && *length >= 0 &&
@@ -386,6 +414,9 @@ struct Api::Routes {
     }
     t_route = route->label;
     if (route->access != Access::kPublic) {
+      // Answers that need a token (and their refusals) are the caller's alone: never stored by
+      // a shared or browser cache.
+      res.set_header("Cache-Control", "no-store");
       Result<Principal> p = api.auth_.Authenticate(req.get_header_value("Authorization"));
       if (!p.ok()) {
         res.set_header("WWW-Authenticate", "Bearer");
@@ -913,14 +944,15 @@ struct Api::Routes {
           }
           SendJson(res, 200, ClusterJson(view, who));
         });
-    Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated, [this](R, B, W res, P) {
-      if (api.open_streams_.fetch_add(1) >= kMaxEventStreams) {
-        api.open_streams_.fetch_sub(1);
-        return SendError(res, 503, "UNAVAILABLE",
-                         "too many open event streams (" + std::to_string(kMaxEventStreams) + ")");
-      }
-      StartEventStream(api.controller_, api.open_streams_, res);
-    });
+    Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated,
+        [this](R, B, W res, P who) {
+          Result<std::shared_ptr<EventStreams::Ticket>> ticket = api.streams_.Open(who.name);
+          if (!ticket.ok()) {
+            res.set_header("Retry-After", "10");
+            return SendStatus(res, ticket.status());
+          }
+          StartEventStream(api.controller_, std::move(ticket).value(), res);
+        });
     // The job, tenants and nodes views' data (http/dashboard_api.h).
     for (DashboardRoute& r : DashboardRoutes(api.store_, api.controller_)) {
       Add("GET", r.pattern, r.label, r.admin_only ? Access::kAdmin : Access::kAuthenticated,
@@ -1009,7 +1041,8 @@ struct Api::Routes {
   }
 };
 
-Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics)
+Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics,
+         EventStreamLimits streams)
     : store_(store),
       auth_(auth),
       controller_(controller),
@@ -1024,7 +1057,8 @@ Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Reg
       jobs_(metrics.AddGauge("baton_jobs", "Jobs in the store by state.", {"state"})),
       telemetry_(metrics.AddCounter("baton_telemetry_posts_total",
                                     "Telemetry posts accepted, by format (json, dcgm).",
-                                    {"format"})) {
+                                    {"format"})),
+      streams_(streams) {
   metrics.AddCollectHook([this] {
     Result<std::map<JobState, std::int64_t>> counts = store_.CountByState();
     if (!counts.ok()) return;
@@ -1062,6 +1096,12 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
     if (t_refusal) {  // decided before routing; httplib drained the body (no route took it)
       const Refusal r = *std::exchange(t_refusal, std::nullopt);
       return SendError(res, r.status, r.code, r.message, r.field);
+    }
+    // httplib refused a request it could not read whole (a malformed head, a body over its
+    // limit, a long URI): what follows on the connection is not a request boundary to trust.
+    if (res.status == 400 || res.status == 413 || res.status == 414) {
+      res.set_header("Connection", "close");
+      HttpServer::CloseAfterThisResponse();
     }
     if (!res.body.empty()) return;
     std::string message;

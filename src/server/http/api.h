@@ -18,6 +18,7 @@
 
 #include "server/controller.h"
 #include "server/http/auth.h"
+#include "server/http/event_streams.h"
 #include "server/metrics.h"
 #include "server/store/job_store.h"
 
@@ -45,7 +46,9 @@ class Api {
  public:
   // Nothing is owned; everything must outlive the Api and the httplib::Server it registers on.
   // Registers the API's metrics in `metrics`.
-  Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics);
+  // `streams`: how many dashboard event streams may be open (http/dashboard.h).
+  Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics,
+      EventStreamLimits streams = {});
 
   // Installs the routes and the error, exception and logging hooks on `server`. Before any of a
   // request's body is read, a pre-routing hook finds its route (404, 405), authenticates and
@@ -68,7 +71,7 @@ class Api {
   Family<Counter>& submissions_;
   Family<Gauge>& jobs_;
   Family<Counter>& telemetry_;
-  std::atomic<int> open_streams_{0};  // dashboard event streams (http/dashboard.h)
+  EventStreams streams_;  // dashboard event streams (http/dashboard.h)
   std::vector<std::string> route_names_;
 };
 

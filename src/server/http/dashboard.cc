@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "server/http/web_assets.h"
 
@@ -17,9 +18,12 @@ bool ServeWebAsset(std::string_view path, httplib::Response& res) {
     if (a.path != path) continue;
     res.status = 200;
     res.set_content(std::string(a.body), std::string(a.content_type));
-    // Nothing is fetched from anywhere but this daemon; no inline script runs.
+    // Nothing is fetched from anywhere but this daemon, no inline script runs, and no other site
+    // may frame the dashboard (clickjacking its drain and cancel buttons).
     res.set_header("Content-Security-Policy",
-                   "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'");
+                   "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+                   "frame-ancestors 'none'");
+    res.set_header("X-Frame-Options", "DENY");  // for browsers without frame-ancestors
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Cache-Control", "no-cache");
     return true;
@@ -62,32 +66,36 @@ json ClusterJson(const ClusterView& view, const Principal& who) {
           {"jobs", std::move(jobs)}};
 }
 
-void StartEventStream(const Controller& controller, std::atomic<int>& open_streams,
+void StartEventStream(const Controller& controller, std::shared_ptr<EventStreams::Ticket> ticket,
                       httplib::Response& res) {
   using Clock = std::chrono::steady_clock;
   struct Stream {
-    explicit Stream(std::atomic<int>* counter) : open(counter) {}
-    Stream(const Stream&) = delete;
-    Stream& operator=(const Stream&) = delete;
-    std::atomic<int>* open;
+    std::shared_ptr<EventStreams::Ticket> ticket;
     Clock::time_point started = Clock::now();
     Clock::time_point last_write = Clock::now();
     std::int64_t version = -1;
-    ~Stream() { open->fetch_sub(1); }
   };
-  auto stream = std::make_shared<Stream>(&open_streams);  // the caller counted it open
-  res.set_header("Cache-Control", "no-cache");
+  auto stream = std::make_shared<Stream>(Stream{std::move(ticket)});
+  // Cache-Control: no-store comes with every authenticated answer (api.cc).
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream", [&controller, stream](std::size_t, httplib::DataSink& sink) {
         constexpr auto kPoll = std::chrono::milliseconds(200);
         constexpr auto kKeepAlive = std::chrono::seconds(15);
         constexpr auto kLifetime = std::chrono::seconds(45);
+        if (stream->ticket->close_requested()) {
+          // A newer stream took this one's place: the browser reconnects after 10 s.
+          constexpr std::string_view kClosed = "retry: 10000\n\n";
+          sink.write(kClosed.data(), kClosed.size());
+          sink.done();
+          return true;
+        }
         const std::int64_t version = controller.StateVersion();
         std::string out;
         if (version != stream->version) {
           out = "event: change\ndata: {\"version\":" + std::to_string(version) + "}\n\n";
           stream->version = version;
+          stream->ticket->MarkActive();
         } else if (Clock::now() - stream->last_write > kKeepAlive) {
           out = ": keep-alive\n\n";
         }

@@ -6,12 +6,13 @@
 
 #include <httplib.h>
 
-#include <atomic>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "server/controller.h"
 #include "server/http/auth.h"
+#include "server/http/event_streams.h"
 
 namespace baton::server {
 
@@ -22,15 +23,12 @@ bool ServeWebAsset(std::string_view path, httplib::Response& res);
 // [job id, 0 = free, -1 = another tenant's]}], "jobs": {"ID": {"tenant"}}}, filtered for `who`.
 nlohmann::json ClusterJson(const ClusterView& view, const Principal& who);
 
-// Concurrent streams at most; more get 503 (each holds one HTTP worker thread).
-inline constexpr int kMaxEventStreams = 16;
-
 // Starts a text/event-stream answer: "event: change" whenever controller.StateVersion() grows
 // (checked every 200 ms), a comment line every 15 s to keep proxies from closing it, and the end
 // of the stream after 45 s, within the connection guard's request deadline (clients reconnect at
-// once, and the first event of a new stream makes them read again). The caller has already
-// incremented `open_streams` for this stream; it is decremented when the answer is destroyed.
-void StartEventStream(const Controller& controller, std::atomic<int>& open_streams,
+// once, and the first event of a new stream makes them read again), or at once, with a 10 s
+// reconnection delay ("retry"), when the ticket is asked to close. The answer holds `ticket`.
+void StartEventStream(const Controller& controller, std::shared_ptr<EventStreams::Ticket> ticket,
                       httplib::Response& res);
 
 }  // namespace baton::server

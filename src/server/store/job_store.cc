@@ -78,10 +78,8 @@ std::string OpenReport::ToString() const {
   } else if (schema_version_found != schema_version) {
     out += " (migrated from v" + std::to_string(schema_version_found) + ")";
   }
-  if (wal_missing_after_crash) {
-    out +=
-        ", NOT CLEAN: the previous process did not close the database and its write-ahead log "
-        "(-wal) is missing; writes acknowledged after its last checkpoint are lost";
+  if (!not_clean.empty()) {
+    out += ", NOT CLEAN: the previous process did not close the database and " + not_clean;
   } else {
     out += recovered_after_crash ? ", recovered after an unclean shutdown" : ", clean";
   }

@@ -209,8 +209,16 @@ struct OpenReport {
   bool recovered_after_crash = false;
   // True when the previous process did not close the database cleanly and its write-ahead log
   // is gone (deleted by hand, lost with a disk): writes it acknowledged after its last
-  // checkpoint are lost. SQLite only; the daemon logs it as an error.
+  // checkpoint are lost. SQLite only.
   bool wal_missing_after_crash = false;
+  // Empty unless the previous process did not close the database cleanly and recovery cannot
+  // bring back all it wrote: what is lost, as a phrase after "the previous process did not close
+  // the database and" (its write-ahead log is missing, ends short, fails its checksums). The
+  // report then says NOT CLEAN and the daemon logs it as an error. SQLite only.
+  std::string not_clean;
+  // Write-ahead log frames recovery dropped with the damage not_clean names; -1: all of them, or
+  // unknown (a missing log).
+  std::int64_t wal_frames_dropped = 0;
   std::map<JobState, std::int64_t> jobs_by_state;
   std::int64_t node_admin_entries = 0;
   std::string ToString() const;

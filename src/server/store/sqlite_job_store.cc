@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "server/store/sqlite_wal.h"
 
 namespace baton::server {
 
@@ -469,10 +470,10 @@ Status SqliteJobStore::Init() {
   // drops an uncommitted tail) when the first connection reads it.
   // Open checkpoints with TRUNCATE, so a process killed before its first later write leaves an
   // empty log: that is a crash, not a lost log. A lost log is one that is not there at all.
-  auto wal_size = std::filesystem::file_size(path + "-wal", ec);
-  const bool wal_present = !ec && wal_size > 0;
-  const bool wal_exists = std::filesystem::exists(path + "-wal", ec) && !ec;
-  report_.recovered_after_crash = wal_present;
+  // SQLite also drops, silently, every frame after one that fails its checksum and a frame cut
+  // short: the log is read here first, as SQLite's recovery will read it, to say so.
+  ASSIGN_OR_RETURN(const WalScan wal, ScanWriteAheadLog(path + "-wal"));
+  report_.recovered_after_crash = wal.bytes > 0;
 
   writer_ = std::make_unique<Writer>();
   writer_->clock = clock_;
@@ -534,7 +535,20 @@ Status SqliteJobStore::Init() {
                             "value = '1'"));
   if (was_open > 0) {
     report_.recovered_after_crash = true;
-    report_.wal_missing_after_crash = !wal_exists;
+    report_.wal_missing_after_crash = !wal.exists;
+    if (!wal.exists) {
+      report_.not_clean =
+          "its write-ahead log (-wal) is missing; writes acknowledged after its last checkpoint "
+          "are lost";
+      report_.wal_frames_dropped = -1;
+    } else if (!wal.damage.empty()) {
+      report_.not_clean =
+          "its write-ahead log (-wal) " + wal.damage + ": " +
+          (wal.frames_dropped < 0 ? std::string("every frame")
+                                  : std::to_string(wal.frames_dropped) + " frames") +
+          " dropped; writes acknowledged in them are lost";
+      report_.wal_frames_dropped = wal.frames_dropped;
+    }
   }
   RETURN_IF_ERROR(Exec(db,
                        "INSERT INTO store_state (key, value) VALUES ('open', '1') "

@@ -8,7 +8,8 @@
 // One process at a time: Open takes an exclusive flock on the database file itself (released by
 // the kernel when the process dies, so kill -9 does not leave a stale lock). An empty (0-byte)
 // database file is refused, not taken for a new database; a crash whose write-ahead log was then
-// deleted is reported (OpenReport::wal_missing_after_crash).
+// deleted, cut short or damaged (it fails SQLite's frame checksums) is reported as NOT CLEAN with
+// the frames recovery dropped (OpenReport::not_clean, sqlite_wal.h).
 #pragma once
 
 #include <atomic>

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "server/store/job_store_contract_test.h"
+#include "server/store/sqlite_wal.h"
 
 namespace baton::server {
 namespace {
@@ -241,16 +242,17 @@ TEST_F(SqliteJobStoreTest, EmptyDatabaseFileIsRefused) {
   EXPECT_EQ(fs::file_size(path_), 0u) << "changed nothing";
 }
 
-// Issue 15: after a crash, deleting the -wal lost the jobs it held while the log said "clean".
-TEST_F(SqliteJobStoreTest, AWriteAheadLogDeletedAfterACrashIsReported) {
+// Writes `jobs` acknowledged submissions from a child process that then dies without closing
+// the database (as kill -9 leaves it): the write-ahead log holds every one of them.
+void CrashAfterSubmitting(const std::string& path, int jobs) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     SqliteStoreOptions o;
-    o.path = path_;
+    o.path = path;
     auto store = SqliteJobStore::Open(o);
     if (!store.ok()) ::_exit(2);
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < jobs; ++i) {
       if (!(*store)->Submit(NewJob{"t", "train", "{}", ""}).ok()) ::_exit(3);
     }
     ::_exit(0);  // no destructor: as kill -9 leaves it
@@ -258,6 +260,11 @@ TEST_F(SqliteJobStoreTest, AWriteAheadLogDeletedAfterACrashIsReported) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// Issue 15: after a crash, deleting the -wal lost the jobs it held while the log said "clean".
+TEST_F(SqliteJobStoreTest, AWriteAheadLogDeletedAfterACrashIsReported) {
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, 5));
   ASSERT_TRUE(fs::exists(path_ + "-wal"));
   fs::remove(path_ + "-wal");
   fs::remove(path_ + "-shm");
@@ -291,6 +298,120 @@ TEST_F(SqliteJobStoreTest, ACrashBeforeAnyWriteIsAPlainRecovery) {
   ASSERT_NE(store, nullptr);
   EXPECT_TRUE(store->open_report().recovered_after_crash);
   EXPECT_FALSE(store->open_report().wal_missing_after_crash) << store->open_report().ToString();
+}
+
+std::int64_t JobCount(SqliteJobStore& store) {
+  Result<std::map<JobState, std::int64_t>> counts = store.CountByState();
+  EXPECT_TRUE(counts.ok()) << counts.status().ToString();
+  std::int64_t n = 0;
+  if (counts.ok()) {
+    for (const auto& [state, count] : *counts) n += count;
+  }
+  return n;
+}
+
+// Issue 30: a -wal truncated or bit-flipped after a crash lost acknowledged jobs while the report
+// said only "recovered after an unclean shutdown". Each damage is NOT CLEAN, with the frames
+// recovery dropped.
+TEST_F(SqliteJobStoreTest, AWriteAheadLogCutMidFrameIsReportedNotClean) {
+  constexpr int kJobs = 20;
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, kJobs));
+  const std::string wal = path_ + "-wal";
+  Result<WalScan> intact = ScanWriteAheadLog(wal);
+  ASSERT_TRUE(intact.ok()) << intact.status().ToString();
+  ASSERT_TRUE(intact->damage.empty()) << intact->damage;
+  ASSERT_GT(intact->frames, 4);
+  const std::uintmax_t frame_bytes = 24 + static_cast<std::uintmax_t>(intact->page_size);
+  // Half of the last frame's page is gone.
+  fs::resize_file(wal, fs::file_size(wal) - frame_bytes / 2);
+
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const OpenReport& report = store->open_report();
+  EXPECT_FALSE(report.wal_missing_after_crash);
+  EXPECT_GE(report.wal_frames_dropped, 1);
+  EXPECT_NE(report.ToString().find("NOT CLEAN"), std::string::npos) << report.ToString();
+  EXPECT_NE(report.ToString().find(std::to_string(report.wal_frames_dropped) + " frames dropped"),
+            std::string::npos)
+      << report.ToString();
+  EXPECT_NE(report.ToString().find("ends "), std::string::npos) << report.ToString();
+  EXPECT_LT(JobCount(*store), kJobs) << "the last submission went with its frames";
+}
+
+TEST_F(SqliteJobStoreTest, AWriteAheadLogFailingItsChecksumIsReportedNotClean) {
+  constexpr int kJobs = 20;
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, kJobs));
+  const std::string wal = path_ + "-wal";
+  Result<WalScan> intact = ScanWriteAheadLog(wal);
+  ASSERT_TRUE(intact.ok()) << intact.status().ToString();
+  ASSERT_GT(intact->frames, 4);
+  {
+    // One bit of frame 2's page: SQLite drops frame 2 and everything after it.
+    std::fstream f(wal, std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff at = 32 + (24 + intact->page_size) + 24 + 100;
+    f.seekg(at);
+    char byte = 0;
+    f.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x10);
+    f.seekp(at);
+    f.write(&byte, 1);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  const OpenReport& report = store->open_report();
+  EXPECT_GE(report.wal_frames_dropped, intact->frames - 1) << report.ToString();
+  EXPECT_NE(report.ToString().find("NOT CLEAN"), std::string::npos) << report.ToString();
+  EXPECT_NE(report.ToString().find("fails its checksum at frame 2 of"), std::string::npos)
+      << report.ToString();
+  EXPECT_NE(report.ToString().find(std::to_string(report.wal_frames_dropped) + " frames dropped"),
+            std::string::npos)
+      << report.ToString();
+  EXPECT_LT(JobCount(*store), kJobs - 5);
+}
+
+// What a kill -9 alone leaves is not damage: a whole log, or one that ends with a frame header
+// whose page was not written yet (SQLite writes them with two writes).
+TEST_F(SqliteJobStoreTest, AnIntactOrTornAppendLogIsAPlainRecovery) {
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, 5));
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    EXPECT_TRUE(store->open_report().recovered_after_crash);
+    EXPECT_TRUE(store->open_report().not_clean.empty()) << store->open_report().ToString();
+    EXPECT_EQ(JobCount(*store), 5);
+  }
+  ASSERT_NO_FATAL_FAILURE(CrashAfterSubmitting(path_, 5));
+  const std::string wal = path_ + "-wal";
+  Result<WalScan> intact = ScanWriteAheadLog(wal);
+  ASSERT_TRUE(intact.ok() && intact->frames > 1);
+  // The last frame's header stays, its page is gone.
+  fs::resize_file(wal, fs::file_size(wal) - static_cast<std::uintmax_t>(intact->page_size));
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->open_report().recovered_after_crash);
+  EXPECT_TRUE(store->open_report().not_clean.empty()) << store->open_report().ToString();
+}
+
+TEST(ScanWriteAheadLogTest, MissingEmptyAndInvalidHeaders) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("baton_wal_scan_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string wal = (dir / "x.db-wal").string();
+  Result<WalScan> missing = ScanWriteAheadLog(wal);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->exists);
+  std::ofstream(wal).close();
+  EXPECT_TRUE(ScanWriteAheadLog(wal)->exists);
+  EXPECT_TRUE(ScanWriteAheadLog(wal)->damage.empty());
+  std::ofstream(wal) << "short";
+  EXPECT_NE(ScanWriteAheadLog(wal)->damage.find("shorter than its 32-byte header"),
+            std::string::npos);
+  std::ofstream(wal) << std::string(4096, 'x');
+  EXPECT_NE(ScanWriteAheadLog(wal)->damage.find("invalid header (bad magic number)"),
+            std::string::npos);
+  EXPECT_EQ(ScanWriteAheadLog(wal)->frames_dropped, -1);
+  fs::remove_all(dir);
 }
 
 TEST_F(SqliteJobStoreTest, RefusesANewerSchema) {

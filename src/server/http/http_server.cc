@@ -1,0 +1,179 @@
+#include "server/http/http_server.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "server/http/connection_guard.h"
+
+namespace baton::server {
+namespace {
+
+// Set by CloseAfterThisResponse on the worker thread serving a connection.
+thread_local bool t_close_after_response = false;
+
+int Millis(time_t sec, time_t usec) {
+  return static_cast<int>(std::min<time_t>(sec * 1000 + usec / 1000, 24L * 3600 * 1000));
+}
+
+// Waits up to `timeout_ms` for `events` on `fd`; true when one (or an error or hang-up, which the
+// next read or write reports) happened.
+bool Poll(int fd, short events, int timeout_ms) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    int n = ::poll(&p, 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    return n > 0;
+  }
+}
+
+void IpAndPort(const sockaddr_storage& addr, socklen_t len, std::string& ip, int& port) {
+  char host[NI_MAXHOST];
+  char serv[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host, sizeof host, serv,
+                    sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    ip = host;
+    port = std::atoi(serv);
+  }
+}
+
+// One accepted connection as httplib's Stream, with one read buffer for all its requests.
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int fd, int read_timeout_ms, int write_timeout_ms)
+      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
+
+  // Bytes of the next request(s) already read from the socket.
+  bool buffered() const { return begin_ < end_; }
+
+  bool is_readable() const override { return buffered() || Poll(fd_, POLLIN, read_timeout_ms_); }
+
+  // The socket takes data and the peer has not closed it (httplib's is_socket_alive): a stream
+  // (text/event-stream) ends when its reader goes away.
+  bool is_writable() const override {
+    if (!Poll(fd_, POLLOUT, write_timeout_ms_)) return false;
+    if (!Poll(fd_, POLLIN, 0)) return true;
+    char byte;
+    return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (!buffered()) {
+      const ssize_t n = Fill();
+      if (n <= 0) return n;
+    }
+    const std::size_t n = std::min(size, end_ - begin_);
+    std::memcpy(ptr, buf_.data() + begin_, n);
+    begin_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    for (;;) {
+      ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+      if (!Poll(fd_, POLLOUT, write_timeout_ms_)) return -1;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      IpAndPort(addr, len, ip, port);
+    }
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      IpAndPort(addr, len, ip, port);
+    }
+  }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  // Reads what the socket has into the empty buffer; 0 at the end of the stream, -1 on an error
+  // or after the read timeout.
+  ssize_t Fill() {
+    begin_ = end_ = 0;
+    for (bool waited = false;;) {
+      ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), MSG_DONTWAIT);
+      if (n >= 0) {
+        end_ = static_cast<std::size_t>(n);
+        return n;
+      }
+      if (errno == EINTR) continue;
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || waited) return -1;
+      // About to wait: acknowledge what arrived now rather than after the delayed-ACK timer. A
+      // client that wrote a request's head and holds its body back until that head is
+      // acknowledged (Nagle) would wait for the timer on every request of a keep-alive
+      // connection. Not sticky: the kernel goes back to delayed ACKs by itself.
+      int one = 1;
+      ::setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+      if (!Poll(fd_, POLLIN, read_timeout_ms_)) return -1;
+      waited = true;
+    }
+  }
+
+  int fd_;
+  int read_timeout_ms_;
+  int write_timeout_ms_;
+  std::array<char, 16 << 10> buf_{};
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+};
+
+}  // namespace
+
+void HttpServer::CloseAfterThisResponse() { t_close_after_response = true; }
+
+bool HttpServer::process_and_close_socket(socket_t sock) {
+  // Inherited from the listening socket on Linux, but not everywhere: set on the connection.
+  int one = 1;
+  ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (on_accept) on_accept(sock);
+  ConnectionStream strm(sock, Millis(read_timeout_sec_, read_timeout_usec_),
+                        Millis(write_timeout_sec_, write_timeout_usec_));
+  const int keep_alive_ms = Millis(keep_alive_timeout_sec_, 0);
+  bool ok = false;
+  bool close_requested = false;
+  for (std::size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+    if (!strm.buffered()) {
+      // The next request's first byte, within the keep-alive timeout, checking for a server
+      // shutdown every 50 ms.
+      bool readable = false;
+      for (int waited = 0; !readable && waited < keep_alive_ms && svr_sock_ != INVALID_SOCKET;
+           waited += 50) {
+        readable = Poll(sock, POLLIN, std::min(50, keep_alive_ms - waited));
+      }
+      if (!readable) break;
+    }
+    t_close_after_response = false;
+    bool connection_closed = false;
+    ok = process_request(strm, /*close_connection=*/left == 1, connection_closed, nullptr);
+    close_requested = t_close_after_response;
+    t_close_after_response = false;
+    if (!ok || connection_closed || close_requested) break;
+  }
+  if (close_requested) {
+    ShutdownAfterFlush(sock, refuse_linger_);
+  } else {
+    ::shutdown(sock, SHUT_RDWR);
+  }
+  ::close(sock);
+  return ok;
+}
+
+}  // namespace baton::server

@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/strings.h"
 #include "topology/gpu.h"
@@ -15,15 +13,9 @@
 namespace baton::perf {
 
 Result<std::vector<AttentionPoint>> LoadAttentionTable(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
   std::vector<AttentionPoint> out;
-  std::string line;
-  int no = 0;
-  while (std::getline(in, line)) {
-    ++no;
-    if (no == 1 || Trim(line).empty()) continue;  // header
-    if (out.size() >= 100000) return InvalidArgumentError(fmt::format("{}: too many rows", path));
+  auto parse_line = [&](int no, std::string_view line) -> Status {
+    if (no == 1 || Trim(line).empty()) return Status::Ok();  // the header
     std::vector<std::string_view> c = Split(line, ',');
     if (c.size() != 5) {
       return InvalidArgumentError(fmt::format("{}:{}: expected 5 columns", path, no));
@@ -45,7 +37,9 @@ Result<std::vector<AttentionPoint>> LoadAttentionTable(const std::string& path) 
     p.seq = static_cast<int>(*seq);
     p.tflops = *tf;
     out.push_back(std::move(p));
-  }
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(ForEachFileLine(path, "attention table", kPerfCsvLimits, parse_line));
   return out;
 }
 

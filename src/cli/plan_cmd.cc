@@ -337,7 +337,7 @@ Status RunEstimate(const PlanOptions& o) {
   perf::EvalContext ctx(model, training, system);
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
   perf::UncertaintyBand band =
-      perf::EstimateBand(profile, model, system, plan.gpus(), e.feasible() ? e.mfu : 0.0);
+      perf::EstimateBand(profile, model, system, plan, e.feasible() ? e.mfu : 0.0);
   if (o.json) {
     nlohmann::json j = perf::EstimateReportJson(model, training, system, plan, e);
     j["band"] = perf::EstimateBandJson(band, e);
@@ -411,8 +411,9 @@ Status RunSearch(const PlanOptions& o) {
   // are marked one by one, and the best plan's own band says so (EstimateBand with its MFU).
   perf::AttachTrust(profile, model, system, most, &r);
   perf::UncertaintyBand best_band =
-      r.top.empty() ? r.band
-                    : perf::EstimateBand(profile, model, system, most, r.top[0].estimate.mfu);
+      r.top.empty()
+          ? r.band
+          : perf::EstimateBand(profile, model, system, r.top[0].plan, r.top[0].estimate.mfu);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.html.empty()) {
     std::ofstream out(o.html);
@@ -483,15 +484,28 @@ Status RunValidate(const PlanOptions& o) {
     perf::CalibrateOptions copts;
     ASSIGN_OR_RETURN(perf::CvReport cv,
                      perf::CrossValidate(runs, profile, att.empty() ? nullptr : &attention, copts));
+    // The coverage of the band the profile prints (its quantile), or of the one `plan calibrate`
+    // would choose for a profile without band cells.
+    if (profile.band.quantile > 0) {
+      perf::BandCoverage(profile.band.quantile, &cv);
+    } else {
+      perf::ChooseBandQuantile(&cv);
+    }
     if (o.json) {
       nlohmann::json j;
       for (const auto& g : cv.groups) {
-        j["groups"].push_back(
-            {{"group", g.group}, {"rows", g.rows}, {"mae", g.mae}, {"max", g.max}});
+        j["groups"].push_back({{"group", g.group},
+                               {"rows", g.rows},
+                               {"mae", g.mae},
+                               {"max", g.max},
+                               {"band_coverage", g.coverage}});
       }
       for (const auto& r : cv.rows) j["rows"].push_back(RowJson(r));
       j["mae"] = cv.mae;
       j["max"] = cv.max;
+      j["band_coverage"] = cv.coverage;
+      j["band_coverage_mean_over_sources"] = cv.source_coverage;
+      j["band_quantile"] = cv.band_quantile;
       fmt::print("{}\n", j.dump(2));
       return Status::Ok();
     }

@@ -264,5 +264,28 @@ TEST(CalibrateTest, BandCoverageHoldsEachGroupOut) {
   EXPECT_DOUBLE_EQ(cv.coverage, 0.0);
 }
 
+// docs/perf/calibration.md's example: a user's runs with catalogue model names in place of
+// shapes parse, and `plan calibrate --runs` on them (the built-in profile as the start and
+// prior) fits them no worse than the built-in profile did.
+TEST(CalibrateTest, TheDocumentedExampleCalibrates) {
+  const char* dir = std::getenv("BATON_SOURCE_DIR");
+  auto runs =
+      LoadPublishedRuns(std::string(dir != nullptr ? dir : ".") + "/docs/perf/example-runs.csv");
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 6u);
+  EXPECT_EQ((*runs)[0].model.layers, 32);  // llama3-8b's, from the catalogue
+  EXPECT_EQ((*runs)[0].model.vocab, 128256);
+  CalibrateOptions opts;
+  opts.families = {"hopper"};
+  opts.prior_is_start = true;
+  CvReport cv;
+  auto fitted = CalibrateProfile(*runs, BuiltinProfile(), nullptr, opts, &cv);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  EXPECT_EQ(cv.total_rows, 6);
+  EXPECT_LE(MeanAbsError(*runs, *fitted), MeanAbsError(*runs, BuiltinProfile()) + 1e-9);
+  // Six rows are too few for band cells of their own: the start's band is kept.
+  EXPECT_FALSE(fitted->band.cells.empty());
+}
+
 }  // namespace
 }  // namespace baton::perf

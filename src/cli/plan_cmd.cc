@@ -649,7 +649,7 @@ std::string FormatModels(bool json) {
     std::string moe = m.is_moe() ? fmt::format("{} experts, top {}, expert ffn {}", m.moe.experts,
                                                m.moe.top_k, m.moe.expert_ffn)
                                  : "-";
-    out += fmt::format("{:<22} {:>7.1f}B {:>6} {:>6} {:>6} {:>5} {:>7} {:>7} {:>7} {:>6}  {}\n",
+    out += fmt::format("{:<22} {:>7.1f}B {:>6} {:>6} {:>6} {:>5} {:>7} {:>8} {:>7} {:>6}  {}\n",
                        m.name, m.TotalParams() / 1e9, m.layers, m.hidden, m.heads, m.kv_heads,
                        m.ffn, perf::FfnKindName(m.ffn_kind), m.vocab, m.seq, moe);
     j.push_back({{"name", m.name},

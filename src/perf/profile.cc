@@ -94,6 +94,8 @@ constexpr int kMaxFamilies = 16;
 constexpr int kMaxBands = 16;
 constexpr int kMaxEnvelope = 64;
 constexpr int kMaxBandCells = 1024;
+// The families of the GPU catalogue (topology/gpu.cc), the only keys a profile may have.
+constexpr std::array<std::string_view, 3> kGpuFamilies = {"ampere", "hopper", "blackwell"};
 
 struct Line {
   int no;
@@ -235,6 +237,13 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
         if (p.FindMutable(fam.key) != nullptr) {
           return LineError(source, fam.no,
                            fmt::format("duplicate family '{}'", Printable(fam.key)));
+        }
+        // A family the GPU catalogue does not have would never be looked up, and a misspelt
+        // one would leave its GPUs on another family's constants (SystemProfile::Find).
+        if (std::find(kGpuFamilies.begin(), kGpuFamilies.end(), fam.key) == kGpuFamilies.end()) {
+          return LineError(source, fam.no,
+                           fmt::format("unknown GPU family '{}' (ampere, hopper or blackwell)",
+                                       Printable(fam.key)));
         }
         FamilyProfile f;
         f.family = std::string(fam.key);

@@ -275,5 +275,15 @@ TEST(ProfileTest, BandCellsAndTheEnvelopePerParallelismKind) {
       << bad.status().ToString();
 }
 
+// A profile names only the catalogue's GPU families: a misspelt one is refused with its line
+// rather than leaving that family's GPUs on Hopper's constants.
+TEST(ProfileTest, UnknownGpuFamilyIsRefused) {
+  auto bad = ParseProfile("version: 1\nfamilies:\n  hoper:\n    runs: 1\n", "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("p.yaml:3: unknown GPU family 'hoper'"), std::string::npos)
+      << bad.status().ToString();
+  EXPECT_TRUE(ParseProfile("version: 1\nfamilies:\n  blackwell:\n    runs: 1\n", "p.yaml").ok());
+}
+
 }  // namespace
 }  // namespace baton::perf

@@ -89,7 +89,7 @@ struct BandQuestion {
 // how far extrapolations really missed). Only cells with kMinBandRows rows from kMinBandSources
 // sources are kept.
 struct BandCell {
-  std::string key;  // "hopper/fsdp/<=8k/<20B/inside", "*/*/*/*/beyond", ...
+  std::string key;  // "hopper/fsdp/<=8k/<20B/inside", "any/any/any/any/beyond", ...
   double relative = 0;
   int rows = 0;
   int sources = 0;
@@ -108,8 +108,8 @@ struct BandModel {
 // the 90th percentile at the largest (the ceil((n + 1) q)-th, the conformal rank).
 inline constexpr int kMinBandRows = 8;
 inline constexpr int kMinBandSources = 3;
-// The cells a question may take, finest first, ending with "*/*/*/*/*": sequence and size are
-// dropped before the GPU family, the family before the parallelism kind, the kind before reach.
+// The cells a question may take, finest first, ending with "any/any/any/any/any": sequence and
+// size are dropped before the GPU family, the family before the parallelism kind, then the kind.
 std::vector<std::string> BandCellKeys(const BandQuestion& q, bool beyond);
 // The relative band of the finest cell of BandCellKeys(q, beyond) that `band` has (0: none).
 double BandRelative(const BandModel& band, const BandQuestion& q, bool beyond);

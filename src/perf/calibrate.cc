@@ -618,7 +618,13 @@ Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
     }
   }
   BandModel band = BuildBandModel(cv, ChooseBandQuantile(&cv));
-  if (band.Find("any/any/any/any/any") != nullptr) p.band = std::move(band);
+  if (band.Find("any/any/any/any/any") != nullptr) {
+    p.band = std::move(band);
+  } else {
+    // Too few rows or sources for a band of their own (a user's handful of runs): the start's
+    // band is kept, and no coverage is reported for a band the rows could not build.
+    cv.band_quantile = 0;
+  }
   if (cv_out != nullptr) *cv_out = std::move(cv);
   return p;
 }

@@ -285,6 +285,7 @@ TEST(CalibrateTest, TheDocumentedExampleCalibrates) {
   EXPECT_LE(MeanAbsError(*runs, *fitted), MeanAbsError(*runs, BuiltinProfile()) + 1e-9);
   // Six rows are too few for band cells of their own: the start's band is kept.
   EXPECT_FALSE(fitted->band.cells.empty());
+  EXPECT_EQ(cv.band_quantile, 0);  // and claims no coverage for a band it did not build
 }
 
 }  // namespace

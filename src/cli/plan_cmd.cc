@@ -24,6 +24,7 @@
 #include "perf/stack.h"
 #include "perf/validation.h"
 #include "topology/builders/fabrics.h"
+#include "topology/gpu.h"
 #include "topology/io/cluster_file.h"
 
 namespace baton::cli {
@@ -337,7 +338,7 @@ Status RunEstimate(const PlanOptions& o) {
   perf::EvalContext ctx(model, training, system);
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
   perf::UncertaintyBand band =
-      perf::EstimateBand(profile, model, system, plan.gpus(), e.feasible() ? e.mfu : 0.0);
+      perf::EstimateBand(profile, model, system, plan, e.feasible() ? e.mfu : 0.0);
   if (o.json) {
     nlohmann::json j = perf::EstimateReportJson(model, training, system, plan, e);
     j["band"] = perf::EstimateBandJson(band, e);
@@ -411,8 +412,9 @@ Status RunSearch(const PlanOptions& o) {
   // are marked one by one, and the best plan's own band says so (EstimateBand with its MFU).
   perf::AttachTrust(profile, model, system, most, &r);
   perf::UncertaintyBand best_band =
-      r.top.empty() ? r.band
-                    : perf::EstimateBand(profile, model, system, most, r.top[0].estimate.mfu);
+      r.top.empty()
+          ? r.band
+          : perf::EstimateBand(profile, model, system, r.top[0].plan, r.top[0].estimate.mfu);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.html.empty()) {
     std::ofstream out(o.html);
@@ -483,15 +485,28 @@ Status RunValidate(const PlanOptions& o) {
     perf::CalibrateOptions copts;
     ASSIGN_OR_RETURN(perf::CvReport cv,
                      perf::CrossValidate(runs, profile, att.empty() ? nullptr : &attention, copts));
+    // The coverage of the band the profile prints (its quantile), or of the one `plan calibrate`
+    // would choose for a profile without band cells.
+    if (profile.band.quantile > 0) {
+      perf::BandCoverage(profile.band.quantile, &cv);
+    } else {
+      perf::ChooseBandQuantile(&cv);
+    }
     if (o.json) {
       nlohmann::json j;
       for (const auto& g : cv.groups) {
-        j["groups"].push_back(
-            {{"group", g.group}, {"rows", g.rows}, {"mae", g.mae}, {"max", g.max}});
+        j["groups"].push_back({{"group", g.group},
+                               {"rows", g.rows},
+                               {"mae", g.mae},
+                               {"max", g.max},
+                               {"band_coverage", g.coverage}});
       }
       for (const auto& r : cv.rows) j["rows"].push_back(RowJson(r));
       j["mae"] = cv.mae;
       j["max"] = cv.max;
+      j["band_coverage"] = cv.coverage;
+      j["band_coverage_mean_over_sources"] = cv.source_coverage;
+      j["band_quantile"] = cv.band_quantile;
       fmt::print("{}\n", j.dump(2));
       return Status::Ok();
     }
@@ -623,6 +638,60 @@ Status RunLaunch(const PlanOptions& o) {
   return Status::Ok();
 }
 
+// The model catalogue with the shapes a runs table would otherwise spell out (its `model`
+// column takes these names; docs/perf/calibration.md).
+std::string FormatModels(bool json) {
+  nlohmann::json j = nlohmann::json::array();
+  std::string out = fmt::format(
+      "{:<22} {:>8} {:>6} {:>6} {:>6} {:>5} {:>7} {:>7} {:>7} {:>6}  {}\n", "model", "params",
+      "layers", "hidden", "heads", "kv", "ffn", "ffn_kind", "vocab", "seq", "moe");
+  for (const perf::ModelSpec& m : perf::BuiltinModels()) {
+    std::string moe = m.is_moe() ? fmt::format("{} experts, top {}, expert ffn {}", m.moe.experts,
+                                               m.moe.top_k, m.moe.expert_ffn)
+                                 : "-";
+    out += fmt::format("{:<22} {:>7.1f}B {:>6} {:>6} {:>6} {:>5} {:>7} {:>8} {:>7} {:>6}  {}\n",
+                       m.name, m.TotalParams() / 1e9, m.layers, m.hidden, m.heads, m.kv_heads,
+                       m.ffn, perf::FfnKindName(m.ffn_kind), m.vocab, m.seq, moe);
+    j.push_back({{"name", m.name},
+                 {"params", m.TotalParams()},
+                 {"layers", m.layers},
+                 {"hidden", m.hidden},
+                 {"heads", m.heads},
+                 {"kv_heads", m.kv_heads},
+                 {"ffn", m.ffn},
+                 {"ffn_kind", std::string(perf::FfnKindName(m.ffn_kind))},
+                 {"vocab", m.vocab},
+                 {"seq", m.seq},
+                 {"moe_experts", m.moe.experts},
+                 {"moe_top_k", m.moe.top_k},
+                 {"moe_expert_ffn", m.moe.expert_ffn}});
+  }
+  return json ? j.dump(2) + "\n" : out;
+}
+
+// The GPU catalogue as the estimator sees it: peaks, HBM and NVLink, and the family whose
+// calibrated constants it takes.
+std::string FormatGpus(bool json) {
+  nlohmann::json j = nlohmann::json::array();
+  std::string out = fmt::format("{:<10} {:<9} {:>10} {:>10} {:>8} {:>9} {:>12}\n", "gpu", "family",
+                                "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM TB/s", "NVLink GB/s");
+  for (const topo::GpuSpec& g : topo::BuiltinGpus()) {
+    const double bf16 = g.bf16.value() / 1e12, fp8 = g.fp8.value() / 1e12;
+    const double hbm_tbps = g.hbm_bandwidth.value() / 1e12;
+    const double nvlink = g.nvlink_per_direction.value() / 1e9;
+    out += fmt::format("{:<10} {:<9} {:>10.0f} {:>10.0f} {:>8.1f} {:>9.2f} {:>12.0f}\n", g.name,
+                       g.family, bf16, fp8, ToGiB(g.hbm), hbm_tbps, nvlink);
+    j.push_back({{"name", g.name},
+                 {"family", g.family},
+                 {"bf16_tflops", bf16},
+                 {"fp8_tflops", fp8},
+                 {"hbm_gib", ToGiB(g.hbm)},
+                 {"hbm_tbytes_per_s", hbm_tbps},
+                 {"nvlink_gbytes_per_s_per_direction", nvlink}});
+  }
+  return json ? j.dump(2) + "\n" : out;
+}
+
 void Bind(CLI::App* c, int& exit_code, std::shared_ptr<PlanOptions> o,
           Status (*fn)(const PlanOptions&)) {
   c->callback([o, fn, &exit_code] {
@@ -681,6 +750,14 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
                      "Restrict recompute to a comma list of none, selective, full, ops, mlp");
   search->add_flag("--even-pp", search_opts->even_pp, "Only pp values that divide the layers");
   Bind(search, exit_code, search_opts, RunSearch);
+
+  auto list_opts = std::make_shared<PlanOptions>();
+  CLI::App* models = plan->add_subcommand("models", "List the model catalogue with its shapes");
+  models->add_flag("--json", list_opts->json, "JSON output");
+  models->callback([list_opts] { fmt::print("{}", FormatModels(list_opts->json)); });
+  CLI::App* gpus = plan->add_subcommand("gpus", "List the GPU catalogue with its figures");
+  gpus->add_flag("--json", list_opts->json, "JSON output");
+  gpus->callback([list_opts] { fmt::print("{}", FormatGpus(list_opts->json)); });
 
   auto val_opts = std::make_shared<PlanOptions>();
   CLI::App* val = plan->add_subcommand("validate", "Compare the estimator with published runs");

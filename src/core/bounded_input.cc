@@ -118,6 +118,81 @@ Status CheckYamlTextDepth(std::string_view text, std::string_view source, int ma
 
 }  // namespace
 
+namespace {
+
+Status LineTooLong(std::string_view source, int line_no, std::size_t max) {
+  return ResourceExhaustedError(std::string(source) + ":" + std::to_string(line_no) +
+                                ": line longer than " + std::to_string(max) + " bytes");
+}
+
+Status TooManyLines(std::string_view source, int line_no, std::size_t max) {
+  return ResourceExhaustedError(std::string(source) + ":" + std::to_string(line_no) +
+                                ": more than " + std::to_string(max) + " lines");
+}
+
+Status VisitLine(std::string_view line, int line_no, const LineVisitor& visit) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return visit(line_no, line);
+}
+
+}  // namespace
+
+Status ForEachFileLine(const std::string& path, std::string_view what, const LineLimits& limits,
+                       const LineVisitor& visit) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) return NotFoundError("cannot open " + std::string(what) + " '" + path + "'");
+  std::string line;
+  int line_no = 0;
+  char buf[4096];
+  bool pending = false;  // bytes of a line not yet handed on
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, file.get())) {
+    std::string_view chunk(buf, n);
+    while (!chunk.empty()) {
+      if (!pending) {
+        if (static_cast<std::size_t>(line_no) >= limits.max_lines) {
+          return TooManyLines(path, line_no + 1, limits.max_lines);
+        }
+        ++line_no;
+        pending = true;
+      }
+      std::size_t eol = chunk.find('\n');
+      std::string_view part = chunk.substr(0, eol);
+      if (line.size() + part.size() > limits.max_line_bytes) {
+        return LineTooLong(path, line_no, limits.max_line_bytes);
+      }
+      line.append(part);
+      if (eol == std::string_view::npos) break;
+      chunk.remove_prefix(eol + 1);
+      RETURN_IF_ERROR(VisitLine(line, line_no, visit));
+      line.clear();
+      pending = false;
+    }
+  }
+  if (std::ferror(file.get())) return InternalError(path + ": read error");
+  if (pending) RETURN_IF_ERROR(VisitLine(line, line_no, visit));  // a last line without '\n'
+  return Status::Ok();
+}
+
+Status ForEachTextLine(std::string_view text, std::string_view source, const LineLimits& limits,
+                       const LineVisitor& visit) {
+  int line_no = 0;
+  while (!text.empty()) {
+    if (static_cast<std::size_t>(line_no) >= limits.max_lines) {
+      return TooManyLines(source, line_no + 1, limits.max_lines);
+    }
+    ++line_no;
+    std::size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    if (line.size() > limits.max_line_bytes) {
+      return LineTooLong(source, line_no, limits.max_line_bytes);
+    }
+    RETURN_IF_ERROR(VisitLine(line, line_no, visit));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+  }
+  return Status::Ok();
+}
+
 Result<std::string> ReadFileBounded(const std::string& path, Bytes max_size,
                                     std::string_view what) {
   struct stat st {};

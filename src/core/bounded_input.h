@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -21,6 +22,28 @@ namespace baton {
 // ResourceExhausted "PATH: N bytes, over the M-byte limit for a WHAT", InvalidArgument when it
 // is not a regular file (a FIFO or /dev/zero has no size to check).
 Result<std::string> ReadFileBounded(const std::string& path, Bytes max_size, std::string_view what);
+
+// Limits on a line-oriented file (CSV, a table of runs): a line longer than max_line_bytes or
+// more lines than max_lines is refused while reading, so no more than one line is ever held.
+struct LineLimits {
+  std::size_t max_line_bytes = std::size_t{64} << 10;
+  std::size_t max_lines = 1'000'000;
+};
+
+// Called once per line with its 1-based number and its text (without the '\n' and a trailing
+// '\r'). An error stops the reading and is returned as is.
+using LineVisitor = std::function<Status(int line_no, std::string_view line)>;
+
+// Reads `path` one line at a time, never holding more than limits.max_line_bytes of it, and
+// hands each line to `visit`. Pipes and devices are read the same way (`/dev/zero` is refused at
+// its first line, having read max_line_bytes). Errors: NotFound "cannot open WHAT 'PATH'",
+// ResourceExhausted "PATH:N: line longer than M bytes" or "PATH:N: more than M lines",
+// Internal on a read error, or `visit`'s own.
+Status ForEachFileLine(const std::string& path, std::string_view what, const LineLimits& limits,
+                       const LineVisitor& visit);
+// The same over text already in memory; `source` names it in errors.
+Status ForEachTextLine(std::string_view text, std::string_view source, const LineLimits& limits,
+                       const LineVisitor& visit);
 
 // Limits on a JSON document. A depth counts objects and arrays (`{"a":[1]}` is depth 2).
 struct JsonLimits {

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace baton {
 namespace {
@@ -38,6 +41,67 @@ TEST(ReadFileBoundedTest, RefusesWhatIsNotARegularFile) {
   EXPECT_EQ(dev.status().code(), StatusCode::kInvalidArgument);
   auto missing = ReadFileBounded("/nonexistent/x", GiB(1), "trace");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+std::vector<std::pair<int, std::string>> Collect(const std::string& path, const LineLimits& limits,
+                                                 Status* status) {
+  std::vector<std::pair<int, std::string>> lines;
+  *status = ForEachFileLine(path, "table", limits, [&](int no, std::string_view line) {
+    lines.emplace_back(no, std::string(line));
+    return Status::Ok();
+  });
+  return lines;
+}
+
+TEST(LineBoundsTest, HandsOnEveryLineWithItsNumber) {
+  // Lines straddle the reader's 4 KiB chunks; CR-LF endings and a last line without '\n'.
+  const std::string long_line(5000, 'a');
+  const std::string path = TempFile("lines_ok.csv", "h\r\n\n" + long_line + "\nlast");
+  Status st;
+  auto lines = Collect(path, {}, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], (std::pair<int, std::string>{1, "h"}));
+  EXPECT_EQ(lines[1], (std::pair<int, std::string>{2, ""}));
+  EXPECT_EQ(lines[2], (std::pair<int, std::string>{3, long_line}));
+  EXPECT_EQ(lines[3], (std::pair<int, std::string>{4, "last"}));
+}
+
+TEST(LineBoundsTest, RefusesALongLineNamingFileAndLine) {
+  const std::string path = TempFile("lines_long.csv", "a,b\n1,2\n" + std::string(10 << 20, 'x'));
+  Status st;
+  auto lines = Collect(path, {.max_line_bytes = 1024, .max_lines = 100}, &st);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find(path + ":3: line longer than 1024 bytes"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(lines.size(), 2u);
+  Status text = ForEachTextLine(std::string(2000, 'x'), "body", {.max_line_bytes = 1024},
+                                [](int, std::string_view) { return Status::Ok(); });
+  EXPECT_NE(text.message().find("body:1: line longer than 1024 bytes"), std::string::npos);
+}
+
+TEST(LineBoundsTest, RefusesTooManyLinesAndDevZero) {
+  const std::string path = TempFile("lines_many.csv", "1\n2\n3\n4\n");
+  Status st;
+  Collect(path, {.max_line_bytes = 16, .max_lines = 3}, &st);
+  EXPECT_NE(st.message().find(path + ":4: more than 3 lines"), std::string::npos) << st.message();
+  // /dev/zero is one endless line: refused once max_line_bytes are read, not read to the end.
+  Collect("/dev/zero", {.max_line_bytes = 1 << 16}, &st);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("/dev/zero:1: line longer than 65536 bytes"), std::string::npos)
+      << st.message();
+  Collect("/nonexistent/x.csv", {}, &st);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+}
+
+TEST(LineBoundsTest, AVisitorErrorStopsTheReading) {
+  int seen = 0;
+  Status st = ForEachTextLine("a\nb\nc\n", "t", {}, [&](int no, std::string_view) {
+    ++seen;
+    return no == 2 ? InvalidArgumentError("t:2: bad") : Status::Ok();
+  });
+  EXPECT_EQ(st.message(), "t:2: bad");
+  EXPECT_EQ(seen, 2);
 }
 
 TEST(JsonBoundsTest, CountsNestingOutsideStringsOnly) {

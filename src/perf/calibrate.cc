@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/strings.h"
 #include "topology/gpu.h"
@@ -15,15 +13,9 @@
 namespace baton::perf {
 
 Result<std::vector<AttentionPoint>> LoadAttentionTable(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
   std::vector<AttentionPoint> out;
-  std::string line;
-  int no = 0;
-  while (std::getline(in, line)) {
-    ++no;
-    if (no == 1 || Trim(line).empty()) continue;  // header
-    if (out.size() >= 100000) return InvalidArgumentError(fmt::format("{}: too many rows", path));
+  auto parse_line = [&](int no, std::string_view line) -> Status {
+    if (no == 1 || Trim(line).empty()) return Status::Ok();  // the header
     std::vector<std::string_view> c = Split(line, ',');
     if (c.size() != 5) {
       return InvalidArgumentError(fmt::format("{}:{}: expected 5 columns", path, no));
@@ -45,7 +37,9 @@ Result<std::vector<AttentionPoint>> LoadAttentionTable(const std::string& path) 
     p.seq = static_cast<int>(*seq);
     p.tflops = *tf;
     out.push_back(std::move(p));
-  }
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(ForEachFileLine(path, "attention table", kPerfCsvLimits, parse_line));
   return out;
 }
 
@@ -281,6 +275,29 @@ const char* const kFamilies[] = {"ampere", "hopper", "blackwell"};
 
 }  // namespace
 
+void SetEnvelope(const std::vector<PublishedRun>& runs, FamilyProfile* f) {
+  f->runs = 0;
+  f->gpus_max = f->seq_max = f->params_max_b = 0;
+  f->kind_gpus_max.clear();
+  for (const PublishedRun& r : runs) {
+    if (GpuFamilyOf(r) != f->family) continue;
+    ++f->runs;
+    double gpus = r.system.gpus;
+    f->gpus_max = std::max(f->gpus_max, gpus);
+    f->seq_max = std::max(f->seq_max, double(r.model.seq));
+    f->params_max_b = std::max(f->params_max_b, r.model.TotalParams() / 1e9);
+    std::string_view kind = ParallelismKind(r.plan);
+    auto it = std::find_if(f->kind_gpus_max.begin(), f->kind_gpus_max.end(),
+                           [&](const auto& k) { return k.first == kind; });
+    if (it == f->kind_gpus_max.end()) {
+      f->kind_gpus_max.emplace_back(std::string(kind), gpus);
+    } else {
+      it->second = std::max(it->second, gpus);
+    }
+  }
+  std::sort(f->kind_gpus_max.begin(), f->kind_gpus_max.end());
+}
+
 Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const SystemProfile& start,
                                  const std::vector<AttentionPoint>* attention,
                                  const CalibrateOptions& options) {
@@ -294,6 +311,7 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       f.family = fam;
       f.runs = 0;
       f.gpus_max = f.seq_max = f.params_max_b = 0;
+      f.kind_gpus_max.clear();
       f.mfu_envelope.clear();
       f.bands.clear();
       p.families.push_back(std::move(f));
@@ -351,17 +369,8 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
       auto fit = FitAttention(*attention, f.family, &f.calib);
       if (!fit.ok() && fit.status().code() != StatusCode::kNotFound) return fit.status();
     }
-    std::vector<const PublishedRun*> rows;
-    f.runs = 0;
-    f.gpus_max = f.seq_max = f.params_max_b = 0;
-    for (const PublishedRun& r : runs) {
-      if (GpuFamilyOf(r) != f.family) continue;
-      ++f.runs;
-      f.gpus_max = std::max(f.gpus_max, double(r.system.gpus));
-      f.seq_max = std::max(f.seq_max, double(r.model.seq));
-      f.params_max_b = std::max(f.params_max_b, r.model.TotalParams() / 1e9);
-      if (IsPerf(r)) rows.push_back(&r);
-    }
+    SetEnvelope(runs, &f);
+    std::vector<const PublishedRun*> rows = performance_rows(f.family);
     Calibration center = center_of(f);
     if (reference != nullptr && &f != reference) {
       CopyPooled(reference_fit, &center);
@@ -436,6 +445,9 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
     for (const PublishedRun& r : runs) {
       if (r.group != g) continue;
       ASSIGN_OR_RETURN(ValidationRow row, ValidateRunWithProfile(r, fitted));
+      // Reach against the fold's envelope: what EstimateBand would have said with this profile.
+      double mfu = row.estimate.feasible() ? row.estimate.mfu : 0.0;
+      cv.beyond.push_back(!BeyondEnvelope(fitted, BandQuestionOf(row), mfu).empty());
       if (IsPerf(r)) {
         double e = std::abs(row.error);
         cg.mae += e;
@@ -458,14 +470,112 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
 
 std::string FormatCvReport(const CvReport& cv) {
   std::string out = "leave-one-source-out cross-validation (fit on every other source group):\n";
-  out += fmt::format("{:<18} {:>5} {:>8} {:>8}\n", "held-out group", "rows", "mean", "max");
+  const bool banded = cv.band_quantile > 0;
+  out += fmt::format("{:<18} {:>5} {:>8} {:>8}{}\n", "held-out group", "rows", "mean", "max",
+                     banded ? "  band coverage" : "");
   for (const CvGroup& g : cv.groups) {
-    out += fmt::format("{:<18} {:>5} {:>7.1f}% {:>7.1f}%\n", g.group, g.rows, 100 * g.mae,
-                       100 * g.max);
+    out +=
+        fmt::format("{:<18} {:>5} {:>7.1f}% {:>7.1f}%", g.group, g.rows, 100 * g.mae, 100 * g.max);
+    out += banded ? fmt::format("  {:>12.0f}%\n", 100 * g.coverage) : "\n";
   }
-  out += fmt::format("overall            {:>5} {:>7.1f}% {:>7.1f}%\n", cv.total_rows, 100 * cv.mae,
+  out += fmt::format("overall            {:>5} {:>7.1f}% {:>7.1f}%", cv.total_rows, 100 * cv.mae,
                      100 * cv.max);
+  out += banded ? fmt::format("  {:>12.0f}%\n", 100 * cv.coverage) : "\n";
+  if (banded) {
+    out += fmt::format("mean over sources                            {:>12.0f}%\n",
+                       100 * cv.source_coverage);
+    out += fmt::format(
+        "band coverage: the share of held-out rows whose published value lies inside the band\n"
+        "[x / (1 + r), x (1 + r)] printed for them, r the {:.0f}th percentile of |residual| of "
+        "the\n"
+        "other sources' held-out rows in the finest cell with {} rows from {} sources (GPU "
+        "family,\n"
+        "parallelism, sequence, size; inside or beyond the fold's validated envelope)\n",
+        100 * cv.band_quantile, kMinBandRows, kMinBandSources);
+  }
   return out;
+}
+
+double BandResidual(const ValidationRow& row) {
+  const double p = row.predicted, m = row.run.value;
+  if (!(p > 0) || !(m > 0)) return 10;  // no estimate: outside any band
+  return std::max(p / m, m / p) - 1;
+}
+
+BandQuestion BandQuestionOf(const ValidationRow& row) {
+  return {GpuFamilyOf(row.run), ParallelismKind(row.plan), row.run.model.seq,
+          row.run.model.TotalParams() / 1e9, row.run.system.gpus};
+}
+
+BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view exclude_group) {
+  struct Cell {
+    std::vector<double> residuals;
+    std::set<std::string> sources;
+  };
+  std::map<std::string, Cell> cells;
+  for (std::size_t i = 0; i < cv.rows.size(); ++i) {
+    const ValidationRow& row = cv.rows[i];
+    if (!IsPerf(row.run) || (!exclude_group.empty() && row.run.group == exclude_group)) continue;
+    const double d = BandResidual(row);
+    BandQuestion q = BandQuestionOf(row);
+    std::set<std::string> keys;
+    for (std::string& k : BandCellKeys(q, cv.beyond[i])) keys.insert(std::move(k));
+    q.kind = "*";
+    for (std::string& k : BandCellKeys(q, cv.beyond[i])) keys.insert(std::move(k));
+    for (const std::string& k : keys) {
+      cells[k].residuals.push_back(d);
+      cells[k].sources.insert(row.run.group);
+    }
+  }
+  BandModel band;
+  band.quantile = quantile;
+  for (auto& [key, cell] : cells) {
+    std::vector<double>& ds = cell.residuals;
+    const int n = static_cast<int>(ds.size());
+    const int sources = static_cast<int>(cell.sources.size());
+    if (n < kMinBandRows || sources < kMinBandSources) continue;
+    std::sort(ds.begin(), ds.end());
+    // The conformal rank: the ceil((n + 1) q)-th smallest, the largest when that passes n, so a
+    // small cell widens toward its worst row.
+    const int rank = std::min(n, static_cast<int>(std::ceil((n + 1) * quantile)));
+    band.cells.push_back({key, ds[rank - 1], n, sources});
+  }
+  return band;
+}
+
+void BandCoverage(double quantile, CvReport* cv) {
+  int covered_all = 0, rows_all = 0;
+  for (CvGroup& g : cv->groups) {
+    const BandModel band = BuildBandModel(*cv, quantile, g.group);
+    int covered = 0, rows = 0;
+    for (std::size_t i = 0; i < cv->rows.size(); ++i) {
+      const ValidationRow& row = cv->rows[i];
+      if (row.run.group != g.group || !IsPerf(row.run)) continue;
+      ++rows;
+      if (BandResidual(row) <= BandRelative(band, BandQuestionOf(row), cv->beyond[i])) ++covered;
+    }
+    g.coverage = rows > 0 ? double(covered) / rows : 0;
+    covered_all += covered;
+    rows_all += rows;
+  }
+  cv->coverage = rows_all > 0 ? double(covered_all) / rows_all : 0;
+  cv->source_coverage = 0;
+  int groups = 0;
+  for (const CvGroup& g : cv->groups) {
+    if (g.rows == 0) continue;
+    cv->source_coverage += g.coverage;
+    ++groups;
+  }
+  if (groups > 0) cv->source_coverage /= groups;
+  cv->band_quantile = quantile;
+}
+
+double ChooseBandQuantile(CvReport* cv) {
+  for (double q : kBandQuantiles) {
+    BandCoverage(q, cv);
+    if (cv->coverage >= kBandTargetCoverage && cv->source_coverage >= kBandTargetCoverage) return q;
+  }
+  return std::end(kBandQuantiles)[-1];
 }
 
 Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
@@ -506,6 +616,14 @@ Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
       }
       f.bands.push_back(b);
     }
+  }
+  BandModel band = BuildBandModel(cv, ChooseBandQuantile(&cv));
+  if (band.Find("any/any/any/any/any") != nullptr) {
+    p.band = std::move(band);
+  } else {
+    // Too few rows or sources for a band of their own (a user's handful of runs): the start's
+    // band is kept, and no coverage is reported for a band the rows could not build.
+    cv.band_quantile = 0;
   }
   if (cv_out != nullptr) *cv_out = std::move(cv);
   return p;

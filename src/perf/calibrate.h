@@ -43,16 +43,9 @@ struct CalibrateOptions {
   // MAP instead of plain least squares: the loss adds prior_weight x the sum over fitted
   // constants of (deviation from the prior's center / CalibrationField::prior_sigma)^2, so a
   // constant few rows inform stays near what its source says instead of absorbing another
-  // term's error (Blackwell's NVLink efficiency fitted to 0.25 on one source's 10 rows). The
-  // data term is a sum of per-group means, so 1 is one source group's worth of evidence per
-  // sigma^2. Chosen by leave-one-source-out CV (bench/perf/fit_profile --scan prior_weight, with
-  // families pooled by center only, before the joint fit): 0 / 0.0003 / 0.001 / 0.003 gave CV
-  // 11.0 / 11.3 / 10.6 / 10.5 % but in-sample p90 13.9 / 14.3 / 15.0 / 15.4 %, and on a user's
-  // handful of runs (splits of five Hopper sources, fit on 5-8 rows, predict the rest) shrinking
-  // toward the start helped two and hurt three (IBM's Ethernet rows 5 -> 18 %), so it is off: the
-  // priors' centers (Calibration's defaults) are not estimates for every constant (fp8 1.0 is a
-  // floor, TP overlap 0 the pre-userbuffer value; those two have no prior width). With the joint
-  // fit of pool_families, 0 / 0.001 / 0.003 give CV 9.8 / 10.1 / 10.2 %.
+  // term's error. The data term is a sum of per-group means, so 1 is one source group's worth of
+  // evidence per sigma^2. Off (0): chosen by leave-one-source-out CV with `bench/perf/fit_profile
+  // data/published --scan prior_weight` (docs/perf/calibration-log.md has the scans).
   double prior_weight = 0;
   // The prior's center: Calibration's defaults (false: the built-in fit on the published tables
   // and every CV fold), or `start` (true: `plan calibrate --runs` on a user's handful of runs,
@@ -64,19 +57,12 @@ struct CalibrateOptions {
   // software stacks, which the families share) are one value for every family with rows, fitted
   // on all their rows together, each family's rows scored with its own hardware-specific
   // constants; the descent starts from the fit of the family with the most rows, and a family
-  // with no rows (Blackwell when Megatron-Bridge, its only source, is held out) takes the shared
-  // values rather than the priors. bench/perf/fit_profile --scan: CV 11.5 -> 9.8 % (torchtitan
-  // 24.1 -> 18.2, Megatron-Bridge 14.4 -> 9.0, ibm-fsdp 19.8 -> 22.7 %); in-sample mean 7.3 ->
-  // 7.4 %, p90 13.9 -> 14.9 %, 0 runs out of memory either way. Off since the fourth pass's
-  // model changes (async TP, power-cap exponent, HBM2e, torch CP, bf16 Adam state, TP backward,
-  // 16-bit output layer): on that model `fit_profile data/published --scan pool_families 0,1`
-  // gives in-sample 5.8 / 11.5 / 28.7 % and CV 8.4 % without pooling against 6.1 / 12.4 / 29.2 %
-  // and CV 8.5 % with it (Megatron-Bridge 12.9 -> 7.5 % held out, ibm-fsdp 18.3 -> 22.2 %).
+  // with no rows takes the shared values rather than the priors. Off: chosen by `fit_profile
+  // --scan pool_families 0,1` (the log has the figures).
   bool pool_families = false;
   // Huber loss on each row's log error: squared up to huber_delta, linear beyond (0: squared
   // throughout), so one source's outlier rows do not drag the constants it shares with others.
-  // Off: 0.05 / 0.1 / 0.2 gave CV 11.5 / 11.4 / 11.4 % against 11.0 % with squares (families
-  // pooled by center only, before the joint fit).
+  // Off: chosen by `fit_profile --scan huber_delta` (the log has the figures).
   double huber_delta = 0;
 };
 
@@ -91,18 +77,33 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
                                  const std::vector<AttentionPoint>* attention,
                                  const CalibrateOptions& options);
 
+// Sets f's runs, gpus_max, seq_max, params_max_b and kind_gpus_max from the runs of its family
+// among `runs` (every row, memory rows included).
+void SetEnvelope(const std::vector<PublishedRun>& runs, FamilyProfile* f);
+
 struct CvGroup {
   std::string group;
   int rows = 0;
   double mae = 0;
   double max = 0;
+  // The fraction of the group's performance rows whose published value lies inside the band the
+  // profile would print for them, the band built without the group (BandCoverage).
+  double coverage = 0;
 };
 struct CvReport {
   std::vector<CvGroup> groups;
   std::vector<ValidationRow> rows;  // every row, predicted by the fit that never saw its group
+  // Per row of `rows`: whether it lay beyond the envelope of its fold's training runs.
+  std::vector<bool> beyond;
   double mae = 0;
   double max = 0;
   int total_rows = 0;
+  // Band coverage over every performance row (CvGroup::coverage), its mean over the groups (each
+  // source weighted equally: the figure for a stack the model was not fitted on), and the
+  // quantile it used.
+  double coverage = 0;
+  double source_coverage = 0;
+  double band_quantile = 0;
 };
 // Leave-one-source-out: for each group, fit on the others and predict it. Each fold starts the
 // fitted constants (CalibrationFields' fitted_on_runs) from their priors, Calibration's defaults,
@@ -115,7 +116,37 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
                                const CalibrateOptions& options);
 std::string FormatCvReport(const CvReport& cv);
 
-// Fit, then (options.bands) cross-validate to fill each family's bands and the envelope.
+// max(predicted / published, published / predicted) - 1: the smallest band that holds the row.
+double BandResidual(const ValidationRow& row);
+// The band model of CV residuals (BandModel): every performance row of `cv` counted in each cell
+// of its BandCellKeys (with its own parallelism kind and with "*"), each cell's
+// ceil((n + 1) quantile)-th smallest residual; cells with fewer than kMinBandRows rows or
+// kMinBandSources groups dropped.
+// `exclude_group`, when not empty, leaves that group's rows out.
+BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view exclude_group = {});
+// Fills cv->groups[].coverage, cv->coverage and cv->band_quantile: for each group, the band model
+// built without its rows (from the other groups' residuals), and the fraction of its performance
+// rows whose published value lies inside the band EstimateBand would print for them, each row's
+// reach taken against its own fold's envelope (cv->beyond, a profile fitted without the group).
+// The other groups' residuals come from folds that did see the held-out group (one level of
+// cross-validation, not nested: a nested one costs a fit per pair of groups).
+void BandCoverage(double quantile, CvReport* cv);
+// The question a validation row asks of the band.
+BandQuestion BandQuestionOf(const ValidationRow& row);
+// The quantiles the band is chosen from and the coverage it must reach under
+// leave-one-source-out: issue 28's acceptance (the band holds >= 80 % of the runs of sources the
+// constants were not fitted on), over all held-out rows and on average over the sources (so one
+// large source cannot carry it). CalibrateProfile takes the smallest quantile of the grid whose
+// BandCoverage reaches both (the largest when none does).
+inline constexpr double kBandQuantiles[] = {0.8, 0.85, 0.9, 0.95};
+inline constexpr double kBandTargetCoverage = 0.8;
+// The smallest of kBandQuantiles whose BandCoverage reaches kBandTargetCoverage overall and per
+// source on average (the largest when none does), leaving cv's coverage figures for it.
+double ChooseBandQuantile(CvReport* cv);
+
+// Fit, then (options.bands) cross-validate to fill the band model (BuildBandModel at
+// ChooseBandQuantile; with fewer than kMinBandRows performance rows, `start`'s band is kept) and
+// each family's per-sequence bands (read only for a profile without band cells).
 Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
                                        const SystemProfile& start,
                                        const std::vector<AttentionPoint>* attention,

@@ -187,5 +187,106 @@ TEST(CalibrateTest, CrossValidationOfAUsersRunsStartsFromTheStart) {
   EXPECT_DOUBLE_EQ(cva->mae, cvb->mae);
 }
 
+// A validation row for the band tests: llama3-8b on H100s, FSDP, `error` off its published 1 s.
+ValidationRow BandRow(std::string group, double error, int gpus = 64) {
+  ValidationRow row;
+  row.run.group = std::move(group);
+  row.run.model = *FindModel("llama3-8b");
+  row.run.system.gpu = "H100-SXM";
+  row.run.system.gpus = gpus;
+  row.run.value = 1.0;
+  row.plan.dp = gpus;
+  row.plan.zero = 3;
+  row.predicted = 1.0 + error;
+  row.error = error;
+  return row;
+}
+
+TEST(CalibrateTest, BandCellsTakeTheConformalQuantileOfEnoughRows) {
+  CvReport cv;
+  // Ten rows of three sources inside the envelope with residuals 0.01 ... 0.10, three rows of a
+  // fourth source beyond it.
+  for (int i = 1; i <= 10; ++i) {
+    cv.rows.push_back(BandRow("a" + std::to_string(i % 3), 0.01 * i));
+    cv.beyond.push_back(false);
+  }
+  for (int i = 0; i < 3; ++i) {
+    cv.rows.push_back(BandRow("b", 0.5, 2048));
+    cv.beyond.push_back(true);
+  }
+  // An estimate 20 % slow and one 20 % fast are the same distance outside a +-r band.
+  EXPECT_NEAR(BandResidual(BandRow("a", 0.25)), 0.25, 1e-12);
+  EXPECT_NEAR(BandResidual(BandRow("a", -0.2)), 0.25, 1e-12);
+  BandModel band = BuildBandModel(cv, 0.8);
+  EXPECT_EQ(band.quantile, 0.8);
+  // ceil(11 x 0.8) = 9: the 9th smallest of ten.
+  const BandCell* inside = band.Find("hopper/fsdp/<=8k/<20B/inside");
+  ASSERT_NE(inside, nullptr);
+  EXPECT_EQ(inside->rows, 10);
+  EXPECT_EQ(inside->sources, 3);
+  EXPECT_NEAR(inside->relative, 0.09, 1e-12);
+  ASSERT_NE(band.Find("any/any/any/any/any"), nullptr);
+  EXPECT_EQ(band.Find("any/any/any/any/any")->rows, 13);
+  // Three rows of one source beyond: too few for a cell, so a question beyond takes the coarsest.
+  EXPECT_EQ(band.Find("any/any/any/any/beyond"), nullptr);
+  const BandQuestion q{"hopper", "fsdp", 8192, 8.0, 4096};
+  EXPECT_NEAR(BandRelative(band, q, false), 0.09, 1e-12);
+  EXPECT_DOUBLE_EQ(BandRelative(band, q, true), band.Find("any/any/any/any/any")->relative);
+  // A question without a plan (kind "*") finds the cells every row also fed with kind "any".
+  EXPECT_NEAR(BandRelative(band, {"hopper", "*", 8192, 8.0, 64}, false), 0.09, 1e-12);
+}
+
+// Coverage is measured on sources the band never saw: each group's rows against the band built
+// from the other groups' residuals only.
+TEST(CalibrateTest, BandCoverageHoldsEachGroupOut) {
+  CvReport cv;
+  for (const char* g : {"tight1", "tight2", "tight3", "wide"}) {
+    for (int i = 0; i < 10; ++i) {
+      cv.rows.push_back(BandRow(g, std::string_view(g) == "wide" ? 0.5 : 0.05));
+      cv.beyond.push_back(false);
+    }
+    cv.groups.push_back({g, 10});
+  }
+  BandCoverage(0.9, &cv);
+  // A tight source is inside the band of the other two and the wide one (its 28th of 30 rows is
+  // a wide one's 0.5); the wide source is outside the tight sources' 0.05.
+  EXPECT_DOUBLE_EQ(cv.groups[0].coverage, 1.0);
+  EXPECT_DOUBLE_EQ(cv.groups[3].coverage, 0.0);
+  EXPECT_DOUBLE_EQ(cv.coverage, 0.75);
+  EXPECT_DOUBLE_EQ(cv.source_coverage, 0.75);
+  EXPECT_DOUBLE_EQ(cv.band_quantile, 0.9);
+  EXPECT_NE(FormatCvReport(cv).find("band coverage"), std::string::npos);
+  // Two sources are too few for a cell: no band, nothing covered.
+  cv.rows.resize(20);
+  cv.beyond.resize(20);
+  cv.groups.resize(2);
+  BandCoverage(0.9, &cv);
+  EXPECT_DOUBLE_EQ(cv.coverage, 0.0);
+}
+
+// docs/perf/calibration.md's example: a user's runs with catalogue model names in place of
+// shapes parse, and `plan calibrate --runs` on them (the built-in profile as the start and
+// prior) fits them no worse than the built-in profile did.
+TEST(CalibrateTest, TheDocumentedExampleCalibrates) {
+  const char* dir = std::getenv("BATON_SOURCE_DIR");
+  auto runs =
+      LoadPublishedRuns(std::string(dir != nullptr ? dir : ".") + "/docs/perf/example-runs.csv");
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 6u);
+  EXPECT_EQ((*runs)[0].model.layers, 32);  // llama3-8b's, from the catalogue
+  EXPECT_EQ((*runs)[0].model.vocab, 128256);
+  CalibrateOptions opts;
+  opts.families = {"hopper"};
+  opts.prior_is_start = true;
+  CvReport cv;
+  auto fitted = CalibrateProfile(*runs, BuiltinProfile(), nullptr, opts, &cv);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  EXPECT_EQ(cv.total_rows, 6);
+  EXPECT_LE(MeanAbsError(*runs, *fitted), MeanAbsError(*runs, BuiltinProfile()) + 1e-9);
+  // Six rows are too few for band cells of their own: the start's band is kept.
+  EXPECT_FALSE(fitted->band.cells.empty());
+  EXPECT_EQ(cv.band_quantile, 0);  // and claims no coverage for a band it did not build
+}
+
 }  // namespace
 }  // namespace baton::perf

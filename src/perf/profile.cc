@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/strings.h"
+#include "perf/validation.h"
 
 namespace baton::perf {
 
@@ -92,6 +93,9 @@ constexpr std::size_t kMaxProfileBytes = 1 << 16;
 constexpr int kMaxFamilies = 16;
 constexpr int kMaxBands = 16;
 constexpr int kMaxEnvelope = 64;
+constexpr int kMaxBandCells = 1024;
+// The families of the GPU catalogue (topology/gpu.cc), the only keys a profile may have.
+constexpr std::array<std::string_view, 3> kGpuFamilies = {"ampere", "hopper", "blackwell"};
 
 struct Line {
   int no;
@@ -112,6 +116,48 @@ Result<double> Number(std::string_view source, const Line& l, double min, double
                                  Printable(l.value), min, max));
   }
   return *v;
+}
+
+// The top-level `band:` mapping ProfileToYaml writes (quantile, then cells); `*i` is the index
+// of the `band:` line and is left at its last child.
+Status ParseBand(std::string_view source, const std::vector<Line>& lines, std::size_t* i,
+                 BandModel* band) {
+  std::set<std::string> seen;
+  while (*i + 1 < lines.size() && lines[*i + 1].indent >= 1) {
+    const Line& k = lines[++*i];
+    if (k.indent != 1) return LineError(source, k.no, "unexpected indentation");
+    if (!seen.insert(std::string(k.key)).second) {
+      return LineError(source, k.no, fmt::format("duplicate key '{}'", Printable(k.key)));
+    }
+    if (k.key == "quantile") {
+      ASSIGN_OR_RETURN(band->quantile, Number(source, k, 0.5, 1));
+    } else if (k.key == "cells") {
+      if (!k.value.empty()) return LineError(source, k.no, "cells: expected a mapping");
+      while (*i + 1 < lines.size() && lines[*i + 1].indent >= 2) {
+        const Line& c = lines[++*i];
+        if (c.indent != 2) return LineError(source, c.no, "unexpected indentation");
+        if (static_cast<int>(band->cells.size()) == kMaxBandCells) {
+          return LineError(source, c.no, fmt::format("more than {} band cells", kMaxBandCells));
+        }
+        if (std::count(c.key.begin(), c.key.end(), '/') != 4 || c.key.size() > 64) {
+          return LineError(
+              source, c.no,
+              fmt::format("band cell '{}' is not family/kind/seq/size/reach", Printable(c.key)));
+        }
+        if (band->Find(c.key) != nullptr) {
+          return LineError(source, c.no, fmt::format("duplicate key '{}'", Printable(c.key)));
+        }
+        ASSIGN_OR_RETURN(double rel, Number(source, c, 0, 10));
+        band->cells.push_back({std::string(c.key), rel, 0});
+      }
+    } else {
+      return LineError(source, k.no, fmt::format("band: unknown key '{}'", Printable(k.key)));
+    }
+  }
+  if (band->quantile == 0 || band->cells.empty()) {
+    return LineError(source, lines[*i].no, "band: needs quantile and cells");
+  }
+  return Status::Ok();
 }
 
 std::mutex g_mu;
@@ -192,6 +238,13 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
           return LineError(source, fam.no,
                            fmt::format("duplicate family '{}'", Printable(fam.key)));
         }
+        // A family the GPU catalogue does not have would never be looked up, and a misspelt
+        // one would leave its GPUs on another family's constants (SystemProfile::Find).
+        if (std::find(kGpuFamilies.begin(), kGpuFamilies.end(), fam.key) == kGpuFamilies.end()) {
+          return LineError(source, fam.no,
+                           fmt::format("unknown GPU family '{}' (ampere, hopper or blackwell)",
+                                       Printable(fam.key)));
+        }
         FamilyProfile f;
         f.family = std::string(fam.key);
         // Start from the documented defaults, so a field the file leaves out is well defined.
@@ -202,7 +255,8 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
           if (!seen.insert(std::string(k.key)).second) {
             return LineError(source, k.no, fmt::format("duplicate key '{}'", Printable(k.key)));
           }
-          if (k.key == "calibration" || k.key == "bands" || k.key == "mfu_envelope") {
+          if (k.key == "calibration" || k.key == "bands" || k.key == "mfu_envelope" ||
+              k.key == "gpus_max_by_kind") {
             if (!k.value.empty()) {
               return LineError(source, k.no, fmt::format("{}: expected a mapping", k.key));
             }
@@ -229,6 +283,16 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
                 }
                 ASSIGN_OR_RETURN(double mfu, Number(source, v, 0, 1));
                 f.mfu_envelope.emplace_back(*params, mfu);
+                continue;
+              }
+              if (k.key == "gpus_max_by_kind") {
+                if (v.key != "fsdp" && v.key != "3d" && v.key != "cp" && v.key != "dp") {
+                  return LineError(source, v.no,
+                                   fmt::format("gpus_max_by_kind: '{}' is not fsdp, 3d, cp or dp",
+                                               Printable(v.key)));
+                }
+                ASSIGN_OR_RETURN(double gpus, Number(source, v, 1, 1e8));
+                f.kind_gpus_max.emplace_back(std::string(v.key), gpus);
                 continue;
               }
               if (k.key == "bands") {
@@ -272,6 +336,9 @@ Result<SystemProfile> ParseProfile(std::string_view text, std::string_view sourc
         }
         p.families.push_back(std::move(f));
       }
+    } else if (l.key == "band") {
+      if (!l.value.empty()) return LineError(source, l.no, "band: expected a mapping");
+      RETURN_IF_ERROR(ParseBand(source, lines, &i, &p.band));
     } else {
       return LineError(source, l.no, fmt::format("unknown key '{}'", Printable(l.key)));
     }
@@ -293,7 +360,7 @@ Result<SystemProfile> LoadProfile(const std::string& path) {
 std::string ProfileToYaml(const SystemProfile& p) {
   std::string out =
       "# baton system profile: the estimator's constants per GPU family, fitted by\n"
-      "# `baton plan calibrate` (see README.md, \"Calibrating to your cluster\").\n";
+      "# `baton plan calibrate` (docs/perf/calibration.md).\n";
   out += "version: 1\n";
   out += fmt::format("name: {}\n", p.name.empty() ? "unnamed" : p.name);
   out += "families:\n";
@@ -303,6 +370,12 @@ std::string ProfileToYaml(const SystemProfile& p) {
     out += fmt::format("    gpus_max: {:g}\n", f.gpus_max);
     out += fmt::format("    seq_max: {:g}\n", f.seq_max);
     out += fmt::format("    params_max_b: {:g}\n", f.params_max_b);
+    if (!f.kind_gpus_max.empty()) {
+      out += "    gpus_max_by_kind:  # the largest validated run per parallelism kind\n";
+      for (const auto& [kind, gpus] : f.kind_gpus_max) {
+        out += fmt::format("      {}: {:g}\n", kind, gpus);
+      }
+    }
     out += "    calibration:\n";
     for (const CalibrationField& c : kFields) {
       out += fmt::format("      {}: {:.6g}\n", c.name, f.calib.*(c.member));
@@ -315,11 +388,23 @@ std::string ProfileToYaml(const SystemProfile& p) {
         out += fmt::format("      {:g}: {:.4f}\n", params, mfu);
       }
     }
-    if (!f.bands.empty()) {
+    if (!f.bands.empty() && p.band.cells.empty()) {
       out += "    bands:  # cross-validated mean |error| for seq up to the key\n";
       for (const SeqBand& b : f.bands) {
         out += fmt::format("      {:g}: {:.4f}  # {} rows\n", b.seq_max, b.mae, b.rows);
       }
+    }
+  }
+  if (!p.band.cells.empty()) {
+    out +=
+        "band:  # the uncertainty band: per cell (GPU family/parallelism/sequence/size/reach), "
+        "this\n"
+        "       # quantile of |leave-one-source-out residual| (profile.h, BandModel)\n";
+    out += fmt::format("  quantile: {:g}\n", p.band.quantile);
+    out += "  cells:\n";
+    for (const BandCell& c : p.band.cells) {
+      out += fmt::format("    {}: {:.4f}  # {} rows, {} sources\n", c.key, c.relative, c.rows,
+                         c.sources);
     }
   }
   return out;
@@ -365,8 +450,108 @@ double FamilyProfile::MfuReached(double params_b) const {
   return 0;
 }
 
-UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
-                             int gpus, double mfu) {
+double FamilyProfile::KindGpusMax(std::string_view kind) const {
+  for (const auto& [k, gpus] : kind_gpus_max) {
+    if (k == kind) return gpus;
+  }
+  return 0;
+}
+
+const BandCell* BandModel::Find(std::string_view key) const {
+  for (const BandCell& c : cells) {
+    if (c.key == key) return &c;
+  }
+  return nullptr;
+}
+
+std::string_view BandSizeRange(double params_b) {
+  if (params_b < 20) return "<20B";
+  if (params_b <= 100) return "20-100B";
+  return ">100B";
+}
+
+std::string_view BandSeqRange(int seq) {
+  if (seq <= 8192) return "<=8k";
+  if (seq <= 32768) return "8k-32k";
+  return ">32k";
+}
+
+std::vector<std::string> BandCellKeys(const BandQuestion& q, bool beyond) {
+  const std::string_view reach = beyond ? "beyond" : "inside";
+  const std::string_view kind = q.kind == "*" ? "any" : q.kind;
+  const std::string_view seq = BandSeqRange(q.seq), size = BandSizeRange(q.params_b);
+  return {
+      fmt::format("{}/{}/{}/{}/{}", q.family, kind, seq, size, reach),
+      fmt::format("{}/{}/{}/any/{}", q.family, kind, seq, reach),
+      fmt::format("any/{}/{}/any/{}", kind, seq, reach),
+      fmt::format("any/{}/any/any/{}", kind, reach),
+      fmt::format("any/any/any/any/{}", reach),
+      "any/any/any/any/any",
+  };
+}
+
+double BandRelative(const BandModel& band, const BandQuestion& q, bool beyond) {
+  for (const std::string& key : BandCellKeys(q, beyond)) {
+    if (const BandCell* c = band.Find(key)) return c->relative;
+  }
+  return 0;
+}
+
+std::vector<std::string> BeyondEnvelope(const SystemProfile& p, const BandQuestion& q, double mfu) {
+  const FamilyProfile* f = nullptr;
+  for (const FamilyProfile& fam : p.families) {
+    if (fam.family == q.family) f = &fam;
+  }
+  std::vector<std::string> why;
+  if (f == nullptr || f->runs == 0) {
+    why.push_back(fmt::format("no validated runs for {}", q.family));
+    return why;
+  }
+  if (q.kind == "*") {
+    if (f->gpus_max > 0 && q.gpus > f->gpus_max) {
+      why.push_back(fmt::format("{} GPUs > the largest validated {} run ({:g})", q.gpus, f->family,
+                                f->gpus_max));
+    }
+  } else if (double most = f->KindGpusMax(q.kind); most == 0) {
+    why.push_back(fmt::format("no validated {} run on {}", q.kind, f->family));
+  } else if (q.gpus > most) {
+    why.push_back(fmt::format("{} GPUs > the largest validated {} run on {} ({:g})", q.gpus, q.kind,
+                              f->family, most));
+  }
+  if (f->seq_max > 0 && q.seq > f->seq_max) {
+    why.push_back(fmt::format("seq {} > the longest validated ({:g})", q.seq, f->seq_max));
+  }
+  if (f->params_max_b > 0 && q.params_b > 1.5 * f->params_max_b) {
+    why.push_back(fmt::format("{:.0f}B parameters > 1.5 x the largest validated ({:g}B)",
+                              q.params_b, f->params_max_b));
+  }
+  // A plan faster than any validated run of a model of its size reached on the family: the
+  // constants were never tested at that rate (GPT-3 175B on 1,024 A100s without recomputation:
+  // the published 175B-530B A100 runs reached at most 51 %).
+  double reached = f->MfuReached(q.params_b);
+  if (mfu > 0 && reached > 0 && mfu > reached) {
+    why.push_back(fmt::format(
+        "MFU {:.1f}% > the highest any validated {} run of a model of {:.0f}B+ parameters reached "
+        "({:.1f}%)",
+        100 * mfu, f->family, q.params_b / 2, 100 * reached));
+  }
+  return why;
+}
+
+namespace {
+
+UncertaintyBand BandFromCells(const SystemProfile& p, const BandQuestion& q, double mfu) {
+  UncertaintyBand b;
+  std::vector<std::string> why = BeyondEnvelope(p, q, mfu);
+  b.extrapolated = !why.empty();
+  b.why = fmt::format("{}", fmt::join(why, "; "));
+  b.relative = BandRelative(p.band, q, b.extrapolated);
+  return b;
+}
+
+// A profile without band cells (written before them): the per-sequence mean error.
+UncertaintyBand SeqBandEstimate(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
+                                int gpus, double mfu) {
   UncertaintyBand b;
   const FamilyProfile* exact = nullptr;
   for (const FamilyProfile& f : p.families) {
@@ -420,6 +605,21 @@ UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const S
     b.relative = std::max(2 * b.relative, 0.15);
   }
   return b;
+}
+
+}  // namespace
+
+UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
+                             int gpus, double mfu) {
+  if (p.band.cells.empty()) return SeqBandEstimate(p, m, s, gpus, mfu);
+  return BandFromCells(p, {s.gpu.family, "*", m.seq, m.TotalParams() / 1e9, gpus}, mfu);
+}
+
+UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
+                             const ParallelPlan& plan, double mfu) {
+  if (p.band.cells.empty()) return SeqBandEstimate(p, m, s, plan.gpus(), mfu);
+  return BandFromCells(
+      p, {s.gpu.family, ParallelismKind(plan), m.seq, m.TotalParams() / 1e9, plan.gpus()}, mfu);
 }
 
 }  // namespace baton::perf

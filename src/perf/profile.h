@@ -55,7 +55,11 @@ struct FamilyProfile {
   double gpus_max = 0;
   double seq_max = 0;
   double params_max_b = 0;
-  std::vector<SeqBand> bands;  // ascending seq_max
+  // The largest validated run per parallelism kind (ParallelismKind: "fsdp", "3d", "cp", "dp"),
+  // in GPUs; a kind missing here has no validated run on the family.
+  std::vector<std::pair<std::string, double>> kind_gpus_max;
+  double KindGpusMax(std::string_view kind) const;  // 0 = none
+  std::vector<SeqBand> bands;                       // ascending seq_max
   // The MFU validated runs of the family reached, by model size: entry (params_b, mfu) is the
   // highest MFU (published speed in the model's FLOP count and peak) of any run of a model with
   // at least params_b billion parameters; ascending params_b, so mfu descends. Computed by the
@@ -66,9 +70,57 @@ struct FamilyProfile {
   double MfuReached(double params_b) const;
 };
 
+// Where one estimate sits relative to the validated runs, for the band: the cells of BandModel
+// it falls in. kind "*" when the plan is not known (a search's job band).
+struct BandQuestion {
+  std::string_view family;  // GPU family
+  std::string_view kind;    // ParallelismKind, or "*"
+  int seq = 0;
+  double params_b = 0;
+  int gpus = 0;
+};
+
+// The band's data: per cell, the `quantile` of |cross-validated residual| over the performance
+// rows in it, a residual being max(estimate / published, published / estimate) - 1, i.e. the
+// smallest r for which the published value lies in the band printed, [x / (1 + r), x (1 + r)].
+// The residuals come from leave-one-source-out folds (CrossValidate), so the band is the error on
+// a source the constants never saw. A cell is GPU family / parallelism kind / sequence range /
+// model size / reach ("inside" or "beyond" the envelope of the fold's training runs; beyond is
+// how far extrapolations really missed). Only cells with kMinBandRows rows from kMinBandSources
+// sources are kept.
+struct BandCell {
+  std::string key;  // "hopper/fsdp/<=8k/<20B/inside", "any/any/any/any/beyond", ...
+  double relative = 0;
+  int rows = 0;
+  int sources = 0;
+};
+struct BandModel {
+  double quantile = 0;  // 0: no cells (a profile from before them: the per-sequence `bands`)
+  std::vector<BandCell> cells;
+  const BandCell* Find(std::string_view key) const;
+};
+// A cell needs this many rows from this many sources (groups): fewer give a quantile no better
+// than a guess, and the question takes the next coarser cell (BandCellKeys) instead. Rows of one
+// source share its stack's errors, so a source, not a row, is the unit of independent evidence:
+// three keep a cell from being one or two stacks' residuals (leave-one-source-out on the dev
+// tables: with 1 / 2 / 3 sources the 90th percentile covers 86 / 88 / 87 % of held-out rows,
+// 81 / 83 / 82 % per source on average, with a median band of 12.6 / 14.7 / 12.8 %). 8 rows put
+// the 90th percentile at the largest (the ceil((n + 1) q)-th, the conformal rank).
+inline constexpr int kMinBandRows = 8;
+inline constexpr int kMinBandSources = 3;
+// The cells a question may take, finest first, ending with "any/any/any/any/any": sequence and
+// size are dropped before the GPU family, the family before the parallelism kind, then the kind.
+std::vector<std::string> BandCellKeys(const BandQuestion& q, bool beyond);
+// The relative band of the finest cell of BandCellKeys(q, beyond) that `band` has (0: none).
+double BandRelative(const BandModel& band, const BandQuestion& q, bool beyond);
+// The size and sequence ranges of the cells.
+std::string_view BandSizeRange(double params_b);
+std::string_view BandSeqRange(int seq);
+
 struct SystemProfile {
   std::string name;
   std::vector<FamilyProfile> families;
+  BandModel band;
   // The family's entry, else Hopper's (the documented fallback), else nullptr.
   const FamilyProfile* Find(std::string_view family) const;
   FamilyProfile* FindMutable(std::string_view family);
@@ -99,8 +151,21 @@ struct UncertaintyBand {
   std::string why;  // empty when inside the envelope
 };
 // `mfu`, when > 0, is the estimate's MFU for one plan: above what validated runs of a model of
-// that size reached (FamilyProfile::MfuReached) the plan extrapolates.
+// that size reached (FamilyProfile::MfuReached) the plan extrapolates. With a BandModel the band
+// is its cell's quantile (the finest cell of BandCellKeys the model has), and the plan
+// extrapolates beyond the family's envelope (BeyondEnvelope; the cells then say "beyond");
+// without one, the per-sequence `bands`, doubled outside the envelope. Without a plan the
+// parallelism kind is not known ("*") and the scale is checked against the family's largest run.
 UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
                              int gpus, double mfu = 0);
+UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
+                             const ParallelPlan& plan, double mfu = 0);
+// Why a question lies outside the validated envelope of profile `p`'s entry for its GPU family:
+// no entry or no runs for the family, more GPUs than the largest validated run of its
+// parallelism kind on the family (of any kind when kind is "*"; no run of the kind at all), a
+// longer sequence, a model over 1.5 x the largest, or (`mfu` > 0) an MFU above what validated
+// runs of a model of its size reached (FamilyProfile::MfuReached). Empty: inside.
+std::vector<std::string> BeyondEnvelope(const SystemProfile& p, const BandQuestion& q,
+                                        double mfu = 0);
 
 }  // namespace baton::perf

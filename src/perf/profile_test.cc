@@ -214,5 +214,76 @@ TEST(ProfileTest, CrossValidationIgnoresTheStartsFittedConstants) {
   }
 }
 
+// With band cells the band is the cell's quantile, and a plan extrapolates per parallelism kind:
+// ZeRO-3 on more GPUs than the largest validated ZeRO-3 run, though 3D runs were larger.
+TEST(ProfileTest, BandCellsAndTheEnvelopePerParallelismKind) {
+  SystemProfile p;
+  FamilyProfile f;
+  f.family = "ampere";
+  f.runs = 100;
+  f.gpus_max = 3072;
+  f.seq_max = 8192;
+  f.params_max_b = 1008;
+  f.kind_gpus_max = {{"3d", 3072}, {"fsdp", 512}};
+  p.families.push_back(f);
+  p.band.quantile = 0.85;
+  p.band.cells = {{"any/fsdp/<=8k/any/inside", 0.12, 40},
+                  {"any/any/any/any/beyond", 0.45, 20},
+                  {"any/any/any/any/any", 0.2, 300}};
+  ShortSystem sh;
+  sh.gpu = "A100-80GB";
+  sh.gpus = 512;
+  SystemSpec s = *SystemFromShort(sh);
+  ModelSpec m = *FindModel("gpt3-175b");
+  ParallelPlan zero3;
+  zero3.dp = 512;
+  zero3.zero = 3;
+  UncertaintyBand in = EstimateBand(p, m, s, zero3);
+  EXPECT_FALSE(in.extrapolated) << in.why;
+  EXPECT_DOUBLE_EQ(in.relative, 0.12);
+  zero3.dp = 1536;
+  UncertaintyBand far = EstimateBand(p, m, s, zero3);
+  EXPECT_TRUE(far.extrapolated);
+  EXPECT_NE(far.why.find("1536 GPUs > the largest validated fsdp run on ampere (512)"),
+            std::string::npos)
+      << far.why;
+  EXPECT_DOUBLE_EQ(far.relative, 0.45);
+  ParallelPlan three_d;
+  three_d.tp = 8;
+  three_d.pp = 8;
+  three_d.dp = 24;
+  UncertaintyBand big3d = EstimateBand(p, m, s, three_d);
+  EXPECT_FALSE(big3d.extrapolated) << big3d.why;
+  EXPECT_DOUBLE_EQ(big3d.relative, 0.2);  // no 3d cell: the coarsest one
+  ParallelPlan cp;
+  cp.cp = 2;
+  cp.dp = 4;
+  EXPECT_NE(EstimateBand(p, m, s, cp).why.find("no validated cp run on ampere"), std::string::npos);
+  // Round trip, and a malformed cell is refused with its line.
+  auto back = ParseProfile(ProfileToYaml(p), "p.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->band.quantile, 0.85);
+  ASSERT_EQ(back->band.cells.size(), 3u);
+  EXPECT_EQ(back->band.cells[1].key, "any/any/any/any/beyond");
+  EXPECT_DOUBLE_EQ(back->families[0].KindGpusMax("fsdp"), 512);
+  auto bad = ParseProfile(
+      "version: 1\nfamilies:\n  ampere:\n    runs: 1\nband:\n  quantile: 0.9\n"
+      "  cells:\n    hopper/fsdp: 0.1\n",
+      "bad.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad.yaml:8"), std::string::npos)
+      << bad.status().ToString();
+}
+
+// A profile names only the catalogue's GPU families: a misspelt one is refused with its line
+// rather than leaving that family's GPUs on Hopper's constants.
+TEST(ProfileTest, UnknownGpuFamilyIsRefused) {
+  auto bad = ParseProfile("version: 1\nfamilies:\n  hoper:\n    runs: 1\n", "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("p.yaml:3: unknown GPU family 'hoper'"), std::string::npos)
+      << bad.status().ToString();
+  EXPECT_TRUE(ParseProfile("version: 1\nfamilies:\n  blackwell:\n    runs: 1\n", "p.yaml").ok());
+}
+
 }  // namespace
 }  // namespace baton::perf

@@ -132,7 +132,8 @@ nlohmann::json EstimateBandJson(const UncertaintyBand& b, const StepEstimate& e)
 std::string FormatBand(const UncertaintyBand& b) {
   if (b.relative <= 0) return "";
   std::string s = fmt::format(
-      "uncertainty   +-{:.0f}% (cross-validated error of the validated runs nearest to this one)\n",
+      "uncertainty   +-{:.0f}% (what held-out runs like this one missed by, cross-validated; "
+      "docs/perf/planner.md)\n",
       100 * b.relative);
   if (b.extrapolated)
     s += fmt::format("EXTRAPOLATION: outside the validated envelope: {}\n", b.why);

@@ -6,9 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/strings.h"
 #include "perf/stack.h"
@@ -112,16 +110,28 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
   }
   r.assumptions = std::string(get("assumptions"));
   r.network = std::string(get("network"));
-  auto base = FindModel(get("model"));
+  auto base = FindModel(Trim(get("model")));
   if (base.ok()) r.model = *base;
   r.model.name = std::string(get("model"));
-  ASSIGN_OR_RETURN(r.model.layers, IntField(get("layers"), "layers"));
-  ASSIGN_OR_RETURN(r.model.hidden, IntField(get("hidden"), "hidden"));
-  ASSIGN_OR_RETURN(r.model.heads, IntField(get("heads"), "heads"));
-  ASSIGN_OR_RETURN(r.model.kv_heads, IntField(get("kv_heads"), "kv_heads"));
-  ASSIGN_OR_RETURN(r.model.ffn, IntField(get("ffn"), "ffn"));
-  ASSIGN_OR_RETURN(r.model.seq, IntField(get("seq"), "seq"));
-  ASSIGN_OR_RETURN(r.model.vocab, IntField(get("vocab"), "vocab"));
+  // A catalogue model's name (`baton plan models`) stands for its shape: a blank or absent shape
+  // column keeps the catalogue's value; any other model spells every one out.
+  for (auto [col, field] : {std::pair{"layers", &ModelSpec::layers},
+                            {"hidden", &ModelSpec::hidden},
+                            {"heads", &ModelSpec::heads},
+                            {"kv_heads", &ModelSpec::kv_heads},
+                            {"ffn", &ModelSpec::ffn},
+                            {"seq", &ModelSpec::seq},
+                            {"vocab", &ModelSpec::vocab}}) {
+    if (base.ok() && Trim(get(col)).empty()) continue;
+    Result<int> v = IntField(get(col), col);
+    if (!v.ok() && Trim(get(col)).empty()) {
+      return InvalidArgumentError(fmt::format(
+          "column {}: blank, and model '{}' is not in the catalogue (baton plan models)", col,
+          Printable(get("model"))));
+    }
+    if (!v.ok()) return v.status();
+    r.model.*field = *v;
+  }
   std::string_view ffn_kind = Trim(get("ffn_kind"));
   if (EqualsIgnoreCase(ffn_kind, "swiglu")) {
     r.model.ffn_kind = FfnKind::kSwiGlu;
@@ -292,40 +302,59 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
 
 }  // namespace
 
-Result<std::vector<PublishedRun>> ParsePublishedRuns(std::string_view csv,
-                                                     std::string_view source) {
-  std::vector<PublishedRun> runs;
-  std::vector<std::string_view> header;
-  int line_no = 0;
-  for (std::string_view line : Split(csv, '\n')) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (Trim(line).empty()) continue;
+namespace {
+
+// Builds the runs of a table one line at a time (ForEachFileLine / ForEachTextLine hand them on),
+// so a table is never held whole.
+class RunsTableParser {
+ public:
+  explicit RunsTableParser(std::string_view source) : source_(source) {}
+
+  Status Line(int line_no, std::string_view line) {
+    if (Trim(line).empty()) return Status::Ok();
     std::vector<std::string_view> cells = Split(line, ',');
-    if (header.empty()) {
-      header = cells;
-      continue;
+    if (header_.empty()) {
+      for (std::string_view c : cells) header_.emplace_back(Trim(c));
+      return Status::Ok();
     }
-    if (cells.size() != header.size()) {
-      return InvalidArgumentError(fmt::format("{}:{}: {} columns, header has {}", source, line_no,
-                                              cells.size(), header.size()));
+    if (cells.size() != header_.size()) {
+      return InvalidArgumentError(fmt::format("{}:{}: {} columns, header has {}", source_, line_no,
+                                              cells.size(), header_.size()));
     }
     std::map<std::string, std::string_view> fields;
-    for (std::size_t i = 0; i < cells.size(); ++i) fields[std::string(Trim(header[i]))] = cells[i];
+    for (std::size_t i = 0; i < cells.size(); ++i) fields[header_[i]] = cells[i];
     auto run = ParseRow(fields);
-    if (!run.ok()) return run.status().WithPrefix(fmt::format("{}:{}", source, line_no));
-    runs.push_back(std::move(run).value());
+    if (!run.ok()) return run.status().WithPrefix(fmt::format("{}:{}", source_, line_no));
+    runs_.push_back(std::move(run).value());
+    return Status::Ok();
   }
-  if (runs.empty()) return InvalidArgumentError(fmt::format("{}: no rows", source));
-  return runs;
+
+  Result<std::vector<PublishedRun>> Finish() {
+    if (runs_.empty()) return InvalidArgumentError(fmt::format("{}: no rows", source_));
+    return std::move(runs_);
+  }
+
+ private:
+  std::string source_;
+  std::vector<std::string> header_;
+  std::vector<PublishedRun> runs_;
+};
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> ParsePublishedRuns(std::string_view csv,
+                                                     std::string_view source) {
+  RunsTableParser parser(source);
+  RETURN_IF_ERROR(ForEachTextLine(csv, source, kPerfCsvLimits,
+                                  [&](int no, std::string_view l) { return parser.Line(no, l); }));
+  return parser.Finish();
 }
 
 Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return ParsePublishedRuns(buf.str(), path);
+  RunsTableParser parser(path);
+  RETURN_IF_ERROR(ForEachFileLine(path, "runs table", kPerfCsvLimits,
+                                  [&](int no, std::string_view l) { return parser.Line(no, l); }));
+  return parser.Finish();
 }
 
 namespace {
@@ -659,16 +688,10 @@ Result<ValidationReport> RunValidationWithProfile(const std::vector<PublishedRun
 }
 
 Result<VtrainReport> ValidateVtrain(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("cannot open '{}'", path));
-  std::string line;
-  std::getline(in, line);  // header
   std::vector<double> errors;
   std::vector<VtrainPoint> rows;
-  int line_no = 1;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (Trim(line).empty()) continue;
+  auto parse_line = [&](int line_no, std::string_view line) -> Status {
+    if (line_no == 1 || Trim(line).empty()) return Status::Ok();  // the header
     std::vector<std::string_view> cells = Split(line, ',');
     std::vector<double> v;
     for (std::string_view c : cells) {
@@ -717,7 +740,9 @@ Result<VtrainReport> ValidateVtrain(const std::string& path) {
     double measured = v[10] / 1000.0;
     errors.push_back((e.step.value() - measured) / measured);
     rows.push_back({m, p, e.micro_batches, measured, e.step.value()});
-  }
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(ForEachFileLine(path, "vTrain table", kPerfCsvLimits, parse_line));
   VtrainReport rep;
   rep.rows = std::move(rows);
   rep.points = static_cast<int>(errors.size());

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/bounded_input.h"
 #include "core/status.h"
 #include "perf/estimator.h"
 #include "perf/profile.h"
@@ -65,6 +66,12 @@ struct PublishedRun {
   std::string group;                // the source family, for cross-validation
   std::string assumptions;          // what was assumed for the fields the source leaves blank
 };
+
+// The limits every CSV the planner reads is held to, row by row while reading (ForEachFileLine):
+// the longest row of the published tables is 1.7 KB (fsdp-scaling.csv), the most rows 1,441
+// (vtrain-single-node.csv); a line or a table past these is refused naming file and line.
+inline constexpr LineLimits kPerfCsvLimits{.max_line_bytes = std::size_t{16} << 10,
+                                           .max_lines = 100'000};
 
 // Parses the table; errors name the file, line and column. Tables may carry the optional
 // columns group, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak, tp_overlap, tp_impl and

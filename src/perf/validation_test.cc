@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "perf/calibrate.h"
 #include "perf/search.h"
 
 namespace baton::perf {
@@ -114,6 +116,39 @@ TEST(ValidationTest, BadTableNamesLineAndColumn) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("t.csv:2"), std::string::npos) << r.status().ToString();
   EXPECT_NE(r.status().message().find("layers"), std::string::npos) << r.status().ToString();
+}
+
+// Every CSV the planner reads is bounded row by row while reading (kPerfCsvLimits): a runs
+// table with one 10 MB line is refused naming file:line, and /dev/zero (one endless line, which
+// grew to 23 GB when the table was read whole first) is refused after one line's worth of bytes.
+TEST(ValidationTest, CsvRowsAreBoundedWhileReading) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "validation_long_line.csv").string();
+  {
+    std::ofstream out(path);
+    out << "id,model\n" << std::string(10 << 20, 'x') << "\n";
+  }
+  for (auto load : {+[](const std::string& p) { return LoadPublishedRuns(p).status(); },
+                    +[](const std::string& p) { return LoadAttentionTable(p).status(); },
+                    +[](const std::string& p) { return ValidateVtrain(p).status(); },
+                    +[](const std::string& p) { return LoadPublishedTables(p).status(); }}) {
+    Status st = load(path);
+    EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+    EXPECT_NE(st.message().find(path + ":2: line longer than 16384 bytes"), std::string::npos)
+        << st.ToString();
+    Status zero = load("/dev/zero");
+    EXPECT_EQ(zero.code(), StatusCode::kResourceExhausted) << zero.ToString();
+    EXPECT_NE(zero.message().find("/dev/zero:1: line longer than"), std::string::npos)
+        << zero.ToString();
+  }
+  std::filesystem::remove(path);
+  std::string many = "id\n";
+  for (std::size_t i = 0; i < kPerfCsvLimits.max_lines; ++i) many += "\n";
+  auto runs = ParsePublishedRuns(many, "many.csv");
+  ASSERT_FALSE(runs.ok());
+  EXPECT_NE(runs.status().message().find("many.csv:100001: more than 100000 lines"),
+            std::string::npos)
+      << runs.status().ToString();
 }
 
 TEST(ValidationTest, PipelineP2pColumn) {

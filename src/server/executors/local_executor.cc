@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -232,7 +233,13 @@ int SpawnInGroup(std::vector<std::string>& argv, std::vector<std::string>& env,
 }  // namespace
 
 LocalExecutor::LocalExecutor(LocalOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)), clock_(clock) {
+  // Absolute, so that the ranks' BATON_PID_FILE names this daemon's folder however it was given
+  // (FinishRecovery finds the ranks of a previous daemon by it).
+  std::error_code ec;
+  fs::path absolute = fs::absolute(options_.log_dir, ec);
+  if (!ec) options_.log_dir = absolute.lexically_normal().string();
+}
 
 LocalExecutor::~LocalExecutor() { StopAll(); }
 
@@ -518,12 +525,16 @@ bool LocalExecutor::Reattach(const LaunchRequest& request) {
   for (const auto& rank : request.ranks) {
     if (!options_.host.empty() && rank.node != options_.host) continue;
     auto it = recorded.find(rank.rank);
+    // Alive first, then the exit file: the wrapper writes the file before it exits, so a rank
+    // not alive now either left its file already or never will.
+    bool alive = it != recorded.end() && IsRankOf(it->second, request.job, request.attempt);
     std::error_code ec;
-    bool ended = fs::exists(ExitFile(dir, request.attempt, rank.rank), ec);
-    if (it == recorded.end() || !(ended || IsRankOf(it->second, request.job, request.attempt))) {
+    bool ended = !alive && fs::exists(ExitFile(dir, request.attempt, rank.rank), ec);
+    if (it == recorded.end() || !(alive || ended)) {
       LOG_INFO("job {}: attempt {} rank {} no longer runs; not adopted", request.job,
                request.attempt, rank.rank);
-      return false;  // FinishRecovery ends the ranks that still run
+      KillRecorded(request.job, 0);  // at once: what is left of it must not run on
+      return false;
     }
     job.procs.push_back({it->second, rank.rank, false, 0, true});
   }
@@ -542,6 +553,32 @@ void LocalExecutor::FinishRecovery() {
     auto it = jobs_.find(id);
     KillRecorded(id, it == jobs_.end() ? 0 : it->second.attempt);
   }
+  // A rank whose wrapper had not yet written its pid when the previous daemon died is in no pid
+  // file, but its environment names this daemon's folder: every process of a previous daemon's
+  // ranks that was not adopted goes, found in /proc.
+  std::set<pid_t> adopted;
+  for (const auto& [id, job] : jobs_) {
+    for (const Proc& p : job.procs) adopted.insert(p.pid);
+  }
+  const std::string marker = std::string(1, '\0') + "BATON_PID_FILE=" + options_.log_dir + "/job-";
+  std::set<pid_t> groups;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.empty() || name[0] < '1' || name[0] > '9') continue;
+    pid_t pid = static_cast<pid_t>(std::atol(name.c_str()));
+    std::string env = std::string(1, '\0') +
+                      ReadSmallFile(entry.path().string() + "/environ", std::size_t{1} << 20);
+    if (env.find(marker) == std::string::npos || !Alive(pid)) continue;
+    pid_t group = ::getpgid(pid);
+    if (group > 1 && group != ::getpgrp() && !adopted.contains(group)) groups.insert(group);
+  }
+  for (pid_t g : groups) {
+    LOG_WARN(
+        "process group {} runs a rank of a previous daemon that no pid file records; "
+        "killing it",
+        g);
+  }
+  KillGroupsAndWait(std::vector<pid_t>(groups.begin(), groups.end()));
 }
 
 void LocalExecutor::Kill(std::int64_t id) {

@@ -202,6 +202,9 @@ check "the dispatch names its site, site job and idempotency key" 0 $? "$out" \
 out=$(api "$broker/api/v1/sites")
 check "GET /api/v1/sites: every site healthy with its last answer" 0 $? "$out" \
   '"healthy":true.*"last_answer"'
+out=$(curl -sS -H "Authorization: Bearer $user_token" "$broker/api/v1/sites")
+check "a tenant sees each site's name and health only (no URL, no other tenant's answer)" \
+  0 $([[ $out == *'"healthy"'* && $out != *'"url"'* && $out != *'last_answer'* ]]; echo $?) "$out"
 
 # The broker itself crashes (SIGKILL) and restarts on its database: it rebuilds each job's
 # attempt from its events and goes on following it; nothing is dispatched twice (counted below).

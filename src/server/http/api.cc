@@ -987,7 +987,7 @@ struct Api::Routes {
     Add("GET", "/api/v1/topology", "/api/v1/topology", Access::kAuthenticated,
         [this](R, B, W res, P) { Topology(res); });
     Add("GET", "/api/v1/sites", "/api/v1/sites", Access::kAuthenticated,
-        [this](R, B, W res, P) { Sites(res); });
+        [this](R, B, W res, P who) { Sites(res, who.role == Role::kAdmin); });
     Add("POST", "/api/v1/plan/estimate", "/api/v1/plan/estimate", Access::kAuthenticated,
         [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kEstimate); });
     Add("POST", "/api/v1/plan/search", "/api/v1/plan/search", Access::kAuthenticated,
@@ -999,12 +999,17 @@ struct Api::Routes {
         [this](R req, B body, W res, P who) { SetNode(req, body, res, who); });
   }
 
-  // A federation broker's sites: health, jobs in flight, the last what-if answer.
-  void Sites(httplib::Response& res) {
+  // A federation broker's sites: health, jobs in flight, the last what-if answer. Tenants see
+  // only each site's name and health: the rest (URLs, other tenants' answers) is an admin's.
+  void Sites(httplib::Response& res, bool full) {
     std::optional<std::vector<SiteView>> sites = api.controller_.Sites();
     if (!sites) return SendError(res, 404, "NOT_FOUND", "this daemon is not a federation broker");
     json list = json::array();
     for (const SiteView& s : *sites) {
+      if (!full) {
+        list.push_back({{"name", s.name}, {"healthy", s.healthy}});
+        continue;
+      }
       json j = {{"name", s.name},
                 {"url", s.url},
                 {"regions", s.regions},

@@ -72,4 +72,4 @@ echo
 echo "The daemon stops when this script ends. To keep one to explore (the dashboard at its URL,"
 echo "signing in with the token; the client with BATON_URL and BATON_TOKEN):"
 echo "  BATON_TOKEN=\$TOKEN $baton serve --preset superpod-h100 --demo --auth auth.yaml"
-echo "  (auth.yaml: principals: [{name: ops, role: admin, token: \$TOKEN}]; README: Using baton serve)"
+echo "  (auth.yaml: principals: [{name: ops, role: admin, token: \$TOKEN}]; docs/serve.md)"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything baton needs to build, test and demo: Debian 12 packages, and the
+# Installs everything baton needs to build, test and demo: Debian 12 packages (python3-torch for
+# the real training jobs of examples/ and tests/realjob, run with /usr/bin/python3), and the
 # dashboard's npm packages pinned in web/package-lock.json. Idempotent; run as root (or through
 # sudo). Nothing is downloaded at build time.
 set -euo pipefail
@@ -14,6 +15,7 @@ packages=(
   libpq-dev libpqxx-dev postgresql curl
   slurmctld slurmd slurm-client munge
   chromium
+  python3-torch
 )
 # Node.js and npm for the dashboard's pinned packages (web/package-lock.json) and its browser
 # tests; a machine that already has a node with npm (another packaging) keeps it.

@@ -450,6 +450,8 @@ Status SchedulingController::Reload() {
                          ? job.master_port
                          : options_.master_port_base + static_cast<int>(job.id % 1000);
           attempts_[job.id] = {std::max(job.attempts, 1), placed_at, master, port};
+          // A checkpoint the job made while no daemon was looking counts: where it resumes.
+          PollCheckpoint(job.id, std::max(job.attempts, 1), now, /*tell_scheduler=*/false);
           LaunchRequest req = MakeLaunchRequest(job.id, *spec, *placement, placed_at);
           req.command = command;
           alive = executor_->Reattach(req);
@@ -804,35 +806,39 @@ std::string SchedulingController::ResumeNote(JobId id, TimePoint now) const {
 
 void SchedulingController::PollCheckpoints(TimePoint now) {
   for (const auto& [id, attempt] : attempts_) {
-    if (!HoldsGpus(id)) continue;
-    std::optional<Result<CheckpointMarker>> seen = checkpoint_watcher_.Poll(id);
-    if (!seen) continue;
-    if (!seen->ok()) {
-      LOG_WARN("job {}: checkpoint marker refused: {}", id, seen->status().ToString());
-      Record(store_->AppendEvent(id, "checkpoint_refused", seen->status().message()), id,
-             "checkpoint");
-      continue;
-    }
-    const CheckpointMarker& m = **seen;
-    if (m.attempt != attempt.number) {
-      // A superseded attempt still writing (or a marker from before a relaunch): never news.
-      Record(store_->AppendEvent(
-                 id, "checkpoint_ignored",
-                 fmt::format("step {} reported by attempt {}, but attempt {} is current", m.step,
-                             m.attempt, attempt.number)),
-             id, "checkpoint");
-      continue;
-    }
-    CheckpointRecord record{m.attempt, m.step, now, m.bytes};
-    Result<bool> recorded = store_->RecordCheckpoint(id, record);
-    if (!recorded.ok()) {
-      Record(recorded.status(), id, "checkpoint");
-      continue;
-    }
-    if (!*recorded) continue;  // the store fenced it (not newer, or no longer current)
-    checkpoints_[id] = record;
-    events_.push_back(sched::Event::Checkpoint(SchedId(id)));
+    if (HoldsGpus(id)) PollCheckpoint(id, attempt.number, now, /*tell_scheduler=*/true);
   }
+}
+
+void SchedulingController::PollCheckpoint(JobId id, int attempt, TimePoint now,
+                                          bool tell_scheduler) {
+  std::optional<Result<CheckpointMarker>> seen = checkpoint_watcher_.Poll(id);
+  if (!seen) return;
+  if (!seen->ok()) {
+    LOG_WARN("job {}: checkpoint marker refused: {}", id, seen->status().ToString());
+    Record(store_->AppendEvent(id, "checkpoint_refused", seen->status().message()), id,
+           "checkpoint");
+    return;
+  }
+  const CheckpointMarker& m = **seen;
+  if (m.attempt != attempt) {
+    // A superseded attempt still writing (or a marker from before a relaunch): never news.
+    Record(store_->AppendEvent(id, "checkpoint_ignored",
+                               fmt::format("step {} reported by attempt {}, but attempt {} is "
+                                           "current",
+                                           m.step, m.attempt, attempt)),
+           id, "checkpoint");
+    return;
+  }
+  CheckpointRecord record{m.attempt, m.step, now, m.bytes};
+  Result<bool> recorded = store_->RecordCheckpoint(id, record);
+  if (!recorded.ok()) {
+    Record(recorded.status(), id, "checkpoint");
+    return;
+  }
+  if (!*recorded) return;  // the store fenced it (not newer, or no longer current)
+  checkpoints_[id] = record;
+  if (tell_scheduler) events_.push_back(sched::Event::Checkpoint(SchedId(id)));
 }
 
 void SchedulingController::ForgetJob(JobId id) {

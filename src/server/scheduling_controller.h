@@ -183,6 +183,9 @@ class SchedulingController final : public Controller {
   // Reads the running jobs' checkpoint markers and records the news (every
   // checkpoint_poll_interval).
   void PollCheckpoints(TimePoint now);
+  // Reads job `id`'s marker and records it if attempt `attempt` wrote something newer; with
+  // `tell_scheduler`, the scheduler hears of it too.
+  void PollCheckpoint(JobId id, int attempt, TimePoint now, bool tell_scheduler);
   // Forgets a job that ended (its commands, stages, attempt and checkpoint).
   void ForgetJob(JobId id);
   void SetNodeHealth(topo::NodeId node);

@@ -499,10 +499,10 @@ struct Api::Routes {
       // The daemon's --profile (perf::InstallProfileFile) or the built-in one, as for the CLI.
       json out =
           perf::EstimateReportJson(request->model, request->training, system, request->plan, *e);
-      out["band"] = perf::EstimateBandJson(
-          perf::EstimateBand(perf::ActiveProfile(), request->model, system, request->plan.gpus(),
-                             e->feasible() ? e->mfu : 0.0),
-          *e);
+      out["band"] =
+          perf::EstimateBandJson(perf::EstimateBand(perf::ActiveProfile(), request->model, system,
+                                                    request->plan, e->feasible() ? e->mfu : 0.0),
+                                 *e);
       return SendJson(res, 200, out);
     }
     perf::SearchOptions options;

@@ -19,6 +19,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The executor's first exit report, polled as the controller does.
+std::optional<ExitReport> WaitForExit(LocalExecutor& e) {
+  for (int i = 0; i < 3000; ++i) {  // bounded: 30 s
+    for (ExitReport& r : e.Poll()) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::nullopt;
+}
+
 class LocalStagingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -52,14 +61,6 @@ class LocalStagingTest : public ::testing::Test {
     r.master_addr = "n01";
     r.stage = std::move(stage);
     return r;
-  }
-
-  static std::optional<ExitReport> WaitForExit(LocalExecutor& e) {
-    for (int i = 0; i < 3000; ++i) {  // bounded: 30 s
-      for (ExitReport& r : e.Poll()) return r;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return std::nullopt;
   }
 
   fs::path dir_;
@@ -176,14 +177,6 @@ class LocalAttemptTest : public ::testing::Test {
     std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
     auto close = text.rfind(')');
     return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
-  }
-
-  static std::optional<ExitReport> WaitForExit(LocalExecutor& e) {
-    for (int i = 0; i < 3000; ++i) {  // bounded: 30 s
-      for (ExitReport& r : e.Poll()) return r;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return std::nullopt;
   }
 
   fs::path dir_;

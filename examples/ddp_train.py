@@ -6,7 +6,7 @@ It reads only the environment baton's executors document (docs/jobs.md):
   BATON_JOB_ID, BATON_ATTEMPT                             which job, which attempt of it
   BATON_CHECKPOINT_DIR                                    stable across attempts and sizes
 
-It trains a small MLP language-model-like network on synthetic data with DistributedDataParallel
+It trains a small (3.2M-parameter by default) MLP language-model-like network on synthetic data with DistributedDataParallel
 over gloo (CPU), checkpoints every --checkpoint-every steps into BATON_CHECKPOINT_DIR, tells
 baton about each checkpoint through the marker file baton-checkpoint.json in that directory, and
 resumes from the latest checkpoint when it starts. The global batch is fixed, so a restart at

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,6 +21,10 @@ namespace {
 
 // Set by CloseAfterThisResponse on the worker thread serving a connection.
 thread_local bool t_close_after_response = false;
+
+// How long, and how much, a refused connection is read (and discarded) before it is closed.
+constexpr std::chrono::milliseconds kLingeringClose{1000};
+constexpr std::size_t kLingeringCloseBytes = std::size_t{16} << 20;
 
 int Millis(time_t sec, time_t usec) {
   return static_cast<int>(std::min<time_t>(sec * 1000 + usec / 1000, 24L * 3600 * 1000));
@@ -169,6 +174,20 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   }
   if (close_requested) {
     ShutdownAfterFlush(sock, refuse_linger_);
+    // A lingering close: a client still sending what we refused (a body over the limit) would
+    // get a RST from close(), and a RST makes its kernel drop the answer it has not read yet.
+    // Read and discard until it stops, bounded in time and bytes.
+    const auto until = std::chrono::steady_clock::now() + kLingeringClose;
+    std::size_t drained = 0;
+    char sink[16384];
+    while (drained < kLingeringCloseBytes) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !Poll(sock, POLLIN, static_cast<int>(left.count()))) break;
+      ssize_t n = ::recv(sock, sink, sizeof sink, 0);
+      if (n <= 0) break;
+      drained += static_cast<std::size_t>(n);
+    }
   } else {
     ::shutdown(sock, SHUT_RDWR);
   }

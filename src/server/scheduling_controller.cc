@@ -944,9 +944,10 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
 
 Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, std::string message,
                                              const sched::Placement& placement, bool new_attempt,
-                                             TimePoint now) {
+                                             TimePoint now, std::vector<std::string> placed_on) {
   StateChange change{{JobState::kRunning}, JobState::kRunning, std::string(kind), message};
   change.placement = ToStoredPlacement(cluster(), placement);
+  change.schedulable_nodes = std::move(placed_on);
   std::string master =
       placement.nodes.empty() ? "" : cluster().node(placement.nodes.front().node).name;
   int port = 0;
@@ -961,6 +962,11 @@ Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, st
     if (new_attempt) attempts_[id] = {r->attempts, now, master, port};
     return Status::Ok();
   }
+  if (r.status().code() == StatusCode::kFailedPrecondition) {
+    Result<JobRecord> stored = store_->Get(id);
+    // Still running: a node it was to take was drained or cordoned after this cycle's snapshot.
+    if (stored.ok() && stored->state == JobState::kRunning) return r.status();
+  }
   if (new_attempt) {
     // Being cancelled meanwhile: the store keeps its attempt; the relaunch still ends the old one.
     attempts_[id] = {0, now, master, port};
@@ -970,6 +976,26 @@ Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, st
     return store_->AppendEvent(id, kind, message);
   }
   return r.status();
+}
+
+void SchedulingController::RequeueRefused(JobId id, const Status& refusal, TimePoint now) {
+  LOG_INFO("job {}: not restarted: {}", id, refusal.message());
+  metrics_->requeues.WithLabels({"node"}).Increment();
+  executor_->Kill(id);
+  preempted_by_.erase(id);
+  attempts_.erase(id);
+  events_.push_back(sched::Event::Finish(SchedId(id)));
+  StateChange change{{JobState::kRunning},
+                     JobState::kQueued,
+                     "requeued",
+                     "not restarted: " + refusal.message() + "; " + ResumeNote(id, now)};
+  Result<JobRecord> r = store_->Transition(id, change);
+  if (!r.ok()) {
+    Record(r.status(), id, "requeue");
+    return;
+  }
+  Submitted again{*r};
+  Handle(again);
 }
 
 void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint now) {
@@ -1071,22 +1097,32 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
   }
   for (const sched::Replacement& r : d.replacements) {
     JobId id = StoreId(r.job);
-    Record(RecordPlacement(
-               id, "placed",
-               fmt::format("node {} replaced by {}; restarted: {} {}", c.node(r.old_node).name,
-                           c.node(r.new_node).name, ResumeNote(id, now), AllocTag(c, r.placement)),
-               r.placement, /*new_attempt=*/true, now),
-           id, "replace");
+    Status recorded = RecordPlacement(
+        id, "placed",
+        fmt::format("node {} replaced by {}; restarted: {} {}", c.node(r.old_node).name,
+                    c.node(r.new_node).name, ResumeNote(id, now), AllocTag(c, r.placement)),
+        r.placement, /*new_attempt=*/true, now, {c.node(r.new_node).name});
+    if (recorded.code() == StatusCode::kFailedPrecondition) {
+      RequeueRefused(id, recorded, now);
+      continue;
+    }
+    Record(recorded, id, "replace");
     executor_->Kill(id);
     Launch(id, r.placement, now);
   }
   for (const sched::Resize& r : d.resizes) {
     JobId id = StoreId(r.job);
-    Record(
-        RecordPlacement(id, "resized",
-                        fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement)),
-                        r.placement, /*new_attempt=*/false, now),
-        id, "resize");
+    // Every node of the new size counts as taken: a resize restarts the job on all of them.
+    std::vector<std::string> nodes;
+    for (const PlacedNode& n : ToStoredPlacement(c, r.placement)) nodes.push_back(n.node);
+    Status recorded = RecordPlacement(
+        id, "resized", fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement)),
+        r.placement, /*new_attempt=*/false, now, std::move(nodes));
+    if (recorded.code() == StatusCode::kFailedPrecondition) {
+      RequeueRefused(id, recorded, now);
+      continue;
+    }
+    Record(recorded, id, "resize");
   }
   // Every waiting job's reason is in the snapshot (the API shows it); only the first few changes
   // per cycle become durable events, so that a deep queue does not turn each cycle into

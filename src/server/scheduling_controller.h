@@ -198,9 +198,16 @@ class SchedulingController final : public Controller {
                                   const sched::Placement& placement, TimePoint start) const;
   void Record(Status s, JobId id, std::string_view what) const;
   // Stores a running job's new placement (replacement, resize) with an event of `kind`; with
-  // `new_attempt`, as the job's next attempt (attempts_ updated, a new MASTER_PORT).
+  // `new_attempt`, as the job's next attempt (attempts_ updated, a new MASTER_PORT). `placed_on`
+  // are the nodes the job newly takes: the store refuses the change if one of them was drained or
+  // cordoned meanwhile (kFailedPrecondition, the job still running and nothing written); a job
+  // being cancelled meanwhile gets only the event (Ok).
   Status RecordPlacement(JobId id, std::string_view kind, std::string message,
-                         const sched::Placement& placement, bool new_attempt, TimePoint now);
+                         const sched::Placement& placement, bool new_attempt, TimePoint now,
+                         std::vector<std::string> placed_on);
+  // A running job whose new placement the store refused (RecordPlacement's kFailedPrecondition):
+  // its attempt is ended and it waits in the queue again, as a requeue.
+  void RequeueRefused(JobId id, const Status& refusal, TimePoint now);
   // The cluster's ids for stored node names (unknown names are dropped).
   std::vector<topo::NodeId> NodeIds(const std::vector<std::string>& names) const;
   // Registers the spec's plan with planner_ and sets job.has_plan / plan_key. Errors name the

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -624,6 +626,76 @@ TEST(ControllerTest, NodeGoingDownMovesTheJobOffIt) {
   EXPECT_EQ(api.Get("/api/v1/nodes/" + node)["gpus_allocated"], 0);
   EXPECT_EQ(api.Send("POST", "/api/v1/nodes/nosuchnode/telemetry", R"({"x": 1})")["http_status"],
             404);
+}
+
+// Issue 27: a node replacement was stored and launched without the store's check that the new
+// node is not being drained, so a drain acknowledged after the cycle's snapshot did not stop it.
+// Here the drain reaches the database without the controller hearing of it (as when the cycle is
+// already deciding): the replacement is refused, and the job waits in the queue instead.
+TEST(ControllerTest, ReplacementOntoANodeDrainedMeanwhileIsRefused) {
+  fs::path dir = TempDir("replace-drained");
+  auto cluster = topo::LoadClusterYaml(R"(name: three
+fabric: fat-tree
+shapes:
+  h8: {gpu: H100-SXM, gpus: 8, cpus: 32, memory_gib: 256, nics: 1, nic_gbps: 400}
+nodes:
+  - {names: "n[1-3]", shape: h8}
+switches:
+  - {name: leaf1, nodes: "n[1-3]"}
+tiers: [leaf]
+)",
+                                       "three.yaml");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock), {}, std::move(cluster).value());
+  Api api(d.port());
+  std::int64_t id = api.Submit(
+      R"({"name": "two", "gpus": 16, "gpus_per_node": 8, "estimated_runtime_s": 36000})");
+  json job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = api.Get("/api/v1/jobs/" + std::to_string(id));
+    return job.contains("placement");
+  })) << job.dump();
+  std::set<std::string> used;
+  for (const json& n : job["placement"]["nodes"]) used.insert(n["node"].get<std::string>());
+  ASSERT_EQ(used.size(), 2u);
+  std::string spare;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    if (!used.count(n)) spare = n;
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "baton.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    std::string sql = "INSERT INTO node_admin (node, admin, reason, set_by, updated_us) VALUES ('" +
+                      spare + "', 'draining', 'test', 'ops', 0)";
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  const std::string failed = *used.begin();
+  json r = api.Send("POST", "/api/v1/nodes/" + failed + "/telemetry",
+                    R"({"DCGM_FI_DEV_XID_ERRORS": 79})");
+  EXPECT_EQ(r["http_status"], 202) << r.dump();
+  json events;
+  ASSERT_TRUE(WaitFor([&] {
+    events = api.Get("/api/v1/jobs/" + std::to_string(id) + "/events");
+    for (const json& e : events["events"]) {
+      if (e["kind"] == "requeued") return true;
+    }
+    return false;
+  })) << events.dump();
+  bool refused = false;
+  for (const json& e : events["events"]) {
+    const std::string message = e["message"];
+    EXPECT_EQ(message.find(spare + ":"), std::string::npos)
+        << "placed on " << spare << ": " << message;
+    if (e["kind"] == "requeued") {
+      refused |= message.find("not restarted") != std::string::npos &&
+                 message.find(spare) != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(refused) << events.dump();
 }
 
 TEST(ControllerTest, LocalExecutorStartsRanksWithTheirEnvironment) {

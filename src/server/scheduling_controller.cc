@@ -942,9 +942,9 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
          id, "finish");
 }
 
-Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, std::string message,
-                                             const sched::Placement& placement, bool new_attempt,
-                                             TimePoint now, std::vector<std::string> placed_on) {
+SchedulingController::PlacementOutcome SchedulingController::RecordPlacement(
+    JobId id, std::string_view kind, std::string message, const sched::Placement& placement,
+    bool new_attempt, TimePoint now, std::vector<std::string> placed_on, Status* refusal) {
   StateChange change{{JobState::kRunning}, JobState::kRunning, std::string(kind), message};
   change.placement = ToStoredPlacement(cluster(), placement);
   change.schedulable_nodes = std::move(placed_on);
@@ -960,22 +960,20 @@ Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, st
   Result<JobRecord> r = store_->Transition(id, change);
   if (r.ok()) {
     if (new_attempt) attempts_[id] = {r->attempts, now, master, port};
-    return Status::Ok();
+    return PlacementOutcome::kRecorded;
   }
-  if (r.status().code() == StatusCode::kFailedPrecondition) {
-    Result<JobRecord> stored = store_->Get(id);
+  Result<JobRecord> stored = store_->Get(id);
+  if (r.status().code() == StatusCode::kFailedPrecondition && stored.ok() &&
+      stored->state == JobState::kRunning) {
     // Still running: a node it was to take was drained or cordoned after this cycle's snapshot.
-    if (stored.ok() && stored->state == JobState::kRunning) return r.status();
+    *refusal = r.status();
+    return PlacementOutcome::kNodeRefused;
   }
-  if (new_attempt) {
-    // Being cancelled meanwhile: the store keeps its attempt; the relaunch still ends the old one.
-    attempts_[id] = {0, now, master, port};
+  if (!stored.ok() || stored->state == JobState::kRunning) {
+    LOG_WARN("job {}: {}: {}", id, kind, r.status().ToString());
   }
-  // Being cancelled meanwhile: the state stays; the history still says where it went.
-  if (r.status().code() == StatusCode::kFailedPrecondition) {
-    return store_->AppendEvent(id, kind, message);
-  }
-  return r.status();
+  // Cancelled or finished meanwhile: its end is on its way to the scheduler.
+  return PlacementOutcome::kJobEnded;
 }
 
 void SchedulingController::RequeueRefused(JobId id, const Status& refusal, TimePoint now) {
@@ -1097,17 +1095,18 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
   }
   for (const sched::Replacement& r : d.replacements) {
     JobId id = StoreId(r.job);
-    Status recorded = RecordPlacement(
+    Status refusal;
+    PlacementOutcome recorded = RecordPlacement(
         id, "placed",
         fmt::format("node {} replaced by {}; restarted: {} {}", c.node(r.old_node).name,
                     c.node(r.new_node).name, ResumeNote(id, now), AllocTag(c, r.placement)),
-        r.placement, /*new_attempt=*/true, now, {c.node(r.new_node).name});
-    if (recorded.code() == StatusCode::kFailedPrecondition) {
-      RequeueRefused(id, recorded, now);
+        r.placement, /*new_attempt=*/true, now, {c.node(r.new_node).name}, &refusal);
+    if (recorded == PlacementOutcome::kNodeRefused) {
+      RequeueRefused(id, refusal, now);
       continue;
     }
-    Record(recorded, id, "replace");
-    executor_->Kill(id);
+    executor_->Kill(id);  // the attempt that lost its node
+    if (recorded == PlacementOutcome::kJobEnded) continue;
     Launch(id, r.placement, now);
   }
   for (const sched::Resize& r : d.resizes) {
@@ -1115,14 +1114,11 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     // Every node of the new size counts as taken: a resize restarts the job on all of them.
     std::vector<std::string> nodes;
     for (const PlacedNode& n : ToStoredPlacement(c, r.placement)) nodes.push_back(n.node);
-    Status recorded = RecordPlacement(
+    Status refusal;
+    PlacementOutcome recorded = RecordPlacement(
         id, "resized", fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement)),
-        r.placement, /*new_attempt=*/false, now, std::move(nodes));
-    if (recorded.code() == StatusCode::kFailedPrecondition) {
-      RequeueRefused(id, recorded, now);
-      continue;
-    }
-    Record(recorded, id, "resize");
+        r.placement, /*new_attempt=*/false, now, std::move(nodes), &refusal);
+    if (recorded == PlacementOutcome::kNodeRefused) RequeueRefused(id, refusal, now);
   }
   // Every waiting job's reason is in the snapshot (the API shows it); only the first few changes
   // per cycle become durable events, so that a deep queue does not turn each cycle into

@@ -200,12 +200,15 @@ class SchedulingController final : public Controller {
   // Stores a running job's new placement (replacement, resize) with an event of `kind`; with
   // `new_attempt`, as the job's next attempt (attempts_ updated, a new MASTER_PORT). `placed_on`
   // are the nodes the job newly takes: the store refuses the change if one of them was drained or
-  // cordoned meanwhile (kFailedPrecondition, the job still running and nothing written); a job
-  // being cancelled meanwhile gets only the event (Ok).
-  Status RecordPlacement(JobId id, std::string_view kind, std::string message,
-                         const sched::Placement& placement, bool new_attempt, TimePoint now,
-                         std::vector<std::string> placed_on);
-  // A running job whose new placement the store refused (RecordPlacement's kFailedPrecondition):
+  // cordoned meanwhile (kNodeRefused, with the store's refusal in `refusal`). A job that is no
+  // longer running in the store (cancelled or finished since the cycle's snapshot) is kJobEnded:
+  // nothing is written, and it must not be launched again.
+  enum class PlacementOutcome { kRecorded, kNodeRefused, kJobEnded };
+  PlacementOutcome RecordPlacement(JobId id, std::string_view kind, std::string message,
+                                   const sched::Placement& placement, bool new_attempt,
+                                   TimePoint now, std::vector<std::string> placed_on,
+                                   Status* refusal);
+  // A running job whose new placement the store refused (RecordPlacement's kNodeRefused):
   // its attempt is ended and it waits in the queue again, as a requeue.
   void RequeueRefused(JobId id, const Status& refusal, TimePoint now);
   // The cluster's ids for stored node names (unknown names are dropped).

@@ -257,7 +257,16 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
         job.attained_gpu_seconds += std::max(0.0, (now - job.start).value()) * job.placement.gpus();
         job.start = now;
         job.last_checkpoint = now;
-        out->replacements.push_back({id, node, best, job.placement, lost});
+        // A node that goes down in the same cycle as the one it replaced: one replacement, from
+        // the first node straight to this one (the job never ran on the node in between).
+        auto earlier = std::find_if(out->replacements.begin(), out->replacements.end(),
+                                    [&](const Replacement& r) { return r.job == id; });
+        if (earlier != out->replacements.end() && earlier->new_node == node) {
+          earlier->new_node = best;
+          earlier->placement = job.placement;
+        } else {
+          out->replacements.push_back({id, node, best, job.placement, lost});
+        }
         continue;
       }
     }

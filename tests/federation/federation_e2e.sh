@@ -33,12 +33,22 @@ trap cleanup EXIT
 
 token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
 user_token="alice-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+bob_token="bob-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
 site_token="fed-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
 cat >"$work/auth.yaml" <<EOT
 principals:
   - {name: ops, role: admin, token: "$token"}
   - {name: alice, role: tenant, tenant: team-a, token: "$user_token"}
-  - {name: federation, role: admin, token: "$site_token"}
+  - {name: bob, role: tenant, tenant: team-b, token: "$bob_token"}
+  - {name: federation, role: broker, token: "$site_token"}
+EOT
+# hefei keeps its own tenancy: team-b may ask for priority 0 only, and no tenant evicts another's.
+cat >"$work/hefei-sched.yaml" <<EOT
+tenancy:
+  cross_tenant_preemption: deny
+  tenants:
+    team-a: {priority: {min: 0, max: 100}}
+    team-b: {priority: {min: 0, max: 0}}
 EOT
 # The broker's token at every site: each site's own token_env (the broker never sends its own).
 export BATON_SITE_TOKEN=$site_token
@@ -59,8 +69,11 @@ wait_listening() {  # wait_listening LOG PID
 }
 
 start_dry_site() {  # start_dry_site NAME PORT LOG
+  local extra=()
+  [[ -f $work/$1-sched.yaml ]] && extra=(--scheduler-config "$work/$1-sched.yaml")
   "$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup 60 \
-    --listen "127.0.0.1:$2" --db "$work/$1.db" --auth "$work/auth.yaml" >"$work/$3" 2>&1 &
+    --listen "127.0.0.1:$2" --db "$work/$1.db" --auth "$work/auth.yaml" "${extra[@]}" \
+    >"$work/$3" 2>&1 &
   site_pid[$1]=$!
   wait_listening "$work/$3" "${site_pid[$1]}"
 }
@@ -109,7 +122,7 @@ sites:
   hefei:
     url: http://127.0.0.1:$p_hf
     token_env: BATON_SITE_TOKEN
-    regions: [cn]
+    regions: [cn, cn-east]
     price_per_gpu_hour: 1.6
 EOT
 if [[ $sites == *slurm* ]]; then
@@ -154,6 +167,30 @@ check "an unknown dataset is refused naming the field" 0 $? "$out" \
 out=$(curl -sS -m 10 -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' \
   -d '{"name": "x", "gpus": 1024}' "$broker/api/v1/jobs")
 check "a job above the tenant's federation quota is refused" 0 $? "$out" 'in flight across'
+
+# --- The sites' tenancy holds through the broker: each job is its tenant's at the site. ---
+direct=$(curl -sS -m 10 -H "Authorization: Bearer $bob_token" -H 'Content-Type: application/json' \
+  -d '{"name": "bob-urgent", "gpus": 8, "priority": 1000}' "http://127.0.0.1:$p_hf/api/v1/jobs")
+check "hefei refuses bob's priority 1000 directly, naming the field" 0 $? "$direct" \
+  '"field":"priority"'
+out=$(curl -sS -m 10 -H "Authorization: Bearer $bob_token" -H 'Content-Type: application/json' \
+  -d '{"name": "bob-urgent", "gpus": 8, "priority": 1000,
+       "federation": {"require_regions": ["cn-east"]}}' "$broker/api/v1/jobs")
+bob_id=$(jq -r '.id // empty' <<<"$out")
+for _ in $(seq 100); do
+  [[ $(api "$broker/api/v1/jobs/$bob_id" | jq -r .state) == failed ]] && break
+  sleep 0.2
+done
+bob_end=$(api "$broker/api/v1/jobs/$bob_id/events" | jq -r '.events[-1].message')
+echo "bob's priority 1000 through the broker: $bob_end"
+want=$(jq -r .error.message <<<"$direct")
+check "through the broker it is refused too, with hefei's own error and field" 0 \
+  $([[ $bob_end == *"hefei: 400 $want"* && $want == "field 'priority':"* ]]; echo $?) "$bob_end"
+out=$(curl -sS -m 10 -H "Authorization: Bearer $site_token" "http://127.0.0.1:$p_hf/api/v1/nodes")
+check "the broker's token at a site is no admin's" 0 $? "$out" '"code":"INVALID_ARGUMENT"|PERMISSION_DENIED'
+out=$(curl -sS -m 10 -H "Authorization: Bearer $site_token" -H "Baton-Tenant: team-a" \
+  "http://127.0.0.1:$p_hf/api/v1/nodes")
+check "nor is it an admin's when it names a tenant" 0 $? "$out" 'PERMISSION_DENIED'
 
 # --- Six jobs, routed by predicted completion. ---
 ids=()
@@ -286,14 +323,16 @@ check "the broker reports every job succeeded ($done_n of ${#ids[@]})" 0 \
 declare -A records
 for site in $sites; do
   records[$site]=$(api "$(site_url "$site")/api/v1/jobs?limit=1000" |
-    jq -r '.jobs[] | "\(.idempotency_key // "-") \(.id) \(.state)"')
+    jq -r '.jobs[] | "\(.idempotency_key // "-") \(.id) \(.state) \(.tenant)"')
 done
 for id in "${ids[@]}"; do
   succeeded=0 where="" copies=""
   for site in $sites; do
-    while read -r key sid state; do
+    while read -r key sid state tenant; do
       [[ $key =~ ^baton-fed-[0-9a-f]{16}-$id-[0-9]+$ ]] || continue
       copies+="$site/$sid:$state "
+      check "job $id at $site is alice's tenant's (team-a), not the broker's" 0 \
+        $([[ $tenant == team-a ]]; echo $?) "$tenant"
       if [[ $state == succeeded ]]; then
         succeeded=$((succeeded + 1))
         where="$site (job $sid)"

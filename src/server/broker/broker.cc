@@ -1,6 +1,7 @@
 #include "server/broker/broker.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -234,8 +235,8 @@ Status Broker::Recover() {
           job.refused.insert(site);
           if (job.current && job.current->key == key) job.current.reset();
         } else if (e.kind == "orphaned") {
-          orphans.push_back(
-              {r.id, site, key, j->value("body", ""), j->value("site_job", std::int64_t{0})});
+          orphans.push_back({r.id, r.tenant, site, key, j->value("body", ""),
+                             j->value("site_job", std::int64_t{0})});
           job.checkpoint_site = site;
           if (job.current && job.current->key == key) job.current.reset();
         } else if (e.kind == "orphan_cancelled") {
@@ -362,7 +363,7 @@ void Broker::CancelOrphans() {
     if (o.site_job == 0) {
       // The site may or may not have made the job: the same key and body find it if it did (and
       // make it, cancelled at once, if it did not).
-      Result<SiteJob> found = s.client->Submit(o.body, o.key);
+      Result<SiteJob> found = s.client->Submit(o.tenant, o.body, o.key);
       if (!found.ok()) {
         if (found.status().code() == StatusCode::kUnavailable) {
           s.skip_pass = true;
@@ -376,7 +377,7 @@ void Broker::CancelOrphans() {
       }
       o.site_job = found->id;
     }
-    Status st = s.client->Cancel(o.site_job);
+    Status st = s.client->Cancel(o.tenant, o.site_job);
     if (!st.ok()) {
       s.skip_pass = true;
       ++it;
@@ -393,7 +394,7 @@ void Broker::CancelOrphans() {
 std::string Broker::SiteSpec(const JobSpec& spec) const {
   JobSpec site = spec;
   site.federation.reset();
-  site.tenant.reset();  // the site's tenant is the broker's principal there
+  site.tenant.reset();  // the site takes the tenant from the broker's Baton-Tenant header
   site.stage.clear();
   return CanonicalJson(site);
 }
@@ -428,7 +429,7 @@ void Broker::Abandon(FedJob& job, std::string_view kind, const std::string& why)
   Attempt& a = *job.current;
   const std::string& site = sites_.sites()[a.site].name;
   Event(job.record.id, kind, why);
-  orphans_.push_back({job.record.id, a.site, a.key, a.body, a.site_job});
+  orphans_.push_back({job.record.id, job.record.tenant, a.site, a.key, a.body, a.site_job});
   Event(job.record.id, "orphaned",
         Dump({{"site", site}, {"key", a.key}, {"site_job", a.site_job}, {"body", a.body}}));
   job.checkpoint_site = a.site;
@@ -472,7 +473,7 @@ void Broker::Step(FedJob& job) {
       return;
     }
     if (s.skip_pass) return;  // asked again next pass
-    if (Status st = s.client->Cancel(a.site_job); !st.ok()) {
+    if (Status st = s.client->Cancel(job.record.tenant, a.site_job); !st.ok()) {
       s.skip_pass = true;
     } else {
       if (job.record.state == JobState::kCancelling) {
@@ -497,7 +498,7 @@ void Broker::Step(FedJob& job) {
     return;
   }
   Result<SiteJob> got = s.skip_pass ? Result<SiteJob>(UnavailableError("skipped in this pass"))
-                                    : s.client->Get(a.site_job);
+                                    : s.client->Get(job.record.tenant, a.site_job);
   if (!got.ok() && got.status().code() == StatusCode::kUnavailable) s.skip_pass = true;
   if (!got.ok()) {
     if (got.status().code() == StatusCode::kNotFound) {
@@ -600,7 +601,7 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
     for (const auto& r : f.require_regions) excluded = excluded || !all[i].InRegion(r);
     if (excluded) continue;  // Predict says why
     asks.push_back(std::async(std::launch::async, [&, i] {
-      results[i] = site_state_[i].client->WhatIf(spec, deadline);
+      results[i] = site_state_[i].client->WhatIf(job.record.tenant, spec, deadline);
     }));
   }
   for (auto& a : asks) a.get();
@@ -641,6 +642,27 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
                       ? fmt::format("+{:.0f} s", (*answers[i].estimated_start - now).value())
                       : std::string("unknown"));
   }
+  // Every site the job may go to has refused it (this round or before: a priority outside the
+  // tenant's range there, a quota, a job larger than the site): the job fails with the sites' own
+  // refusals, each naming its field, as a direct submission would. A site that did not answer
+  // might still take it: then the job waits.
+  {
+    std::vector<std::string> refusals;
+    bool all_refused = true;
+    for (std::size_t i = 0; i < all.size() && all_refused; ++i) {
+      bool excluded = false;
+      for (const auto& r : f.exclude_regions) excluded = excluded || all[i].InRegion(r);
+      for (const auto& r : f.require_regions) excluded = excluded || !all[i].InRegion(r);
+      if (excluded) continue;
+      all_refused = answers[i].reachable && !answers[i].refusal.empty();
+      refusals.push_back(all[i].name + ": " + answers[i].refusal);
+    }
+    if (all_refused && !refusals.empty()) {
+      Finish(job, JobState::kFailed,
+             fmt::format("refused by every site: {}", fmt::join(refusals, "; ")));
+      return;
+    }
+  }
   Result<federation::RouteDecision> decision =
       federation::Route(needs, sites_, answers, now, policy_);
   if (!decision.ok()) {
@@ -651,7 +673,7 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   // prices it).
   JobSpec dispatched = job.spec;
   dispatched.federation.reset();
-  dispatched.tenant.reset();
+  dispatched.tenant.reset();  // the site takes it from the Baton-Tenant header
   dispatched.stage.clear();
   for (const std::string& name : f.datasets) {
     if (all[chosen].FindDataset(name) != nullptr) continue;
@@ -700,7 +722,7 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
 void Broker::SendDispatch(FedJob& job) {
   Attempt& a = *job.current;
   const std::string& site = sites_.sites()[a.site].name;
-  Result<SiteJob> r = site_state_[a.site].client->Submit(a.body, a.key);
+  Result<SiteJob> r = site_state_[a.site].client->Submit(job.record.tenant, a.body, a.key);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kUnavailable) {
       dispatches_->WithLabels({site, "unavailable"}).Increment();

@@ -119,6 +119,7 @@ class Broker final : public Controller {
   };
   struct Orphan {
     JobId job = 0;
+    std::string tenant;  // the job's: the site knows the copy as that tenant's
     int site = -1;
     std::string key;
     std::string body;

@@ -13,6 +13,7 @@
 
 #include "core/bounded_input.h"
 #include "core/strings.h"
+#include "server/http/auth.h"
 
 namespace baton::server {
 namespace {
@@ -112,11 +113,14 @@ Answer Exchange(const std::string& url, httplib::Request req, Deadline deadline,
   return out;
 }
 
-httplib::Request MakeRequest(std::string method, std::string path, const std::string& token) {
+// `tenant`: the tenant the broker acts for (the site's Baton-Tenant header); empty: none.
+httplib::Request MakeRequest(std::string method, std::string path, const std::string& token,
+                             std::string_view tenant = {}) {
   httplib::Request req;
   req.method = std::move(method);
   req.path = std::move(path);
   if (!token.empty()) req.set_header("Authorization", "Bearer " + token);
+  if (!tenant.empty()) req.set_header(std::string(kBrokerTenantHeader), std::string(tenant));
   return req;
 }
 
@@ -137,7 +141,14 @@ std::string ErrorMessage(const Answer& res) {
   if (body.ok() && body->is_object() && body->contains("error") && (*body)["error"].is_object()) {
     const json& e = (*body)["error"];
     if (e.contains("message") && e["message"].is_string()) {
-      return fmt::format("{} {}", res.status, Printable(e["message"].get<std::string>(), 300));
+      // The field the site named, unless its message already starts with it.
+      std::string message = Printable(e["message"].get<std::string>(), 300);
+      std::string field;
+      if (e.contains("field") && e["field"].is_string()) {
+        field = "field '" + Printable(e["field"].get<std::string>(), 64) + "':";
+        if (message.starts_with(field)) field.clear();
+      }
+      return fmt::format("{}{}{} {}", res.status, field.empty() ? "" : " ", field, message);
     }
   }
   return fmt::format("HTTP {}", res.status);
@@ -197,9 +208,10 @@ std::optional<TimePoint> ParseApiTime(std::string_view text) {
 SiteClient::SiteClient(std::string url, std::string token, Seconds timeout)
     : url_(std::move(url)), token_(std::move(token)), timeout_(timeout) {}
 
-WhatIfResult SiteClient::WhatIf(std::string_view spec_json, Deadline deadline) const {
+WhatIfResult SiteClient::WhatIf(std::string_view tenant, std::string_view spec_json,
+                                Deadline deadline) const {
   WhatIfResult out;
-  httplib::Request req = MakeRequest("POST", "/api/v1/whatif", token_);
+  httplib::Request req = MakeRequest("POST", "/api/v1/whatif", token_, tenant);
   SetJsonBody(req, spec_json);
   Answer res = Exchange(url_, std::move(req), deadline, kMaxAnswerBytes);
   auto fail = [&](CallFailure failure, std::string error) {
@@ -249,8 +261,9 @@ WhatIfResult SiteClient::WhatIf(std::string_view spec_json, Deadline deadline) c
   return out;
 }
 
-Result<SiteJob> SiteClient::Submit(std::string_view spec_json, std::string_view key) const {
-  httplib::Request req = MakeRequest("POST", "/api/v1/jobs", token_);
+Result<SiteJob> SiteClient::Submit(std::string_view tenant, std::string_view spec_json,
+                                   std::string_view key) const {
+  httplib::Request req = MakeRequest("POST", "/api/v1/jobs", token_, tenant);
   req.set_header("Idempotency-Key", std::string(key));
   SetJsonBody(req, spec_json);
   Answer res = Exchange(url_, std::move(req), After(timeout_), kMaxAnswerBytes);
@@ -276,20 +289,21 @@ Result<SiteJob> SiteClient::Submit(std::string_view spec_json, std::string_view 
   }
 }
 
-Result<SiteJob> SiteClient::Get(std::int64_t id) const {
+Result<SiteJob> SiteClient::Get(std::string_view tenant, std::int64_t id) const {
   // One deadline for the job and, when it failed, its events.
   const Deadline deadline = After(timeout_);
-  Answer res = Exchange(url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}", id), token_),
-                        deadline, kMaxAnswerBytes);
+  Answer res =
+      Exchange(url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}", id), token_, tenant),
+               deadline, kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("get job", res);
   if (res.status == 404) return NotFoundError(fmt::format("the site has no job {}", id));
   if (res.status != 200) return UnavailableError("get job: " + ErrorMessage(res));
   ASSIGN_OR_RETURN(SiteJob job, ReadJob(res));
   if (job.state == "failed" || job.state == "cancelled") {
     // The reason is the job's last event.
-    Answer ev =
-        Exchange(url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}/events", id), token_),
-                 deadline, kMaxAnswerBytes);
+    Answer ev = Exchange(
+        url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}/events", id), token_, tenant),
+        deadline, kMaxAnswerBytes);
     if (ev.failure == CallFailure::kNone && ev.status == 200) {
       Result<json> body = ParseAnswer(ev.body);
       if (body.ok() && body->is_object() && (*body)["events"].is_array() &&
@@ -304,8 +318,9 @@ Result<SiteJob> SiteClient::Get(std::int64_t id) const {
   return job;
 }
 
-Status SiteClient::Cancel(std::int64_t id) const {
-  httplib::Request req = MakeRequest("POST", fmt::format("/api/v1/jobs/{}:cancel", id), token_);
+Status SiteClient::Cancel(std::string_view tenant, std::int64_t id) const {
+  httplib::Request req =
+      MakeRequest("POST", fmt::format("/api/v1/jobs/{}:cancel", id), token_, tenant);
   SetJsonBody(req, "");
   Answer res = Exchange(url_, std::move(req), After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("cancel", res);
@@ -323,8 +338,8 @@ Status SiteClient::Health() const {
 }
 
 Result<std::int64_t> SiteClient::Gpus() const {
-  Answer res = Exchange(url_, MakeRequest("GET", "/api/v1/topology", token_), After(timeout_),
-                        kMaxAnswerBytes);
+  Answer res = Exchange(url_, MakeRequest("GET", "/api/v1/topology", token_, kTopologyTenant),
+                        After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("topology", res);
   if (res.status != 200) return UnavailableError("topology: " + ErrorMessage(res));
   Result<json> body = ParseAnswer(res.body);

@@ -55,7 +55,13 @@ class SiteClient {
   // Answers longer than this are refused (reading stops there): a site's answers are small.
   static constexpr std::size_t kMaxAnswerBytes = std::size_t{1} << 20;
 
-  // `url` is "http://host:port" or "https://host:port" (no path); `token` the bearer token.
+  // The tenant the topology question is asked as (a broker principal names one on every request;
+  // a site's topology is the same for every tenant).
+  static constexpr std::string_view kTopologyTenant = "federation";
+
+  // `url` is "http://host:port" or "https://host:port" (no path); `token` the bearer token, of a
+  // principal with the broker role at the site. Every call about a job is made as the job's
+  // `tenant` (the Baton-Tenant header): the site stores, limits and shows it as that tenant's.
   // `timeout` is the deadline of each call but the what-if, whose deadline the caller gives (one
   // for a whole round of sites).
   SiteClient(std::string url, std::string token, Seconds timeout);
@@ -66,20 +72,21 @@ class SiteClient {
   // its forecast, or reachable with `refusal` set (the site would refuse the job, and why), or
   // not reachable with the failure. Counts are as the site gave them (ContradictsCapacity judges
   // them); out of range (negative, past any cluster) the answer is kMalformed.
-  WhatIfResult WhatIf(std::string_view spec_json, Deadline deadline) const;
+  WhatIfResult WhatIf(std::string_view tenant, std::string_view spec_json, Deadline deadline) const;
 
   // POST /api/v1/jobs with `key` as its Idempotency-Key. kUnavailable: the site did not answer
   // (the job may or may not exist there: retry with the same key); kInvalidArgument,
   // kPermissionDenied, kAlreadyExists (same key, other body): the site refused the job, with its
   // message.
-  Result<SiteJob> Submit(std::string_view spec_json, std::string_view key) const;
+  Result<SiteJob> Submit(std::string_view tenant, std::string_view spec_json,
+                         std::string_view key) const;
 
   // GET /api/v1/jobs/{id}. kNotFound: the site has no such job (lost it); kUnavailable: no answer.
-  Result<SiteJob> Get(std::int64_t id) const;
+  Result<SiteJob> Get(std::string_view tenant, std::int64_t id) const;
 
   // POST /api/v1/jobs/{id}:cancel. OK also when it was already cancelled or finished, or is
   // unknown there (kNotFound is reported as OK: nothing runs).
-  Status Cancel(std::int64_t id) const;
+  Status Cancel(std::string_view tenant, std::int64_t id) const;
 
   // GET /healthz: OK when the site answers 200.
   Status Health() const;

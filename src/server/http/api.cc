@@ -422,11 +422,20 @@ struct Api::Routes {
         res.set_header("WWW-Authenticate", "Bearer");
         return refuse(401, "UNAUTHENTICATED", std::string(p.status().message()), "Authorization");
       }
-      if (route->access == Access::kAdmin && p->role != Role::kAdmin) {
-        return refuse(403, "PERMISSION_DENIED",
-                      "this endpoint needs the admin role; " + p->name + " is a tenant");
+      // A broker acts for the tenant its request names, and is that tenant from here on.
+      const std::string broker_header(kBrokerTenantHeader);
+      Result<Principal> acting =
+          ResolveBroker(*p, req.get_header_value(broker_header), req.has_header(broker_header));
+      if (!acting.ok()) {
+        return refuse(400, "INVALID_ARGUMENT", std::string(acting.status().message()),
+                      broker_header);
       }
-      t_principal = std::move(p).value();
+      if (route->access == Access::kAdmin && acting->role != Role::kAdmin) {
+        return refuse(403, "PERMISSION_DENIED",
+                      "this endpoint needs the admin role; " + acting->name + " is " +
+                          (acting->via.empty() ? "a tenant" : "a broker"));
+      }
+      t_principal = std::move(acting).value();
     }
     if (HasBody(req) && route->method == "GET") {
       return refuse(400, "INVALID_ARGUMENT", "a GET request takes no body", "body");
@@ -934,7 +943,10 @@ struct Api::Routes {
     }
     Add("GET", "/api/v1/whoami", "/api/v1/whoami", Access::kAuthenticated, [](R, B, W res, P who) {
       SendJson(res, 200,
-               json{{"name", who.name}, {"role", RoleName(who.role)}, {"tenant", who.tenant}});
+               json{{"name", who.name},
+                    {"role", RoleName(who.role)},
+                    {"tenant", who.tenant},
+                    {"via", who.via}});
     });
     Add("GET", "/api/v1/cluster", "/api/v1/cluster", Access::kAuthenticated,
         [this](R, B, W res, P who) {

@@ -9,7 +9,17 @@
 
 namespace baton::server {
 
-std::string_view RoleName(Role r) { return r == Role::kAdmin ? "admin" : "tenant"; }
+std::string_view RoleName(Role r) {
+  switch (r) {
+    case Role::kAdmin:
+      return "admin";
+    case Role::kBroker:
+      return "broker";
+    case Role::kTenant:
+      break;
+  }
+  return "tenant";
+}
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   // Runs over all of b whatever a holds; the only thing timing can reveal is b's length.
@@ -82,10 +92,19 @@ Result<Authenticator> Authenticator::FromYaml(std::string_view yaml, std::string
         e.principal.role = Role::kAdmin;
       } else if (role == "tenant") {
         e.principal.role = Role::kTenant;
+      } else if (role == "broker") {
+        e.principal.role = Role::kBroker;
       } else {
-        return InvalidArgumentError(at + ": field 'role' must be admin or tenant");
+        return InvalidArgumentError(at + ": field 'role' must be admin, tenant or broker");
       }
-      if (p["tenant"]) {
+      if (e.principal.role == Role::kBroker && p["tenant"]) {
+        return InvalidArgumentError(at +
+                                    ": field 'tenant' is not for role broker (a broker names the "
+                                    "tenant of each request in its Baton-Tenant header)");
+      }
+      if (e.principal.role == Role::kBroker) {
+        // no tenant of its own
+      } else if (p["tenant"]) {
         e.principal.tenant = p["tenant"].IsScalar() ? p["tenant"].Scalar() : "";
         if (!ValidTenant(e.principal.tenant)) {
           return InvalidArgumentError(at +
@@ -122,6 +141,28 @@ Result<Authenticator> Authenticator::FromYaml(std::string_view yaml, std::string
 Result<Authenticator> Authenticator::LoadFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, Bytes(kMaxAuthFileBytes), "auth file"));
   return FromYaml(text, path);
+}
+
+Result<Principal> ResolveBroker(const Principal& who, std::string_view tenant_header,
+                                bool header_present) {
+  const std::string header(kBrokerTenantHeader);
+  if (who.role != Role::kBroker) {
+    if (header_present) {
+      return InvalidArgumentError(header + " is for broker principals; " + who.name + " is " +
+                                  (who.role == Role::kAdmin ? "an admin" : "a tenant"));
+    }
+    return who;
+  }
+  if (!header_present || !ValidTenant(tenant_header)) {
+    return InvalidArgumentError("a broker must name the tenant it acts for in " + header +
+                                " (1-64 characters of [A-Za-z0-9._-])");
+  }
+  Principal acting;
+  acting.name = who.name;
+  acting.role = Role::kTenant;
+  acting.tenant = std::string(tenant_header);
+  acting.via = who.name;
+  return acting;
 }
 
 Result<Principal> Authenticator::Authenticate(std::string_view authorization) const {

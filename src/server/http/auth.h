@@ -4,9 +4,14 @@
 //   principals:
 //     - {name: ops,   role: admin,  token: "…at least 16 characters…"}
 //     - {name: alice, role: tenant, tenant: team-a, token: "…"}
+//     - {name: fed,   role: broker, token: "…"}
 //
 // An admin sees and changes every tenant's jobs and may use the admin endpoints; a tenant
-// principal sees and changes only its own tenant's jobs. Token comparison takes the same time
+// principal sees and changes only its own tenant's jobs. A broker principal (a `baton federate`
+// in front of this daemon) acts for the tenant each request names in its Baton-Tenant header:
+// the API then treats the request as that tenant's (ResolveBroker), so the site's tenancy
+// policy, quotas and visibility apply to federated jobs as to direct ones; it has no admin
+// rights and no tenant of its own. Token comparison takes the same time
 // whichever byte differs, and every configured token is compared on each request.
 //
 // Immutable after loading: Authenticate may be called concurrently.
@@ -20,14 +25,25 @@
 
 namespace baton::server {
 
-enum class Role { kAdmin, kTenant };
-std::string_view RoleName(Role r);  // "admin", "tenant"
+enum class Role { kAdmin, kTenant, kBroker };
+std::string_view RoleName(Role r);  // "admin", "tenant", "broker"
 
 struct Principal {
   std::string name;
   Role role = Role::kTenant;
   std::string tenant;  // for admins: the tenant their own submissions default to ("default")
+  std::string via;     // a broker acting for `tenant` (ResolveBroker): the broker's name
 };
+
+// The header a broker principal names its tenant in, per request.
+inline constexpr std::string_view kBrokerTenantHeader = "Baton-Tenant";
+
+// A broker principal acting for `tenant_header` (the Baton-Tenant header's value; empty when
+// absent): that tenant's principal, with `via` the broker's name. kInvalidArgument (naming the
+// header) when a broker names no tenant or an invalid one, or when another role sends the header
+// (a tenant cannot act for another). Other principals without the header pass unchanged.
+Result<Principal> ResolveBroker(const Principal& who, std::string_view tenant_header,
+                                bool header_present);
 
 // True when a and b are equal; the time taken does not depend on where they differ.
 bool ConstantTimeEquals(std::string_view a, std::string_view b);

@@ -28,6 +28,51 @@ TEST(AuthTest, MapsTokensToPrincipals) {
   EXPECT_EQ(alice->role, Role::kTenant);
 }
 
+// Issue 29: a broker submitted every federated job as its own principal (tenant `default`), so a
+// site's tenancy did not apply to them. A broker principal now acts for the tenant each request
+// names, and is that tenant (with no admin rights) for the rest of the request.
+TEST(AuthTest, ABrokerActsForTheTenantItNamesAndNothingMore) {
+  auto auth = Authenticator::FromYaml(R"(
+principals:
+  - {name: ops, role: admin, token: admin-token-0123456789}
+  - {name: alice, role: tenant, tenant: team-a, token: alice-token-0123456789}
+  - {name: fed, role: broker, token: broker-token-0123456789}
+)");
+  ASSERT_TRUE(auth.ok()) << auth.status().ToString();
+  auto fed = auth->Authenticate("Bearer broker-token-0123456789");
+  ASSERT_TRUE(fed.ok());
+  EXPECT_EQ(fed->role, Role::kBroker);
+  EXPECT_EQ(RoleName(fed->role), "broker");
+
+  Result<Principal> acting = ResolveBroker(*fed, "team-b", true);
+  ASSERT_TRUE(acting.ok()) << acting.status().ToString();
+  EXPECT_EQ(acting->role, Role::kTenant);
+  EXPECT_EQ(acting->tenant, "team-b");
+  EXPECT_EQ(acting->via, "fed");
+  // A broker must name a valid tenant.
+  EXPECT_EQ(ResolveBroker(*fed, "", false).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveBroker(*fed, "team b", true).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveBroker(*fed, std::string(65, 'a'), true).status().code(),
+            StatusCode::kInvalidArgument);
+  // Nobody else may act for a tenant: not a tenant, not an admin.
+  auto alice = auth->Authenticate("Bearer alice-token-0123456789");
+  Result<Principal> as_b = ResolveBroker(*alice, "team-b", true);
+  EXPECT_EQ(as_b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(as_b.status().message().find("Baton-Tenant"), std::string::npos);
+  auto ops = auth->Authenticate("Bearer admin-token-0123456789");
+  EXPECT_EQ(ResolveBroker(*ops, "team-b", true).status().code(), StatusCode::kInvalidArgument);
+  // Without the header, others pass as they are.
+  EXPECT_EQ(ResolveBroker(*alice, "", false)->tenant, "team-a");
+
+  // A broker has no tenant of its own.
+  auto with_tenant = Authenticator::FromYaml(R"(
+principals:
+  - {name: fed, role: broker, tenant: team-a, token: broker-token-0123456789}
+)");
+  EXPECT_EQ(with_tenant.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(with_tenant.status().message().find("principals[0]"), std::string::npos);
+}
+
 TEST(AuthTest, RejectsBadCredentials) {
   auto auth = Authenticator::FromYaml(kConfig).value();
   for (const char* h :

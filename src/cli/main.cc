@@ -30,7 +30,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every other parse error is bad input (2, as the footer says),
+    // not CLI11's own codes (109 for an unknown flag).
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   return exit_code;
 }

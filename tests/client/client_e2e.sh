@@ -95,6 +95,11 @@ check "malformed YAML: exit 2, names the file" 2 $? "$out" "bad.yaml:.*malformed
 out=$("$baton" submit --gpus 0 2>&1)
 check "no GPUs and no file: exit 2" 2 $? "$out" '^baton: '
 
+out=$("$baton" submit --no-such-flag 2>&1)
+check "an unknown flag: exit 2 (bad input), naming it" 2 $? "$out" 'no-such-flag'
+out=$("$baton" submit --help 2>&1)
+check "--help: exit 0" 0 $? "$out" 'Usage'
+
 out=$("$baton" jobs --url http://127.0.0.1:1 2>&1)
 check "unreachable daemon: exit 3" 3 $? "$out" '^baton: cannot reach baton at http://127.0.0.1:1'
 

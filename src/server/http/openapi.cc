@@ -500,7 +500,7 @@ std::string_view OpenApiJson() {
           "cp_attention": {"type": "string", "enum": ["ring", "torch", "allgather"]}, "tp_impl": {"type": "string", "enum": ["megatron", "dtensor"]}, "grad_accum": {"type": "string", "enum": ["fused", "fp32", "autograd"]}, "attn_kernel": {"type": "string", "enum": ["flash", "cudnn"]},
           "async_tp": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["no", "yes"]}]}}
       },
-      "TopologyLevel": {"type": "string", "enum": ["gpu", "node", "nvlink-domain", "leaf", "spine", "group", "core"]},
+      "TopologyLevel": {"type": "string", "enum": ["node", "nvlink-domain", "leaf", "spine", "group", "core"]},
       "Job": {
         "type": "object", "required": ["id", "tenant", "name", "state", "attempts", "created_at", "updated_at", "spec"],
         "properties": {

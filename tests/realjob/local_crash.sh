@@ -79,6 +79,9 @@ check "job A reports a checkpoint (step $(recorded_step "$a"))" 0 $rc
 wait_for 120 step_at_least "$b" 20
 rc=$?
 check "job B reports a checkpoint (step $(recorded_step "$b"))" 0 $rc
+out=$("$baton" job "$b" --json 2>&1)
+check "job B's record carries its last checkpoint (the dashboard shows it)" 0 $? "$out" \
+  '"checkpoint": \{'
 ((failures == 0)) || { tail -20 "$work/serve.log"; finish; exit 1; }
 
 # The daemon dies; job B's ranks die with it (their whole process groups, wrappers included).

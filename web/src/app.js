@@ -350,6 +350,11 @@ async function showJob(id) {
       (p.compact_level ? `; a compact placement of ${p.gpus} GPUs spans one ${p.compact_level}` : "") +
       (p.source === "stored" ? " (its last placement)" : "")
     : job.waiting_reason ? "waiting: " + job.waiting_reason : "not placed";
+  const ck = job.checkpoint;
+  $("#job-checkpoint").textContent = ck
+    ? `Last checkpoint: step ${ck.step} by attempt ${ck.attempt}, ` +
+      `${fmtDuration((Date.now() - Date.parse(ck.time)) / 1000)} ago (${(ck.bytes / 2 ** 20).toFixed(1)} MiB)`
+    : "No checkpoint reported";
   const slow = $("#job-slowdown");
   if (p.plan && p.plan.slowdown) {
     const pl = p.plan.plan;

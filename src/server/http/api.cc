@@ -131,6 +131,13 @@ json JobJson(const JobRecord& j, const Controller& controller) {
               {"updated_at", Rfc3339(j.updated_at)},
               {"spec", spec.is_discarded() ? json(nullptr) : spec}};
   if (!j.idempotency_key.empty()) out["idempotency_key"] = j.idempotency_key;
+  // The newest checkpoint the job reported (docs/jobs.md): where a restart resumes from.
+  if (j.checkpoint) {
+    out["checkpoint"] = {{"step", j.checkpoint->step},
+                         {"attempt", j.checkpoint->attempt},
+                         {"time", Rfc3339(j.checkpoint->time)},
+                         {"bytes", j.checkpoint->bytes.value()}};
+  }
   // The scheduler's view, for jobs it holds: why it waits or, once placed, where. Its phase is
   // not shown: `state` is the one state of a job (the store's, which the scheduler's phase
   // changes follow), so that a reply never carries two that disagree.

@@ -513,6 +513,7 @@ std::string_view OpenApiJson() {
           "updated_at": {"type": "string", "format": "date-time"},
           "idempotency_key": {"type": "string"},
           "spec": {"$ref": "#/components/schemas/JobSpec"},
+          "checkpoint": {"type": "object", "description": "The newest checkpoint the job reported (docs/jobs.md): where a restart resumes from", "properties": {"step": {"type": "integer", "format": "int64"}, "attempt": {"type": "integer"}, "time": {"type": "string", "format": "date-time"}, "bytes": {"type": "number"}}},
           "waiting_reason": {"type": "string", "description": "Pending jobs: why the scheduler has not placed it yet"},
           "queue_position": {"type": "integer", "minimum": 1, "description": "Pending jobs: 1-based place in the scheduler's queue order"},
           "estimated_start": {"type": "string", "format": "date-time", "description": "Pending jobs: when the scheduler's own reservation logic expects it to start if running jobs end at their estimates; absent when unknown (a job holding the GPUs it needs has no estimated_runtime)"},

@@ -30,6 +30,11 @@ install)
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge
   ;;
 start)
+  # The ports are fixed: a second cluster's slurmds would register with the first's controller.
+  if pgrep -x slurmctld >/dev/null; then
+    echo "a slurmctld is already running ($(pgrep -ax slurmctld | head -1)): one fake cluster per machine" >&2
+    exit 1
+  fi
   mkdir -p "$DIR"/{state,spool,dev,log}
   cat > "$DIR/slurm.conf" <<CONF
 ClusterName=fake

@@ -31,8 +31,15 @@ install)
   ;;
 start)
   # The ports are fixed: a second cluster's slurmds would register with the first's controller.
-  if pgrep -x slurmctld >/dev/null; then
-    echo "a slurmctld is already running ($(pgrep -ax slurmctld | head -1)): one fake cluster per machine" >&2
+  # A controller just stopped gets a few seconds to exit; a zombie awaiting its reaper is gone.
+  live_slurmctld() {
+    for p in $(pgrep -x slurmctld); do
+      sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | grep -qv '^Z' && ps -o pid=,args= -p "$p"
+    done
+  }
+  for _ in $(seq 1 50); do [ -z "$(live_slurmctld)" ] && break; sleep 0.2; done
+  if [ -n "$(live_slurmctld)" ]; then
+    echo "a slurmctld is already running ($(live_slurmctld | head -1)): one fake cluster per machine" >&2
     exit 1
   fi
   mkdir -p "$DIR"/{state,spool,dev,log}

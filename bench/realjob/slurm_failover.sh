@@ -26,7 +26,6 @@ cluster_sh="$root/scripts/slurm-fake-cluster.sh"
 command -v slurmctld >/dev/null || { echo "Slurm is not installed ($cluster_sh install)"; exit 1; }
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
   { echo "/usr/bin/python3 has no torch (apt-get install python3-torch)"; exit 1; }
-pgrep -x slurmctld >/dev/null && { echo "a slurmctld is already running (fixed ports)"; exit 1; }
 
 work=$(mktemp -d -t baton-failover.XXXXXX)
 slurm_dir="$work/slurm"

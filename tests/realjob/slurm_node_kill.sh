@@ -39,7 +39,9 @@ cleanup() {
     sleep 1
   fi
   bash "$cluster_sh" stop "$slurm_dir" >/dev/null 2>&1
-  if ((failures > 0)) && [[ -n ${BATON_KEEP_WORK:-} ]]; then echo "kept $work"; else rm -rf "$work"; fi
+  if ((failures > 0)) && [[ -n ${BATON_KEEP_WORK:-} ]]; then echo "kept $work"; return; fi
+  # The daemons may still be writing their state as they exit.
+  for _ in 1 2 3 4 5; do rm -rf "$work" 2>/dev/null && break; sleep 1; done
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

@@ -2,9 +2,14 @@
 # A real Slurm 22.05 cluster of 16 fake nodes x 8 fake GPUs on ONE Debian 12 host, for tests.
 # baton's copy of ../shared/recipes/slurm-fake-cluster/run.sh, changed for its tests: failures are
 # noticed in seconds (SlurmdTimeout=4), finished jobs stay visible to squeue for 10 minutes
-# (MinJobAge), and three more commands stop one node, restart one node, and restart the controller
-# keeping its state:
-#   run.sh stop-node DIR NODE | start-node DIR NODE | restart-controller DIR
+# (MinJobAge), and more commands stop one node's slurmd, kill one node as a real node dies,
+# restart one node, and stop, start or restart the controller keeping its state:
+#   run.sh stop-node DIR NODE     kill -9 the node's slurmd only (its jobs' processes run on)
+#   run.sh kill-node DIR NODE     the node dies: kill -9 its slurmd, its slurmstepds and every
+#                                 process they started for jobs there (found by the
+#                                 SLURMD_NODENAME=NODE Slurm gives them), all stopped first so
+#                                 that none escapes; fails if any survives
+#   run.sh start-node DIR NODE | stop-controller DIR | start-controller DIR | restart-controller DIR
 # Debian's slurm-wlm is built with --enable-multiple-slurmd, so each node is its own slurmd
 # on localhost with its own port. Needs root (mknod for the fake GPU device files).
 #
@@ -25,6 +30,18 @@ install)
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge
   ;;
 start)
+  # The ports are fixed: a second cluster's slurmds would register with the first's controller.
+  # A controller just stopped gets a few seconds to exit; a zombie awaiting its reaper is gone.
+  live_slurmctld() {
+    for p in $(pgrep -x slurmctld); do
+      sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | grep -qv '^Z' && ps -o pid=,args= -p "$p"
+    done
+  }
+  for _ in $(seq 1 50); do [ -z "$(live_slurmctld)" ] && break; sleep 0.2; done
+  if [ -n "$(live_slurmctld)" ]; then
+    echo "a slurmctld is already running ($(live_slurmctld | head -1)): one fake cluster per machine" >&2
+    exit 1
+  fi
   mkdir -p "$DIR"/{state,spool,dev,log}
   cat > "$DIR/slurm.conf" <<CONF
 ClusterName=fake
@@ -92,6 +109,52 @@ CONF
 stop-node)
   f="$DIR/slurmd-$3.pid"; [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; rm -f "$f"
   ;;
+kill-node)
+  node=${3:?kill-node DIR NODE}
+  # Everything that runs "on" the node: its slurmd, its slurmstepds (they keep slurmd's log open)
+  # and what they started for jobs (Slurm 22.05 gives every task and batch script
+  # SLURMD_NODENAME=NODE, which a setsid or a new process group keeps), with their descendants.
+  # Stopped (SIGSTOP) as found, so that none forks or reaps unseen, until a scan finds nothing
+  # new; then all killed -9 at once, with the process groups they lead.
+  node_procs() {
+    grep -lzx "SLURMD_NODENAME=$node" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+    find /proc/[0-9]*/fd -lname "$DIR/log/slurmd-$node.log" 2>/dev/null | cut -d/ -f3
+    [ -f "$DIR/slurmd-$node.pid" ] && cat "$DIR/slurmd-$node.pid"
+  }
+  with_descendants() {  # the pids on stdin and every process under them, never init nor this script
+    { sed 's/^/want /'; ps -e -o pid=,ppid= | sed 's/^ */ps /'; } |
+      awk -v self=$$ '$1 == "want" { want[$2] = 1; next } { parent[$2] = $3 }
+        END { delete want[1]; delete want[self]
+              do { more = 0
+                   for (p in parent)
+                     if (!(p in want) && p != self && (parent[p] in want)) { want[p] = 1; more = 1 }
+              } while (more)
+              for (p in want) if (p in parent) print p }'
+  }
+  seen=" "
+  for _ in $(seq 1 50); do
+    new=""
+    for p in $(node_procs | with_descendants); do
+      case "$seen" in *" $p "*) ;; *) new="$new $p"; seen="$seen$p ";; esac
+    done
+    [ -z "$new" ] && break
+    kill -STOP $new 2>/dev/null
+  done
+  groups=$(for p in $seen; do ps -o pgid= -p "$p" 2>/dev/null; done | tr -d ' ' | sort -u)
+  kill -9 $seen 2>/dev/null
+  for g in $groups; do case "$seen" in *" $g "*) kill -9 -- "-$g" 2>/dev/null;; esac; done
+  for _ in $(seq 1 50); do
+    alive=""
+    for p in $seen; do  # a zombie is dead: its parent (init, mostly) has yet to reap it
+      sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | grep -qv '^Z' && alive="$alive $p"
+    done
+    [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  rm -f "$DIR/slurmd-$node.pid"
+  [ -z "$alive" ] || { echo "kill-node $node: still alive:$alive" >&2; exit 1; }
+  echo "kill-node $node: killed $(echo $seen | wc -w) processes"
+  ;;
 start-node)
   /usr/sbin/slurmd -f "$DIR/slurm.conf" -N "$3"
   for _ in $(seq 1 30); do
@@ -116,5 +179,5 @@ stop)
   for f in "$DIR"/slurmd-n*.pid "$DIR/slurmctld.pid"; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
   if [ -f "$DIR/munged.ours" ] && [ -f /run/munge/munged.pid ]; then kill "$(cat /run/munge/munged.pid)" 2>/dev/null; rm -f "$DIR/munged.ours"; fi
   ;;
-*) echo "usage: $0 install | start [DIR] | stop [DIR] | stop-node DIR NODE | start-node DIR NODE | stop-controller DIR | start-controller DIR | restart-controller DIR"; exit 2;;
+*) echo "usage: $0 install | start [DIR] | stop [DIR] | stop-node DIR NODE | kill-node DIR NODE | start-node DIR NODE | stop-controller DIR | start-controller DIR | restart-controller DIR"; exit 2;;
 esac

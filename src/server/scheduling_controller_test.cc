@@ -563,8 +563,13 @@ TEST(ControllerTest, DcgmXid79TakesTheNodeOutOfScheduling) {
   json job = api.Get("/api/v1/jobs/" + std::to_string(big));
   for (const auto& n : job["placement"]["nodes"]) EXPECT_NE(n["node"], bad);
   std::int64_t small = api.Submit(R"({"name": "one-more", "gpus": 8})");
-  std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(api.State(small), "queued");
+  // A cycle has considered it (it has a reason to wait), and it still waits.
+  json waiting;
+  EXPECT_TRUE(WaitFor([&] {
+    waiting = api.Get("/api/v1/jobs/" + std::to_string(small));
+    return waiting.contains("waiting_reason");
+  })) << waiting.dump();
+  EXPECT_EQ(waiting.value("state", ""), "queued");
   EXPECT_EQ(api.Get("/api/v1/nodes/" + bad)["gpus_allocated"], 0);
   std::string metrics =
       httplib::Client("127.0.0.1", d.port()).Get("/metrics", {{"Authorization", kToken}})->body;
@@ -875,8 +880,12 @@ TEST(ControllerTest, HealthVerdictsSurviveARestartAndUncordonClearsThem) {
   EXPECT_EQ(api.Get("/api/v1/nodes/" + other).value("health", ""), "healthy");
   // A whole-cluster gang must wait: one node is still out.
   std::int64_t all = api.Submit(R"({"name": "all", "gpus": 1024, "estimated_runtime_s": 36000})");
-  std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(api.State(all), "queued");
+  json waiting;
+  EXPECT_TRUE(WaitFor([&] {
+    waiting = api.Get("/api/v1/jobs/" + std::to_string(all));
+    return waiting.contains("waiting_reason");
+  })) << waiting.dump();
+  EXPECT_EQ(waiting.value("state", ""), "queued");
   EXPECT_EQ(api.Send("POST", "/api/v1/nodes/" + bad + ":uncordon", "{}")["http_status"], 200);
   ASSERT_TRUE(WaitFor([&] { return api.State(all) == "running"; })) << api.State(all);
 }

@@ -122,14 +122,15 @@ Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
   return p;
 }
 
-Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale) {
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale,
+                                         const topo::Cluster* cluster) {
   std::string field;
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson, &field));
-  return GangJobFromSpec(job, spec, time_scale);
+  return GangJobFromSpec(job, spec, time_scale, cluster);
 }
 
-Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec,
-                                       double time_scale) {
+Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec, double time_scale,
+                                       const topo::Cluster* cluster) {
   sched::GangJob g;
   g.id = SchedId(job.id);
   g.name = spec.name;
@@ -157,6 +158,15 @@ Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec
   g.grace_period = Seconds(spec.grace_period_s);
   g.estimated_runtime = Seconds(spec.estimated_runtime_s * time_scale);
   g.submit_time = job.created_at;
+  if (spec.elastic) {
+    constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+    if (spec.elastic->max_gpus > kMaxInt) return InvalidArgumentError("too many GPUs");
+    g.elastic = {static_cast<int>(spec.elastic->min_gpus), static_cast<int>(spec.elastic->max_gpus),
+                 static_cast<int>(spec.elastic->step_gpus)};
+    if (g.elastic.step_gpus == 0 && cluster != nullptr) {
+      g.elastic.step_gpus = sched::DefaultElasticStep(g, *cluster);
+    }
+  }
   return g;
 }
 
@@ -184,6 +194,9 @@ struct SchedulingController::Metrics {
                               "Jobs that failed, by cause (rejected, launch, exit).", {"cause"})),
         requeues(r.AddCounter("baton_scheduler_requeues_total",
                               "Running jobs put back in the queue.", {"reason"})),
+        resizes(r.AddCounter("baton_scheduler_resizes_total",
+                             "Elastic jobs restarted at a new size, by direction (grow, shrink).",
+                             {"direction"})),
         queue(r.AddGauge("baton_scheduler_queue_length",
                          "Jobs the scheduler holds, by phase (pending, running, terminating).",
                          {"phase"})),
@@ -195,6 +208,7 @@ struct SchedulingController::Metrics {
   Family<Counter>& preemptions;
   Family<Counter>& failures;
   Family<Counter>& requeues;
+  Family<Counter>& resizes;
   Family<Gauge>& queue;
   Family<Gauge>& gpus;
   Family<Gauge>& nodes;
@@ -230,7 +244,8 @@ Status SchedulingController::CheckJob(const JobSpec& spec, std::string* field) c
   JobRecord record;
   record.id = 1;
   record.tenant = spec.tenant.value_or("default");
-  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec, executor_->TimeScale()));
+  ASSIGN_OR_RETURN(sched::GangJob job,
+                   GangJobFromSpec(record, spec, executor_->TimeScale(), admission_cluster_.get()));
   Status s = sched::ValidateJob(job, *admission_cluster_);
   if (s.ok()) return s;
   // "job 'NAME': field 'F': why" -> the spec's name for F.
@@ -387,7 +402,7 @@ Status SchedulingController::Reload() {
         std::string field;
         Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
         Result<sched::GangJob> spec =
-            js.ok() ? GangJobFromSpec(job, *js, executor_->TimeScale()) : js.status();
+            js.ok() ? GangJobFromSpec(job, *js, executor_->TimeScale(), &cluster()) : js.status();
         if (!spec.ok()) {
           Record(store_
                      ->Transition(job.id, {{state},
@@ -559,7 +574,7 @@ void SchedulingController::Handle(Submitted& in) {
   std::string field;
   Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson, &field);
   Result<sched::GangJob> spec =
-      js.ok() ? GangJobFromSpec(in.job, *js, executor_->TimeScale()) : js.status();
+      js.ok() ? GangJobFromSpec(in.job, *js, executor_->TimeScale(), &cluster()) : js.status();
   if (spec.ok()) {
     if (Status planned = AttachPlan(*js, *spec); !planned.ok()) spec = planned;
   }
@@ -997,6 +1012,25 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     }
     Record(store_->Transition(id, change).status(), id, "requeue");
   }
+  // Resizes before binds: a shrink frees the GPUs a bind of this cycle may take, so the old
+  // attempt is killed before anything launches there. A resize restarts the job: a new attempt
+  // at the new size resumes from the last checkpoint (the same contract as a replacement).
+  for (const sched::Resize& r : d.resizes) {
+    JobId id = StoreId(r.job);
+    int before = 0;
+    if (Result<JobRecord> was = store_->Get(id); was.ok()) {
+      for (const PlacedNode& n : was->placement) before += std::popcount(n.mask);
+    }
+    Record(RecordPlacement(
+               id, "resized",
+               fmt::format("resized from {} to {} GPUs; restarted: {} {}", before,
+                           r.placement.gpus(), ResumeNote(id, now), AllocTag(c, r.placement)),
+               r.placement, /*new_attempt=*/true, now),
+           id, "resize");
+    metrics_->resizes.WithLabels({before < r.placement.gpus() ? "grow" : "shrink"}).Increment();
+    executor_->Kill(id);
+    Launch(id, r.placement, now);
+  }
   for (const sched::Bind& b : d.binds) {
     JobId id = StoreId(b.job);
     std::string level(topo::LevelName(b.placement.span));
@@ -1079,14 +1113,6 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
            id, "replace");
     executor_->Kill(id);
     Launch(id, r.placement, now);
-  }
-  for (const sched::Resize& r : d.resizes) {
-    JobId id = StoreId(r.job);
-    Record(
-        RecordPlacement(id, "resized",
-                        fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement)),
-                        r.placement, /*new_attempt=*/false, now),
-        id, "resize");
   }
   // Every waiting job's reason is in the snapshot (the API shows it); only the first few changes
   // per cycle become durable events, so that a deep queue does not turn each cycle into
@@ -1254,7 +1280,8 @@ Result<WhatIfView> SchedulingController::WhatIf(const JobSpec& spec) {
   JobRecord record;
   record.tenant = spec.tenant.value_or("default");
   record.name = spec.name;
-  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec, executor_->TimeScale()));
+  ASSIGN_OR_RETURN(sched::GangJob job,
+                   GangJobFromSpec(record, spec, executor_->TimeScale(), admission_cluster_.get()));
   std::lock_guard work(work_mu_);
   RETURN_IF_ERROR(AttachPlan(spec, job));
   ASSIGN_OR_RETURN(

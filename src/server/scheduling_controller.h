@@ -310,9 +310,12 @@ Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
 
 // The scheduler's view of a stored job spec (http/job_spec.h JSON). Without its plan: that needs
 // the controller's planner (has_plan stays false). `time_scale` (Executor::TimeScale) turns the
-// spec's estimated runtime into wall time.
-Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale = 1.0);
+// spec's estimated runtime into wall time. An elastic spec without step_gpus takes
+// sched::DefaultElasticStep on `cluster` (left 0, which admission refuses, when it is null).
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale = 1.0,
+                                         const topo::Cluster* cluster = nullptr);
 Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec,
-                                       double time_scale = 1.0);
+                                       double time_scale = 1.0,
+                                       const topo::Cluster* cluster = nullptr);
 
 }  // namespace baton::server

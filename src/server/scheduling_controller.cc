@@ -773,14 +773,21 @@ bool SchedulingController::HoldsGpus(JobId id) const {
          (info->phase == sched::JobPhase::kRunning || info->phase == sched::JobPhase::kTerminating);
 }
 
-int SchedulingController::PickMasterPort(const std::string& node) {
+int SchedulingController::PickMasterPort(const std::string& node, int previous) {
   std::set<int> used;
   for (const auto& [job, a] : attempts_) {
     if ((a.master_node == node || executor_->OneHost()) && HoldsGpus(job)) {
       used.insert(a.master_port);
     }
   }
-  for (int port = options_.master_port_base; port < options_.master_port_base + 1000; ++port) {
+  // A relaunch (a replacement, a resize) moves on from its killed attempt's port rather than
+  // taking the lowest free one: the killed rank 0's connections linger in TIME_WAIT for up to a
+  // minute, and a rendezvous server binding a port they hold fails (EADDRINUSE; seen with gloo's
+  // TCPStore when an elastic job was relaunched on the same node).
+  const int base = options_.master_port_base;
+  const int start = previous >= base && previous < base + 1000 ? previous + 1 - base : 0;
+  for (int i = 0; i < 1000; ++i) {
+    const int port = base + (start + i) % 1000;
     if (!used.contains(port)) return port;
   }
   // A thousand running jobs with rank 0 on one node: share the first port (never seen in
@@ -967,8 +974,10 @@ Status SchedulingController::RecordPlacement(JobId id, std::string_view kind, st
   int port = 0;
   if (new_attempt) {
     change.new_attempt = true;
-    attempts_.erase(id);  // its old port is free for the new attempt
-    port = PickMasterPort(master);
+    auto old = attempts_.find(id);
+    const int previous = old != attempts_.end() ? old->second.master_port : 0;
+    attempts_.erase(id);
+    port = PickMasterPort(master, previous);
     change.master_port = port;
   }
   Result<JobRecord> r = store_->Transition(id, change);

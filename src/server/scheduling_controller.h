@@ -173,8 +173,9 @@ class SchedulingController final : public Controller {
   void RecordCycle(TimePoint now, std::span<const sched::Event> events, const sched::Decisions& d);
   // Launches the job's current attempt (attempts_[id]) on `placement`.
   void Launch(JobId id, const sched::Placement& placement, TimePoint now);
-  // A free MASTER_PORT on `node` among the jobs that hold GPUs (see the option).
-  int PickMasterPort(const std::string& node);
+  // A free MASTER_PORT on `node` among the jobs that hold GPUs (see the option): the lowest, or
+  // for a relaunch the next one after `previous` (the killed attempt's), wrapping around.
+  int PickMasterPort(const std::string& node, int previous = 0);
   // Whether the scheduler has the job running (or stopping) on GPUs.
   bool HoldsGpus(JobId id) const;
   // What a job that stops now loses and where it resumes, for its requeue or restart event:

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -783,6 +784,10 @@ class RecordingExecutor final : public Executor {
   double TimeScale() const override { return inner_.TimeScale(); }
   Status Launch(const LaunchRequest& r) override {
     Add(fmt::format("launch {} attempt {} ranks {}", r.job, r.attempt, r.ranks.size()));
+    {
+      std::lock_guard lock(*mu_);
+      ports_[r.job].push_back(r.master_port);
+    }
     return inner_.Launch(r);
   }
   void Stop(std::int64_t job, Seconds grace) override { inner_.Stop(job, grace); }
@@ -793,6 +798,8 @@ class RecordingExecutor final : public Executor {
   bool Reattach(const LaunchRequest& r) override { return inner_.Reattach(r); }
   std::vector<ExitReport> Poll() override { return inner_.Poll(); }
   void StopAll() override { inner_.StopAll(); }
+  // MASTER_PORT of each launch of each job, in order.
+  static inline std::map<std::int64_t, std::vector<int>> ports_;
 
  private:
   void Add(std::string line) {
@@ -845,7 +852,8 @@ TEST(ControllerTest, ElasticJobIsRelaunchedAtItsNewSizeOnEveryResize) {
   ASSERT_TRUE(WaitFor([&] {
     job = api.Get("/api/v1/jobs/" + std::to_string(el));
     return job.value("attempts", 0) == 2;
-  })) << job.dump() << api.Get("/api/v1/jobs/" + std::to_string(el) + "/events").dump()
+  })) << job.dump()
+      << api.Get("/api/v1/jobs/" + std::to_string(el) + "/events").dump()
       << api.Get("/api/v1/jobs/" + std::to_string(blocker) + "/events").dump();
   // A higher-priority rigid job: the elastic job shrinks back to 2 (attempt 3) instead of being
   // preempted, and the rigid job runs beside it.
@@ -866,6 +874,14 @@ TEST(ControllerTest, ElasticJobIsRelaunchedAtItsNewSizeOnEveryResize) {
     if (l.find(" " + e + " ") != std::string::npos || l == "kill " + e) got.push_back(l);
   }
   EXPECT_EQ(got, want);
+  {
+    // Each relaunch moves to another port: the killed attempt's may linger in TIME_WAIT.
+    std::lock_guard lock(*mu);
+    const std::vector<int>& ports = RecordingExecutor::ports_[el];
+    ASSERT_EQ(ports.size(), 3u);
+    EXPECT_NE(ports[1], ports[0]);
+    EXPECT_NE(ports[2], ports[1]);
+  }
   // The shrink's kill comes before the high-priority job's launch on the GPUs it frees.
   const std::vector<std::string> all = lines();
   const auto shrink_kill = std::find(all.rbegin(), all.rend(), "kill " + e);

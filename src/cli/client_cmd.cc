@@ -154,12 +154,39 @@ Result<std::vector<json>> ListJobs(const ApiClient& client, const std::string& s
   return out;
 }
 
+// --gpus N -> {gpus: N}; --gpus MIN:MAX -> {elastic: {min_gpus, max_gpus[, step_gpus]}} (the job
+// starts at MIN). The daemon checks the range itself; this only refuses what is not two counts.
+Result<json> GpusFlag(std::string_view text, std::int64_t step) {
+  const auto colon = text.find(':');
+  auto count = [&](std::string_view part) -> Result<std::int64_t> {
+    std::optional<std::int64_t> n = ParseInt64(Trim(part));
+    if (!n || *n <= 0) {
+      return InvalidArgumentError(
+          fmt::format("--gpus '{}': expected a GPU count N or a range MIN:MAX of counts >= 1",
+                      Printable(text)));
+    }
+    return *n;
+  };
+  if (colon == std::string_view::npos) {
+    if (step != 0) return InvalidArgumentError("--gpu-step: only with --gpus MIN:MAX");
+    ASSIGN_OR_RETURN(std::int64_t n, count(text));
+    return json{{"gpus", n}};
+  }
+  ASSIGN_OR_RETURN(std::int64_t min, count(text.substr(0, colon)));
+  ASSIGN_OR_RETURN(std::int64_t max, count(text.substr(colon + 1)));
+  json elastic = {{"min_gpus", min}, {"max_gpus", max}};
+  if (step < 0) return InvalidArgumentError("--gpu-step: expected a GPU count >= 1");
+  if (step > 0) elastic["step_gpus"] = step;
+  return json{{"elastic", std::move(elastic)}};
+}
+
 void RegisterSubmit(CLI::App& app, int& exit_code) {
   struct Options {
     Common common;
     std::vector<std::string> args;
     std::string name, gpu_type, tenant, level, prefer_level, plan_model, idempotency_key;
-    std::int64_t gpus = 0;
+    std::string gpus;  // N, or MIN:MAX for an elastic job
+    std::int64_t gpu_step = 0;
     int gpus_per_node = 0;
     std::optional<int> priority;
     double runtime_s = 0;
@@ -173,7 +200,12 @@ void RegisterSubmit(CLI::App& app, int& exit_code) {
   AddCommon(cmd, o->common);
   cmd->add_option("args", o->args, "A job spec file (YAML or JSON), or the command to run");
   cmd->add_option("--name,-J", o->name, "Job name");
-  cmd->add_option("--gpus,-G", o->gpus, "GPUs for the whole job");
+  cmd->add_option("--gpus,-G", o->gpus,
+                  "GPUs for the whole job: N, or MIN:MAX for an elastic job (starts at MIN, grows "
+                  "toward MAX into idle GPUs, shrinks instead of being preempted)");
+  cmd->add_option("--gpu-step", o->gpu_step,
+                  "With --gpus MIN:MAX: the data-parallel unit every size is a multiple of "
+                  "(default: 1 on one node, else the GPUs per node)");
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on each node (divides --gpus)");
   cmd->add_option("--gpu-type", o->gpu_type, "GPU model, e.g. H100-SXM");
   cmd->add_option("--tenant", o->tenant, "Tenant (admins only; default: the token's tenant)");
@@ -187,7 +219,7 @@ void RegisterSubmit(CLI::App& app, int& exit_code) {
                   "Key that makes a retried submission return the same job");
   cmd->callback([o, &exit_code] {
     std::string body, content_type = "application/json";
-    const bool from_file = o->gpus == 0 && o->args.size() == 1;
+    const bool from_file = o->gpus.empty() && o->args.size() == 1;
     if (from_file) {
       std::string text;
       if (o->args[0] == "-") {
@@ -230,12 +262,17 @@ void RegisterSubmit(CLI::App& app, int& exit_code) {
       }
       body = std::move(text);
     } else {
-      if (o->gpus <= 0) {
-        exit_code =
-            FailBadInput(InvalidArgumentError("give a job spec file, or --gpus N (and --name)"));
+      if (o->gpus.empty()) {
+        exit_code = FailBadInput(
+            InvalidArgumentError("give a job spec file, or --gpus N or MIN:MAX (and --name)"));
         return;
       }
-      json spec = {{"gpus", o->gpus}};
+      Result<json> gpus = GpusFlag(o->gpus, o->gpu_step);
+      if (!gpus.ok()) {
+        exit_code = FailBadInput(gpus.status());
+        return;
+      }
+      json spec = *std::move(gpus);
       spec["name"] = o->name.empty() ? (o->args.empty() ? "job" : o->args[0]) : o->name;
       if (o->gpus_per_node > 0) spec["gpus_per_node"] = o->gpus_per_node;
       if (!o->gpu_type.empty()) spec["gpu_type"] = o->gpu_type;

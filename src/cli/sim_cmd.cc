@@ -69,6 +69,7 @@ struct SimOptions {
   int whatif_max_cycles = 200;
   std::string site_scheduler = "daemon";
   int synthetic_tenants = 8;
+  bool elastic_variants = false;
   double deadline_factor = 0;
 };
 
@@ -308,7 +309,20 @@ Status Run(const SimOptions& o) {
   std::optional<sim::PlanStats> plan_stats;  // of the first run (every run reads the same jobs)
   std::vector<sim::SimResult> runs;
   std::string cluster_words;
-  for (auto& [name, sched_config] : policies) {
+  // With --elastic-variants every policy runs twice: the trace as given, then with every elastic
+  // job rigid at its max_gpus ("POLICY/rigid").
+  struct Variant {
+    std::string name;
+    const sched::SchedulerConfig* config;
+    bool rigid;
+  };
+  std::vector<Variant> variants;
+  for (const auto& [name, sched_config] : policies) {
+    variants.push_back({name, &sched_config, false});
+    if (o.elastic_variants) variants.push_back({name + "/rigid", &sched_config, true});
+  }
+  for (const auto& [name, sched_config_ptr, rigid] : variants) {
+    const sched::SchedulerConfig& sched_config = *sched_config_ptr;
     topo::Cluster cluster = base.Clone();
     cluster_words = fmt::format("{}: {} nodes, {} GPUs", cluster.name(), cluster.nodes().size(),
                                 cluster.counts().total);
@@ -342,6 +356,7 @@ Status Run(const SimOptions& o) {
     config.failure_model.interruptions_per_gpu_day *= o.failure_rate_scale;
     config.seed = o.seed;
     config.sample_interval = Seconds(o.sample_interval_s);
+    config.rigid_elastic = rigid;
     sim::PlanStats run_plans;
     sim::UsePlanner(planner, config, &run_plans);
     if (progress) {
@@ -391,6 +406,15 @@ Status Run(const SimOptions& o) {
                           plan_stats->without_plan, fmt::join(plan_stats->without_which, ", ")));
   }
   fmt::print("{}", sim::SummaryTable(runs));
+  if (o.elastic_variants) {
+    fmt::print("\n{}", sim::ElasticVariantsTable(runs));
+    if (!runs.empty() && runs[0].summary.elastic_jobs == 0) {
+      fmt::print(stderr,
+                 "{}: no elastic jobs (a JSONL line's `elastic` field): both variants are "
+                 "the same run\n",
+                 o.trace);
+    }
+  }
   if (!o.json.empty()) RETURN_IF_ERROR(WriteFile(o.json, sim::ReportJson(meta, runs)));
   if (!o.csv.empty()) RETURN_IF_ERROR(WriteFile(o.csv, sim::JobsCsv(runs)));
   if (!o.html.empty()) RETURN_IF_ERROR(WriteFile(o.html, sim::ReportHtml(meta, runs)));
@@ -485,6 +509,9 @@ void RegisterSimCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--site-scheduler", o->site_scheduler,
                   "With --sites: the named scheduler config of sites without scheduler:")
       ->capture_default_str();
+  cmd->add_flag("--elastic-variants", o->elastic_variants,
+                "Run each policy twice, the trace as given (elastic jobs resize) and every elastic "
+                "job rigid at its max_gpus (POLICY/rigid), and compare JCT and utilisation");
   cmd->add_option("--synthetic-tenants", o->synthetic_tenants,
                   "Tenants of --trace synthetic:JOBS (with --sites: each one's home is where its "
                   "datasets are)")

@@ -472,6 +472,54 @@ TEST(ResizeTest, NeverShrinksBelowMinOrForHigherPriorityOrOutsideRequiredLevel) 
   EXPECT_EQ(SpanOf(s->state().cluster(), s->job(JobId(5))->placement.nodes), topo::Level::kLeaf);
 }
 
+// Growth goes only to healthy nodes: never onto a draining or down one, its own nodes included.
+TEST(ResizeTest, NeverGrowsOntoDrainingOrDownNodes) {
+  SchedulerConfig c;
+  c.actions = {"admit", "allocate", "resize"};
+  auto s = Make(c);
+  // Job 1: one task of 4 GPUs on half of gpu001 (step 2, not a whole task: it grows on its node
+  // only, which drains).
+  // Job 3: 8-GPU tasks on gpu002; gpu003 is down; job 2 holds the rest.
+  Placement half;
+  half.nodes.push_back({topo::NodeId(0), 0x0f});
+  auto d = Cycle(*s, 0,
+                 {Event::Adopt(Elastic(1, 4, 4, 8, 2), half, At(0)),
+                  Event::Adopt(Elastic(3, 8, 8, 64, 8), On({1}), At(0)),
+                  Event::Adopt(Job(2, 40), On({3, 4, 5, 6, 7}), At(0)),
+                  Event::NodeHealth(topo::NodeId(0), topo::NodeHealth::kDraining),
+                  Event::NodeHealth(topo::NodeId(2), topo::NodeHealth::kDown)});
+  EXPECT_TRUE(d.resizes.empty());  // the only idle GPUs are on gpu001 (draining) and gpu003 (down)
+  d = Cycle(*s, 1, {Event::Cancel(JobId(2))});
+  ASSERT_EQ(d.resizes.size(), 1u);
+  EXPECT_EQ(d.resizes[0].job, JobId(3));
+  EXPECT_EQ(s->job(JobId(3))->placement.gpus(), 48);  // gpu002 and gpu004-008
+  for (const NodeAlloc& a : s->job(JobId(3))->placement.nodes) {
+    EXPECT_NE(a.node, topo::NodeId(0));
+    EXPECT_NE(a.node, topo::NodeId(2));
+  }
+  EXPECT_EQ(s->job(JobId(1))->placement.gpus(), 4);
+}
+
+// A one-task job (its gang fits one node) keeps resizing on its node after its first resize.
+TEST(ResizeTest, OneTaskJobResizesAgainOnItsNode) {
+  SchedulerConfig c;
+  c.actions = {"admit", "allocate", "resize"};
+  auto s = Make(c);
+  Placement two;
+  two.nodes.push_back({topo::NodeId(0), 0x03});
+  Cycle(*s, 0,
+        {Event::Adopt(Elastic(1, 2, 2, 8, 1), two, At(0)),
+         Event::Adopt(Job(2, 56), On({1, 2, 3, 4, 5, 6, 7}), At(0))});
+  EXPECT_EQ(s->job(JobId(1))->placement.gpus(), 8);  // grew into its node
+  auto d = Cycle(*s, 1, {Event::Submit(Job(3, 4, 1))});
+  ASSERT_EQ(d.resizes.size(), 1u);  // and shrinks for a waiting job
+  EXPECT_EQ(s->job(JobId(1))->placement.gpus(), 4);
+  ASSERT_EQ(d.binds.size(), 1u);
+  d = Cycle(*s, 2, {Event::Finish(JobId(3))});
+  ASSERT_EQ(d.resizes.size(), 1u);  // and grows once more
+  EXPECT_EQ(s->job(JobId(1))->placement.gpus(), 8);
+}
+
 SchedulerConfig ReclaimConfig() {
   SchedulerConfig c;
   c.actions = {"admit", "allocate", "reclaim"};

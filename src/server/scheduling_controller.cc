@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <limits>
+#include <set>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -122,14 +123,15 @@ Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
   return p;
 }
 
-Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale) {
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale,
+                                         const topo::Cluster* cluster) {
   std::string field;
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson, &field));
-  return GangJobFromSpec(job, spec, time_scale);
+  return GangJobFromSpec(job, spec, time_scale, cluster);
 }
 
-Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec,
-                                       double time_scale) {
+Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec, double time_scale,
+                                       const topo::Cluster* cluster) {
   sched::GangJob g;
   g.id = SchedId(job.id);
   g.name = spec.name;
@@ -157,6 +159,15 @@ Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec
   g.grace_period = Seconds(spec.grace_period_s);
   g.estimated_runtime = Seconds(spec.estimated_runtime_s * time_scale);
   g.submit_time = job.created_at;
+  if (spec.elastic) {
+    constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+    if (spec.elastic->max_gpus > kMaxInt) return InvalidArgumentError("too many GPUs");
+    g.elastic = {static_cast<int>(spec.elastic->min_gpus), static_cast<int>(spec.elastic->max_gpus),
+                 static_cast<int>(spec.elastic->step_gpus)};
+    if (g.elastic.step_gpus == 0 && cluster != nullptr) {
+      g.elastic.step_gpus = sched::DefaultElasticStep(g, *cluster);
+    }
+  }
   return g;
 }
 
@@ -184,6 +195,9 @@ struct SchedulingController::Metrics {
                               "Jobs that failed, by cause (rejected, launch, exit).", {"cause"})),
         requeues(r.AddCounter("baton_scheduler_requeues_total",
                               "Running jobs put back in the queue.", {"reason"})),
+        resizes(r.AddCounter("baton_scheduler_resizes_total",
+                             "Elastic jobs restarted at a new size, by direction (grow, shrink).",
+                             {"direction"})),
         queue(r.AddGauge("baton_scheduler_queue_length",
                          "Jobs the scheduler holds, by phase (pending, running, terminating).",
                          {"phase"})),
@@ -195,6 +209,7 @@ struct SchedulingController::Metrics {
   Family<Counter>& preemptions;
   Family<Counter>& failures;
   Family<Counter>& requeues;
+  Family<Counter>& resizes;
   Family<Gauge>& queue;
   Family<Gauge>& gpus;
   Family<Gauge>& nodes;
@@ -230,7 +245,8 @@ Status SchedulingController::CheckJob(const JobSpec& spec, std::string* field) c
   JobRecord record;
   record.id = 1;
   record.tenant = spec.tenant.value_or("default");
-  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec, executor_->TimeScale()));
+  ASSIGN_OR_RETURN(sched::GangJob job,
+                   GangJobFromSpec(record, spec, executor_->TimeScale(), admission_cluster_.get()));
   Status s = sched::ValidateJob(job, *admission_cluster_);
   if (s.ok()) return s;
   // "job 'NAME': field 'F': why" -> the spec's name for F.
@@ -387,7 +403,7 @@ Status SchedulingController::Reload() {
         std::string field;
         Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
         Result<sched::GangJob> spec =
-            js.ok() ? GangJobFromSpec(job, *js, executor_->TimeScale()) : js.status();
+            js.ok() ? GangJobFromSpec(job, *js, executor_->TimeScale(), &cluster()) : js.status();
         if (!spec.ok()) {
           Record(store_
                      ->Transition(job.id, {{state},
@@ -559,7 +575,7 @@ void SchedulingController::Handle(Submitted& in) {
   std::string field;
   Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson, &field);
   Result<sched::GangJob> spec =
-      js.ok() ? GangJobFromSpec(in.job, *js, executor_->TimeScale()) : js.status();
+      js.ok() ? GangJobFromSpec(in.job, *js, executor_->TimeScale(), &cluster()) : js.status();
   if (spec.ok()) {
     if (Status planned = AttachPlan(*js, *spec); !planned.ok()) spec = planned;
   }
@@ -758,14 +774,21 @@ bool SchedulingController::HoldsGpus(JobId id) const {
          (info->phase == sched::JobPhase::kRunning || info->phase == sched::JobPhase::kTerminating);
 }
 
-int SchedulingController::PickMasterPort(const std::string& node) {
+int SchedulingController::PickMasterPort(const std::string& node, int previous) {
   std::set<int> used;
   for (const auto& [job, a] : attempts_) {
     if ((a.master_node == node || executor_->OneHost()) && HoldsGpus(job)) {
       used.insert(a.master_port);
     }
   }
-  for (int port = options_.master_port_base; port < options_.master_port_base + 1000; ++port) {
+  // A relaunch (a replacement, a resize) moves on from its killed attempt's port rather than
+  // taking the lowest free one: the killed rank 0's connections linger in TIME_WAIT for up to a
+  // minute, and a rendezvous server binding a port they hold fails (EADDRINUSE; seen with gloo's
+  // TCPStore when an elastic job was relaunched on the same node).
+  const int base = options_.master_port_base;
+  const int start = previous >= base && previous < base + 1000 ? previous + 1 - base : 0;
+  for (int i = 0; i < 1000; ++i) {
+    const int port = base + (start + i) % 1000;
     if (!used.contains(port)) return port;
   }
   // A thousand running jobs with rank 0 on one node: share the first port (never seen in
@@ -953,8 +976,10 @@ SchedulingController::PlacementOutcome SchedulingController::RecordPlacement(
   int port = 0;
   if (new_attempt) {
     change.new_attempt = true;
-    attempts_.erase(id);  // its old port is free for the new attempt
-    port = PickMasterPort(master);
+    auto old = attempts_.find(id);
+    const int previous = old != attempts_.end() ? old->second.master_port : 0;
+    attempts_.erase(id);
+    port = PickMasterPort(master, previous);
     change.master_port = port;
   }
   Result<JobRecord> r = store_->Transition(id, change);
@@ -1020,6 +1045,39 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
       change.bad_nodes = std::move(names);
     }
     Record(store_->Transition(id, change).status(), id, "requeue");
+  }
+  // Resizes before binds: a shrink frees the GPUs a bind of this cycle may take, so the old
+  // attempt is killed before anything launches there. A resize restarts the job: a new attempt
+  // at the new size resumes from the last checkpoint (the same contract as a replacement).
+  for (const sched::Resize& r : d.resizes) {
+    JobId id = StoreId(r.job);
+    int before = 0;
+    std::set<std::string> had;
+    if (Result<JobRecord> was = store_->Get(id); was.ok()) {
+      for (const PlacedNode& n : was->placement) {
+        before += std::popcount(n.mask);
+        had.insert(n.node);
+      }
+    }
+    // The nodes it grows onto must still be schedulable when the store records it.
+    std::vector<std::string> added;
+    for (const PlacedNode& n : ToStoredPlacement(c, r.placement)) {
+      if (!had.contains(n.node)) added.push_back(n.node);
+    }
+    Status refusal;
+    PlacementOutcome recorded = RecordPlacement(
+        id, "resized",
+        fmt::format("resized from {} to {} GPUs; restarted: {} {}", before, r.placement.gpus(),
+                    ResumeNote(id, now), AllocTag(c, r.placement)),
+        r.placement, /*new_attempt=*/true, now, std::move(added), &refusal);
+    if (recorded == PlacementOutcome::kNodeRefused) {
+      RequeueRefused(id, refusal, now);
+      continue;
+    }
+    executor_->Kill(id);  // the attempt at the old size
+    if (recorded == PlacementOutcome::kJobEnded) continue;
+    metrics_->resizes.WithLabels({before < r.placement.gpus() ? "grow" : "shrink"}).Increment();
+    Launch(id, r.placement, now);
   }
   for (const sched::Bind& b : d.binds) {
     JobId id = StoreId(b.job);
@@ -1108,17 +1166,6 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     executor_->Kill(id);  // the attempt that lost its node
     if (recorded == PlacementOutcome::kJobEnded) continue;
     Launch(id, r.placement, now);
-  }
-  for (const sched::Resize& r : d.resizes) {
-    JobId id = StoreId(r.job);
-    // Every node of the new size counts as taken: a resize restarts the job on all of them.
-    std::vector<std::string> nodes;
-    for (const PlacedNode& n : ToStoredPlacement(c, r.placement)) nodes.push_back(n.node);
-    Status refusal;
-    PlacementOutcome recorded = RecordPlacement(
-        id, "resized", fmt::format("now {} GPUs {}", r.placement.gpus(), AllocTag(c, r.placement)),
-        r.placement, /*new_attempt=*/false, now, std::move(nodes), &refusal);
-    if (recorded == PlacementOutcome::kNodeRefused) RequeueRefused(id, refusal, now);
   }
   // Every waiting job's reason is in the snapshot (the API shows it); only the first few changes
   // per cycle become durable events, so that a deep queue does not turn each cycle into
@@ -1286,7 +1333,8 @@ Result<WhatIfView> SchedulingController::WhatIf(const JobSpec& spec) {
   JobRecord record;
   record.tenant = spec.tenant.value_or("default");
   record.name = spec.name;
-  ASSIGN_OR_RETURN(sched::GangJob job, GangJobFromSpec(record, spec, executor_->TimeScale()));
+  ASSIGN_OR_RETURN(sched::GangJob job,
+                   GangJobFromSpec(record, spec, executor_->TimeScale(), admission_cluster_.get()));
   std::lock_guard work(work_mu_);
   RETURN_IF_ERROR(AttachPlan(spec, job));
   ASSIGN_OR_RETURN(

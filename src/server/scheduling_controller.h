@@ -173,8 +173,9 @@ class SchedulingController final : public Controller {
   void RecordCycle(TimePoint now, std::span<const sched::Event> events, const sched::Decisions& d);
   // Launches the job's current attempt (attempts_[id]) on `placement`.
   void Launch(JobId id, const sched::Placement& placement, TimePoint now);
-  // A free MASTER_PORT on `node` among the jobs that hold GPUs (see the option).
-  int PickMasterPort(const std::string& node);
+  // A free MASTER_PORT on `node` among the jobs that hold GPUs (see the option): the lowest, or
+  // for a relaunch the next one after `previous` (the killed attempt's), wrapping around.
+  int PickMasterPort(const std::string& node, int previous = 0);
   // Whether the scheduler has the job running (or stopping) on GPUs.
   bool HoldsGpus(JobId id) const;
   // What a job that stops now loses and where it resumes, for its requeue or restart event:
@@ -320,9 +321,12 @@ Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
 
 // The scheduler's view of a stored job spec (http/job_spec.h JSON). Without its plan: that needs
 // the controller's planner (has_plan stays false). `time_scale` (Executor::TimeScale) turns the
-// spec's estimated runtime into wall time.
-Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale = 1.0);
+// spec's estimated runtime into wall time. An elastic spec without step_gpus takes
+// sched::DefaultElasticStep on `cluster` (left 0, which admission refuses, when it is null).
+Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale = 1.0,
+                                         const topo::Cluster* cluster = nullptr);
 Result<sched::GangJob> GangJobFromSpec(const JobRecord& job, const JobSpec& spec,
-                                       double time_scale = 1.0);
+                                       double time_scale = 1.0,
+                                       const topo::Cluster* cluster = nullptr);
 
 }  // namespace baton::server

@@ -6,6 +6,7 @@
 #include "server/scheduling_controller.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -19,6 +20,8 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -845,6 +848,133 @@ TEST(ControllerTest, GpusPerNodeIsAPerNodeCount) {
   })) << job.dump();
   ASSERT_EQ(job["placement"]["nodes"].size(), 6u) << job.dump();
   for (const auto& n : job["placement"]["nodes"]) EXPECT_EQ(n["gpus"].size(), 2u) << job.dump();
+}
+
+// The dry-run executor, recording what the controller asks of it ("launch JOB attempt A ranks R",
+// "kill JOB"), in order.
+class RecordingExecutor final : public Executor {
+ public:
+  RecordingExecutor(const Clock& clock, std::shared_ptr<std::vector<std::string>> log,
+                    std::shared_ptr<std::mutex> mu)
+      : inner_(DryRunOptions{}, clock), log_(std::move(log)), mu_(std::move(mu)) {}
+  std::string_view name() const override { return inner_.name(); }
+  double TimeScale() const override { return inner_.TimeScale(); }
+  Status Launch(const LaunchRequest& r) override {
+    Add(fmt::format("launch {} attempt {} ranks {}", r.job, r.attempt, r.ranks.size()));
+    {
+      std::lock_guard lock(*mu_);
+      ports_[r.job].push_back(r.master_port);
+    }
+    return inner_.Launch(r);
+  }
+  void Stop(std::int64_t job, Seconds grace) override { inner_.Stop(job, grace); }
+  void Kill(std::int64_t job) override {
+    Add(fmt::format("kill {}", job));
+    inner_.Kill(job);
+  }
+  bool Reattach(const LaunchRequest& r) override { return inner_.Reattach(r); }
+  std::vector<ExitReport> Poll() override { return inner_.Poll(); }
+  void StopAll() override { inner_.StopAll(); }
+  // MASTER_PORT of each launch of each job, in order.
+  static inline std::map<std::int64_t, std::vector<int>> ports_;
+
+ private:
+  void Add(std::string line) {
+    std::lock_guard lock(*mu_);
+    log_->push_back(std::move(line));
+  }
+  DryRunExecutor inner_;
+  std::shared_ptr<std::vector<std::string>> log_;
+  std::shared_ptr<std::mutex> mu_;
+};
+
+// Issue 27: a resize decision reaches the executor. The job is relaunched as a new attempt at its
+// new size (the old attempt killed first), and its event says from what size to what and where it
+// resumes; it grows when GPUs free up and shrinks for a higher-priority rigid job.
+TEST(ControllerTest, ElasticJobIsRelaunchedAtItsNewSizeOnEveryResize) {
+  fs::path dir = TempDir("elastic");
+  SystemClock clock;
+  auto cluster = topo::LoadClusterYaml(
+      "name: el\nfabric: fat-tree\nshapes:\n  two: {gpu: H100, gpus: 2}\nnodes:\n"
+      "  - {names: \"n[1-2]\", shape: two}\nswitches:\n  - {name: leaf1, nodes: \"n[1-2]\"}\n"
+      "tiers: [leaf]\n",
+      "el.yaml");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto log = std::make_shared<std::vector<std::string>>();
+  auto mu = std::make_shared<std::mutex>();
+  SchedulingControllerOptions options;
+  options.config.actions = {"admit", "allocate", "backfill", "resize", "preempt"};
+  InProcess d(dir, std::make_unique<RecordingExecutor>(clock, log, mu), options,
+              std::move(cluster).value());
+  Api api(d.port());
+  auto lines = [&] {
+    std::lock_guard lock(*mu);
+    return *log;
+  };
+  const std::int64_t blocker =
+      api.Submit(R"({"name": "blocker", "gpus": 2, "estimated_runtime_s": 36000,
+                    "grace_period_s": 0})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(blocker) == "running"; }));
+  // Elastic 2..4 in steps of 2 (the default here: one 2-GPU node); it starts at 2.
+  const std::int64_t el = api.Submit(
+      R"({"name": "el", "elastic": {"min_gpus": 2, "max_gpus": 4}, "estimated_runtime_s": 36000})");
+  json job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = api.Get("/api/v1/jobs/" + std::to_string(el));
+    return job.value("state", "") == "running";
+  }));
+  EXPECT_EQ(job["spec"]["gpus"], 2) << job.dump();
+  // The blocker ends: the elastic job grows to 4 as attempt 2.
+  EXPECT_EQ(api.Send("DELETE", "/api/v1/jobs/" + std::to_string(blocker), "")["http_status"], 202);
+  ASSERT_TRUE(WaitFor([&] {
+    job = api.Get("/api/v1/jobs/" + std::to_string(el));
+    return job.value("attempts", 0) == 2;
+  })) << job.dump()
+      << api.Get("/api/v1/jobs/" + std::to_string(el) + "/events").dump()
+      << api.Get("/api/v1/jobs/" + std::to_string(blocker) + "/events").dump();
+  // A higher-priority rigid job: the elastic job shrinks back to 2 (attempt 3) instead of being
+  // preempted, and the rigid job runs beside it.
+  const std::int64_t high =
+      api.Submit(R"({"name": "high", "gpus": 2, "priority": 10, "estimated_runtime_s": 36000})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(high) == "running"; }));
+  ASSERT_TRUE(WaitFor([&] {
+    job = api.Get("/api/v1/jobs/" + std::to_string(el));
+    return job.value("attempts", 0) == 3;
+  })) << job.dump();
+  EXPECT_EQ(job.value("state", ""), "running");
+  const std::string e = std::to_string(el);
+  std::vector<std::string> want = {"launch " + e + " attempt 1 ranks 2", "kill " + e,
+                                   "launch " + e + " attempt 2 ranks 4", "kill " + e,
+                                   "launch " + e + " attempt 3 ranks 2"};
+  std::vector<std::string> got;
+  for (const std::string& l : lines()) {
+    if (l.find(" " + e + " ") != std::string::npos || l == "kill " + e) got.push_back(l);
+  }
+  EXPECT_EQ(got, want);
+  {
+    // Each relaunch moves to another port: the killed attempt's may linger in TIME_WAIT.
+    std::lock_guard lock(*mu);
+    const std::vector<int>& ports = RecordingExecutor::ports_[el];
+    ASSERT_EQ(ports.size(), 3u);
+    EXPECT_NE(ports[1], ports[0]);
+    EXPECT_NE(ports[2], ports[1]);
+  }
+  // The shrink's kill comes before the high-priority job's launch on the GPUs it frees.
+  const std::vector<std::string> all = lines();
+  const auto shrink_kill = std::find(all.rbegin(), all.rend(), "kill " + e);
+  const auto high_launch = std::find_if(all.begin(), all.end(), [&](const std::string& l) {
+    return l.starts_with("launch " + std::to_string(high) + " ");
+  });
+  ASSERT_NE(high_launch, all.end());
+  EXPECT_LT(all.rend() - shrink_kill - 1, high_launch - all.begin());
+  json events = api.Get("/api/v1/jobs/" + e + "/events");
+  std::vector<std::string> resized;
+  for (const auto& ev : events["events"]) {
+    if (ev["kind"] == "resized") resized.push_back(ev["message"]);
+  }
+  ASSERT_EQ(resized.size(), 2u) << events.dump();
+  EXPECT_TRUE(resized[0].starts_with("resized from 2 to 4 GPUs; restarted: ")) << resized[0];
+  EXPECT_TRUE(resized[1].starts_with("resized from 4 to 2 GPUs; restarted: ")) << resized[1];
 }
 
 // Issue 15: a node marked down by telemetry was schedulable again after a restart, and an

@@ -46,7 +46,8 @@ class ResizeAction final : public Action {
   static int Unit(const JobInfo& j) {
     const int step = j.spec.elastic.step_gpus;
     if (step % j.task_gpus == 0) return j.task_gpus;
-    if (j.placement.nodes.size() == 1 && j.placement.gpus() == j.task_gpus) return step;
+    // One task (its initial gang fit one node) stays one task on its node at any size.
+    if (j.placement.nodes.size() == 1 && j.spec.gpus == j.task_gpus) return step;
     return 0;
   }
 

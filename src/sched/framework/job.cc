@@ -197,6 +197,11 @@ int EffectiveTaskGpus(const GangJob& job, const topo::Cluster& cluster) {
   return job.gpus <= node ? job.gpus : node;
 }
 
+int DefaultElasticStep(const GangJob& job, const topo::Cluster& cluster) {
+  if (job.elastic.max_gpus <= MaxNodeGpus(cluster)) return 1;
+  return std::max(1, EffectiveTaskGpus(job, cluster));
+}
+
 Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
   auto bad = [&](std::string_view field, const std::string& why) {
     return InvalidArgumentError(
@@ -349,6 +354,13 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
     }
     if (job.gpus < e.min_gpus || job.gpus > e.max_gpus) {
       return bad("gpus", "must lie within [elastic.min_gpus, elastic.max_gpus]");
+    }
+    const int task = EffectiveTaskGpus(job, cluster);
+    if (task < job.gpus && e.step_gpus % task != 0) {
+      return bad("elastic.step_gpus",
+                 fmt::format("{} is not a whole number of the job's {}-GPU tasks: it could never "
+                             "resize",
+                             e.step_gpus, task));
     }
   }
   return Status::Ok();

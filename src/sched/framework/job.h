@@ -157,7 +157,9 @@ std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& g
 // Returns InvalidArgument "job 'name': field 'gpus': ..." for a spec that can never run on
 // `cluster`: 0 or negative GPUs, more GPUs than exist, a task size that does not divide the gang
 // or exceeds every node, an unknown GPU type or one the cluster lacks, a level the cluster does
-// not have, a sub-group size that does not divide the gang, negative times, a bad elastic range,
+// not have, a sub-group size that does not divide the gang, negative times, a bad elastic range
+// (or a multi-task elastic job whose step is not a whole number of its tasks, which could never
+// resize),
 // a gpu_milli outside 0..999 or a MIG profile no GPU of the cluster (of the accepted types) has,
 // negative CPU or memory, a CPU-only job (gpus 0) without CPU, memory or extended resources or
 // with GPU fields, an extended resource (field "extended.NAME") no node shape declares, with a
@@ -168,5 +170,12 @@ Status ValidateJob(const GangJob& job, const topo::Cluster& cluster);
 
 // The task size ValidateJob accepted for `job` on `cluster` (resolves gpus_per_task == 0).
 int EffectiveTaskGpus(const GangJob& job, const topo::Cluster& cluster);
+
+// The step an elastic job resizes by when its submitter left ElasticSpec::step_gpus out (drivers
+// fill it in before they submit): 1 GPU when its whole range fits on one node (one task that
+// resizes on its node), else its task size at its initial `gpus` (a resize adds or removes whole
+// tasks: one node's GPUs for a gang larger than a node). resize can move only whole tasks, so a
+// multi-node job with any other step would never change size.
+int DefaultElasticStep(const GangJob& job, const topo::Cluster& cluster);
 
 }  // namespace baton::sched

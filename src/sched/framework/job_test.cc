@@ -47,6 +47,22 @@ TEST(ValidateJobTest, RejectsBadInputNamingTheField) {
          j.elastic = {8, 32, 0};
        },
        "field 'elastic.step_gpus'"},
+      // 16 GPUs are two 8-GPU tasks: a step of 4 could never add or remove a whole one.
+      {"elastic step not a whole task",
+       [](GangJob& j) {
+         j.elastic = {8, 32, 4};
+       },
+       "field 'elastic.step_gpus'"},
+      {"elastic min not a multiple of step",
+       [](GangJob& j) {
+         j.elastic = {12, 32, 8};
+       },
+       "field 'elastic.min_gpus'"},
+      {"elastic max below min",
+       [](GangJob& j) {
+         j.elastic = {16, 8, 8};
+       },
+       "field 'elastic.max_gpus'"},
       {"missing id", [](GangJob& j) { j.id = JobId(); }, "field 'id'"},
   };
   for (const auto& tc : cases) {
@@ -69,6 +85,20 @@ TEST(ValidateJobTest, AcceptsGoodSpecs) {
   EXPECT_TRUE(ValidateJob(j, c).ok()) << ValidateJob(j, c).ToString();
   EXPECT_EQ(EffectiveTaskGpus(j, c), 8);
   EXPECT_EQ(EffectiveTaskGpus(Job(2, 3), c), 3);
+}
+
+TEST(ValidateJobTest, DefaultElasticStepIsOneGpuOnANodeElseATask) {
+  const topo::Cluster c = SmallTree();  // 8-GPU nodes
+  GangJob j = Job(1, 2);
+  j.elastic = {2, 8, 0};
+  EXPECT_EQ(DefaultElasticStep(j, c), 1);  // the whole range on one node
+  j.elastic = {2, 16, 0};
+  EXPECT_EQ(DefaultElasticStep(j, c), 2);  // tasks of its initial 2 GPUs
+  j = Job(2, 16);
+  j.elastic = {16, 64, 0};
+  EXPECT_EQ(DefaultElasticStep(j, c), 8);  // whole nodes
+  j.elastic.step_gpus = DefaultElasticStep(j, c);
+  EXPECT_TRUE(ValidateJob(j, c).ok()) << ValidateJob(j, c).ToString();
 }
 
 }  // namespace

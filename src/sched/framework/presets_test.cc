@@ -15,12 +15,15 @@ std::string SourceDir() {
 }
 
 // The presets as sim/engine/policies.cc built them in code before they became files: the files
-// must keep their behaviour (first-fit is the old `fifo`).
+// must keep their behaviour (first-fit is the old `fifo`). Each has gained `resize` before
+// preempt (issue 27: elastic jobs shrink rather than be evicted), which does nothing without
+// elastic jobs, so the old behaviour is kept for every rigid job.
 SchedulerConfig OldBase(QueueSort sort, bool backfill) {
   SchedulerConfig c;
   c.queue_sort = sort;
   c.actions = {"admit", "allocate"};
   if (backfill) c.actions.push_back("backfill");
+  c.actions.push_back("resize");
   c.actions.push_back("preempt");
   c.plugins = {{"health", 1, {}},          {"gpu-type", 1, {}}, {"bad-nodes", 1, {}},
                {"node-attributes", 1, {}}, {"topology", 1, {}}, {"lost-work", 1, {}}};
@@ -49,8 +52,9 @@ TEST(PoliciesTest, NamedFilesKeepTheOldPresets) {
   fifo.head_of_line_blocking = true;
   EXPECT_EQ(*PolicyPreset("fifo"), fifo);
   // daemon: the daemon's default (server::DefaultDaemonSchedulerConfig reads this preset), as it
-  // was in code before: SchedulerConfig's defaults plus the planner score.
+  // was in code before: SchedulerConfig's defaults plus the planner score (and resize).
   SchedulerConfig daemon;
+  daemon.actions = {"admit", "allocate", "backfill", "resize", "preempt"};
   daemon.plugins.push_back({"planner", 1, {}});
   EXPECT_EQ(*PolicyPreset("daemon"), daemon);
 }

@@ -311,6 +311,49 @@ std::optional<FieldError> GetFederation(const json& v, FederationFields& out) {
   return std::nullopt;
 }
 
+std::optional<FieldError> GetElastic(const json& v, ElasticRange& out) {
+  if (!v.is_object()) {
+    return FieldError{"elastic",
+                      "must be an object {min_gpus, max_gpus, step_gpus}, got " + TypeName(v)};
+  }
+  bool has_min = false, has_max = false;
+  for (const auto& [key, fv] : v.items()) {
+    const std::string field = "elastic." + key;
+    if (key == "min_gpus") {
+      if (auto e = GetInt(fv, field, 1, kMaxJobGpus, out.min_gpus)) return e;
+      has_min = true;
+    } else if (key == "max_gpus") {
+      if (auto e = GetInt(fv, field, 1, kMaxJobGpus, out.max_gpus)) return e;
+      has_max = true;
+    } else if (key == "step_gpus") {
+      if (auto e = GetInt(fv, field, 1, kMaxJobGpus, out.step_gpus)) return e;
+    } else {
+      return FieldError{"elastic." + Printable(key, 64),
+                        "unknown field (expected min_gpus, max_gpus or step_gpus)"};
+    }
+  }
+  if (!has_min) return FieldError{"elastic.min_gpus", "is required"};
+  if (!has_max) return FieldError{"elastic.max_gpus", "is required"};
+  if (out.max_gpus < out.min_gpus) {
+    return FieldError{"elastic.max_gpus", "(" + std::to_string(out.max_gpus) +
+                                              ") must be >= min_gpus (" +
+                                              std::to_string(out.min_gpus) + ")"};
+  }
+  if (out.step_gpus > 0) {
+    if (out.min_gpus % out.step_gpus != 0) {
+      return FieldError{"elastic.min_gpus", "(" + std::to_string(out.min_gpus) +
+                                                ") must be a multiple of step_gpus (" +
+                                                std::to_string(out.step_gpus) + ")"};
+    }
+    if (out.max_gpus % out.step_gpus != 0) {
+      return FieldError{"elastic.max_gpus", "(" + std::to_string(out.max_gpus) +
+                                                ") must be a multiple of step_gpus (" +
+                                                std::to_string(out.step_gpus) + ")"};
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
   if (!doc.is_object())
     return FieldError{"", "the job spec must be an object, got " + TypeName(doc)};
@@ -433,15 +476,47 @@ std::optional<FieldError> Validate(const json& doc, JobSpec& spec) {
       FederationFields f;
       if (auto e = GetFederation(v, f)) return e;
       spec.federation = std::move(f);
+    } else if (key == "elastic") {
+      ElasticRange r;
+      if (auto e = GetElastic(v, r)) return e;
+      spec.elastic = r;
     } else {
       return FieldError{Printable(key, 64),
                         "unknown field (expected name, tenant, gpus, gpus_per_node, gpu_type, "
                         "gpu_milli, cpu_milli, memory_mib, extended, priority, preemptible, "
-                        "grace_period_s, estimated_runtime_s, command, topology, plan, stage or "
-                        "federation)"};
+                        "grace_period_s, estimated_runtime_s, command, topology, plan, stage, "
+                        "federation or elastic)"};
     }
   }
   if (!has_name) return FieldError{"name", "is required"};
+  if (spec.elastic) {
+    const ElasticRange& e = *spec.elastic;
+    // An elastic job starts at its smallest size unless it says otherwise.
+    if (!has_gpus) spec.gpus = e.min_gpus;
+    has_gpus = true;
+    if (spec.gpus < e.min_gpus || spec.gpus > e.max_gpus) {
+      return FieldError{"gpus", "(" + std::to_string(spec.gpus) + ") must lie within elastic's [" +
+                                    std::to_string(e.min_gpus) + ", " + std::to_string(e.max_gpus) +
+                                    "]"};
+    }
+    if (e.step_gpus > 0 && spec.gpus % e.step_gpus != 0) {
+      return FieldError{"gpus", "(" + std::to_string(spec.gpus) +
+                                    ") must be a multiple of elastic.step_gpus (" +
+                                    std::to_string(e.step_gpus) + ")"};
+    }
+    if (spec.gpu_milli > 0) return FieldError{"elastic", "a share of a GPU is not elastic"};
+    if (spec.gpus_per_node > 0) {
+      return FieldError{"elastic",
+                        "not with gpus_per_node (an elastic job's step_gpus is its unit)"};
+    }
+    if (spec.cpu_milli > 0 || spec.memory_mib > 0 || !spec.extended.empty()) {
+      return FieldError{"elastic",
+                        "a job with cpu_milli, memory_mib or extended resources is not elastic"};
+    }
+    if (doc.contains("plan")) {
+      return FieldError{"elastic", "a job with a plan is not elastic (the plan fixes its GPUs)"};
+    }
+  }
   if (!has_gpus) return FieldError{"gpus", "is required"};
   if (spec.gpu_milli > 0 && spec.gpus != 1) {
     return FieldError{"gpu_milli", "a share of a GPU (" + std::to_string(spec.gpu_milli) +
@@ -575,6 +650,11 @@ std::string CanonicalJson(const JobSpec& spec) {
                        {"size_gib", item.size_gib}});
     }
     j["stage"] = std::move(stage);
+  }
+  if (spec.elastic) {
+    json e = {{"min_gpus", spec.elastic->min_gpus}, {"max_gpus", spec.elastic->max_gpus}};
+    if (spec.elastic->step_gpus > 0) e["step_gpus"] = spec.elastic->step_gpus;
+    j["elastic"] = std::move(e);
   }
   if (spec.federation) {
     const FederationFields& f = *spec.federation;

@@ -48,6 +48,17 @@ struct FederationFields {
   double checkpoint_gib = 0;              // the size of the job's checkpoint (staged on a move)
 };
 
+// An elastic job's GPU range: it starts at `gpus` (min_gpus when the spec leaves gpus out) and
+// the scheduler grows it toward max_gpus into idle GPUs and shrinks it toward min_gpus instead of
+// preempting it, in steps of step_gpus (the data-parallel unit). Every resize restarts the job
+// from its checkpoint at the new size (docs/jobs.md).
+struct ElasticRange {
+  std::int64_t min_gpus = 0;  // >= 1, a multiple of step_gpus
+  std::int64_t max_gpus = 0;  // >= min_gpus, a multiple of step_gpus
+  std::int64_t step_gpus =
+      0;  // 0: the daemon's default for its cluster (sched::DefaultElasticStep)
+};
+
 struct JobSpec {
   std::string name;                   // [A-Za-z0-9][A-Za-z0-9._-]{0,127}
   std::optional<std::string> tenant;  // only admins may name a tenant other than their own
@@ -76,6 +87,8 @@ struct JobSpec {
   std::optional<JobPlan> plan;
   std::vector<StageItem> stage;  // at most kMaxListItems
   std::optional<FederationFields> federation;
+  std::optional<ElasticRange> elastic;  // whole GPUs only: not with gpu_milli, host resources or
+                                        // gpus_per_node
 };
 
 inline constexpr std::size_t kMaxListItems = 64;

@@ -78,6 +78,42 @@ INSTANTIATE_TEST_SUITE_P(
                 "list of strings"},
         BadCase{R"({"name": "a", "gpus": 8, "command": ["python", 3]})", "command[1]",
                 "must be a string"},
+        // Elastic ranges (issue 27).
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 8, "max_gpus": 4}})", "elastic.max_gpus",
+                "must be >= min_gpus (8)"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 0, "max_gpus": 4}})", "elastic.min_gpus",
+                "between 1 and"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 2, "max_gpus": 4, "step_gpus": 0}})",
+                "elastic.step_gpus", "between 1 and"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 6, "max_gpus": 16, "step_gpus": 4}})",
+                "elastic.min_gpus", "multiple of step_gpus (4)"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 8, "max_gpus": 18, "step_gpus": 4}})",
+                "elastic.max_gpus", "multiple of step_gpus (4)"},
+        BadCase{R"({"name": "a", "elastic": {"max_gpus": 4}})", "elastic.min_gpus", "is required"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 4}})", "elastic.max_gpus", "is required"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 2, "max_gpus": 4, "stepgpus": 2}})",
+                "elastic.stepgpus", "unknown field"},
+        BadCase{R"({"name": "a", "elastic": [2, 4]})", "elastic", "must be an object"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": "2", "max_gpus": 4}})", "elastic.min_gpus",
+                "got string"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 2.5, "max_gpus": 4}})", "elastic.min_gpus",
+                "integer"},
+        BadCase{R"({"name": "a", "gpus": 8, "elastic": {"min_gpus": 2, "max_gpus": 4}})", "gpus",
+                "must lie within elastic's [2, 4]"},
+        BadCase{R"({"name": "a", "gpus": 6, "elastic": {"min_gpus": 4, "max_gpus": 8,
+                "step_gpus": 4}})",
+                "gpus", "multiple of elastic.step_gpus (4)"},
+        BadCase{R"({"name": "a", "gpus": 4, "gpus_per_node": 2,
+                "elastic": {"min_gpus": 2, "max_gpus": 8}})",
+                "elastic", "gpus_per_node"},
+        BadCase{R"({"name": "a", "gpus": 1, "gpu_milli": 500,
+                "elastic": {"min_gpus": 1, "max_gpus": 2}})",
+                "elastic", "share of a GPU"},
+        BadCase{R"({"name": "a", "cpu_milli": 1000, "elastic": {"min_gpus": 1, "max_gpus": 2}})",
+                "elastic", "not elastic"},
+        BadCase{R"({"name": "a", "elastic": {"min_gpus": 8, "max_gpus": 8},
+                "plan": {"model": "llama3-8b"}})",
+                "elastic", "plan"},
         BadCase{R"({"name": "a", "gpus": 8, "topology": {"required": "rack"}})",
                 "topology.required", "unknown topology level"},
         BadCase{R"({"name": "a", "gpus": 8, "topology": {"prefered": "leaf"}})",
@@ -359,6 +395,41 @@ TEST(JobSpecTest, DuplicateKeysAreRefused) {
                    BodyFormat::kJson, &field);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate key 'tp'"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(JobSpecTest, ElasticRangeDefaultsAndRoundTrips) {
+  std::string field;
+  Result<JobSpec> r = ParseJobSpec(R"({"name": "el", "elastic": {"min_gpus": 16, "max_gpus": 64}})",
+                                   BodyFormat::kJson, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gpus, 16);  // starts at its smallest size
+  ASSERT_TRUE(r->elastic.has_value());
+  EXPECT_EQ(r->elastic->min_gpus, 16);
+  EXPECT_EQ(r->elastic->max_gpus, 64);
+  EXPECT_EQ(r->elastic->step_gpus, 0);  // the daemon's default for its cluster
+  const std::string canonical = CanonicalJson(*r);
+  EXPECT_NE(canonical.find(R"("elastic":{"max_gpus":64,"min_gpus":16})"), std::string::npos)
+      << canonical;
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(CanonicalJson(*again), canonical);
+  // YAML, a step and a starting size inside the range.
+  r = ParseJobSpec("name: el\ngpus: 24\nelastic: {min_gpus: 16, max_gpus: 64, step_gpus: 8}\n",
+                   BodyFormat::kYaml, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gpus, 24);
+  EXPECT_EQ(r->elastic->step_gpus, 8);
+  // Duplicate keys inside the range are refused, as everywhere.
+  r = ParseJobSpec(R"({"name": "el", "elastic": {"min_gpus": 2, "max_gpus": 4, "max_gpus": 64}})",
+                   BodyFormat::kJson, &field);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("duplicate key 'max_gpus'"), std::string::npos)
+      << r.status().message();
+  r = ParseJobSpec("name: el\nelastic:\n  min_gpus: 2\n  min_gpus: 1\n  max_gpus: 4\n",
+                   BodyFormat::kYaml, &field);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("duplicate key 'min_gpus'"), std::string::npos)
       << r.status().message();
 }
 

@@ -443,11 +443,11 @@ std::string_view OpenApiJson() {
       },
       "JobState": {"type": "string", "enum": ["queued", "running", "cancelling", "succeeded", "failed", "cancelled"]},
       "JobSpec": {
-        "type": "object", "required": ["name", "gpus"], "additionalProperties": false,
+        "type": "object", "required": ["name"], "additionalProperties": false,
         "properties": {
           "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
           "tenant": {"type": "string", "description": "Defaults to the caller's tenant; only admins may name another"},
-          "gpus": {"type": "integer", "minimum": 0, "maximum": 1000000, "description": "0 only for a CPU-only job (one task asking for cpu_milli, memory_mib or extended resources)"},
+          "gpus": {"type": "integer", "minimum": 0, "maximum": 1000000, "description": "Required, except for an elastic job (then its starting size, default elastic.min_gpus). 0 only for a CPU-only job (one task asking for cpu_milli, memory_mib or extended resources)"},
           "gpus_per_node": {"type": "integer", "minimum": 1, "maximum": 64, "description": "Must divide gpus"},
           "gpu_milli": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "A share of one GPU in thousandths (needs gpus: 1; 1000 is the whole GPU)"},
           "cpu_milli": {"type": "integer", "minimum": 0, "maximum": 1099511627776, "description": "CPU per task in thousandths of a core"},
@@ -476,7 +476,12 @@ std::string_view OpenApiJson() {
               "require_regions": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
               "exclude_regions": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
               "deadline": {"type": "string", "format": "date-time", "example": "2026-12-01T18:00:00Z"},
-              "checkpoint_gib": {"type": "number", "minimum": 0}}}
+              "checkpoint_gib": {"type": "number", "minimum": 0}}},
+          "elastic": {"type": "object", "required": ["min_gpus", "max_gpus"], "additionalProperties": false, "description": "An elastic job: it starts at gpus, grows toward max_gpus into idle GPUs and shrinks toward min_gpus instead of being preempted; each resize restarts it from its checkpoint at the new size (a new attempt). Whole GPUs only: not with gpus_per_node, gpu_milli, cpu_milli, memory_mib, extended or plan",
+            "properties": {
+              "min_gpus": {"type": "integer", "minimum": 1, "maximum": 1000000},
+              "max_gpus": {"type": "integer", "minimum": 1, "maximum": 1000000, "description": ">= min_gpus"},
+              "step_gpus": {"type": "integer", "minimum": 1, "maximum": 1000000, "description": "The data-parallel unit: every size is a multiple of it. Left out: 1 when max_gpus fits on one node, else the job's GPUs per node at its starting size (a whole node for a gang larger than a node)"}}}
         }
       },
       "JobPlan": {

@@ -31,6 +31,8 @@ struct SimJob {
   double done_at_ckpt = 0;  // work completed as of the last checkpoint (or start)
   double run_from = 0;      // work accrues from here (after any startup delay)
   double slowdown = 1;
+  int cur_gpus = 0;  // GPUs the current attempt holds
+  double rate = 1;   // work-seconds per second: cur_gpus / rec.gpus / slowdown
   double bind_t = 0;
   double last_ckpt_t = 0;  // wall time of the last checkpoint (or start) of this attempt
   double finish_t = 0;
@@ -169,7 +171,16 @@ class Engine {
           j.rec.tenant = spec->tenant;
           j.rec.gpus = spec->gpus;
           j.rec.submit_s = t;
+          // The trace measured its duration at tj.gpus; at another requested size (the rigid
+          // variant of an elastic job) the same GPU-time, linearly.
           j.rec.work_s = tj.duration->value();
+          if (spec->gpus != tj.gpus) j.rec.work_s *= static_cast<double>(tj.gpus) / spec->gpus;
+          if (spec->elastic.min_gpus > 0) {
+            if (spec->elastic.step_gpus == 0) {
+              spec->elastic.step_gpus = sched::DefaultElasticStep(*spec, sched_->state().cluster());
+            }
+            ++result_.summary.elastic_jobs;
+          }
           if (spec->has_plan) j.spec = *spec;
           jobs_.push_back(std::move(j));
           pending_gpus_.insert(spec->gpus);
@@ -196,7 +207,7 @@ class Engine {
         SimJob& j = jobs_[p.index];
         if (j.epoch != p.epoch || j.state != State::kRunning) return Status::Ok();
         if (t > j.run_from) {
-          j.done_at_ckpt += (t - j.run_from) / j.slowdown;
+          j.done_at_ckpt += (t - j.run_from) * j.rate;
           j.run_from = t;
         }
         j.last_ckpt_t = t;
@@ -249,11 +260,13 @@ class Engine {
   void StartAttempt(SimJob& j, std::uint64_t index, const sched::Placement& p, double t,
                     double from) {
     j.slowdown = Slowdown(j, p);
+    j.cur_gpus = p.gpus();
+    j.rate = static_cast<double>(j.cur_gpus) / j.rec.gpus / j.slowdown;
     j.run_from = from;
     j.last_ckpt_t = t;
-    j.finish_t = from + std::max(0.0, j.rec.work_s - j.done_at_ckpt) * j.slowdown;
+    j.finish_t = from + std::max(0.0, j.rec.work_s - j.done_at_ckpt) / j.rate;
     ++j.epoch;
-    effective_ += j.rec.gpus / j.slowdown;
+    effective_ += j.cur_gpus / j.slowdown;
     ++running_;
     queue_.Push(j.finish_t, {Kind::kFinish, j.epoch, index});
     ScheduleCheckpoint(j, index, t);
@@ -262,8 +275,8 @@ class Engine {
   // Ends the current attempt's accounting (GPUs held until `held_until`).
   void StopRunning(SimJob& j, double held_until) {
     --running_;
-    effective_ -= j.rec.gpus / j.slowdown;
-    j.rec.held_gpu_s += (held_until - j.bind_t) * j.rec.gpus;
+    effective_ -= j.cur_gpus / j.slowdown;
+    j.rec.held_gpu_s += (held_until - j.bind_t) * j.cur_gpus;
     ++j.epoch;
   }
 
@@ -271,7 +284,7 @@ class Engine {
   // or preemption at `t` loses, restart delay included (the scheduler's definition, computed
   // here from exact checkpoint times).
   static double LostSinceCheckpoint(const SimJob& j, double t) {
-    return std::max(0.0, t - std::max(j.bind_t, j.last_ckpt_t)) * j.rec.gpus;
+    return std::max(0.0, t - std::max(j.bind_t, j.last_ckpt_t)) * j.cur_gpus;
   }
 
   void BackToQueue(SimJob& j, double lost, bool preempted) {
@@ -303,10 +316,22 @@ class Engine {
     for (const auto& r : d.replacements) {
       const std::uint64_t index = r.job.value() - 1;
       SimJob& j = jobs_[index];
-      effective_ -= j.rec.gpus / j.slowdown;
+      effective_ -= j.cur_gpus / j.slowdown;
       --running_;  // StartAttempt counts it again
       j.rec.lost_gpu_s += LostSinceCheckpoint(j, t);
       ++j.rec.failure_restarts;
+      StartAttempt(j, index, r.placement, t, t + config_.restart_cost.value());
+    }
+    // A resize restarts the job at its new size from its last checkpoint: the work since then is
+    // lost, and it runs again after restart_cost.
+    for (const auto& r : d.resizes) {
+      const std::uint64_t index = r.job.value() - 1;
+      SimJob& j = jobs_[index];
+      if (j.state != State::kRunning) continue;
+      j.rec.lost_gpu_s += LostSinceCheckpoint(j, t);
+      StopRunning(j, t);
+      j.bind_t = t;
+      ++j.rec.resizes;
       StartAttempt(j, index, r.placement, t, t + config_.restart_cost.value());
     }
     for (const auto& r : d.rejections) {
@@ -398,6 +423,7 @@ class Engine {
       ++s.jobs;
       s.preemptions += r.preemptions;
       s.failure_restarts += r.failure_restarts;
+      s.resizes += r.resizes;
       lost += r.lost_gpu_s;
       switch (r.outcome) {
         case JobOutcome::kCompleted: {
@@ -512,8 +538,10 @@ Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int
   sched::GangJob g;
   g.name = t.id;
   g.tenant = t.tenant.empty() ? "default" : t.tenant;
-  g.gpus = t.gpus;
-  g.gpus_per_task = t.gpus <= node_gpus ? 0 : LargestDivisorAtMost(t.gpus, node_gpus);
+  const bool elastic = t.max_gpus > 0 && !config.rigid_elastic;
+  g.gpus = t.max_gpus > 0 && config.rigid_elastic ? t.max_gpus : t.gpus;
+  g.gpus_per_task = g.gpus <= node_gpus || elastic ? 0 : LargestDivisorAtMost(g.gpus, node_gpus);
+  if (elastic) g.elastic = {t.min_gpus, t.max_gpus, t.step_gpus};
   if (!t.gpu_type.empty()) g.gpu_types = {t.gpu_type};
   if (!t.gpu_types.empty()) g.gpu_types = t.gpu_types;
   if (t.gpus == 1 && t.gpu_milli > 0 && t.gpu_milli < 1000) g.gpu_milli = t.gpu_milli;
@@ -535,7 +563,7 @@ Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int
   g.checkpoint_interval = config.checkpoint_interval;
   g.restart_cost = config.restart_cost;
   g.max_retries = config.max_retries;
-  if (config.attach_plan) config.attach_plan(t, g);
+  if (config.attach_plan && t.max_gpus == 0) config.attach_plan(t, g);
   return g;
 }
 

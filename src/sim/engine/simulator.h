@@ -15,6 +15,12 @@
 // loses the GPU-time since the last checkpoint (or the attempt's start), and the job pays
 // restart_cost before it runs again (the scheduler's eligible_at, or a startup delay when a
 // replacement node lets it continue in place).
+//
+// Elastic jobs (a trace job with a GPU range): work is measured at the size the job asked for,
+// and advances in proportion to the GPUs it holds (linear data-parallel scaling: the global batch
+// is fixed, so twice the GPUs take half the time per step; the per-level penalty or the planner
+// still applies on top). A resize is a restart, as in the daemon: the job loses the GPU-time since
+// its last checkpoint and pays restart_cost before it runs at the new size.
 #pragma once
 
 #include <array>
@@ -69,6 +75,9 @@ struct SimConfig {
   Seconds restart_cost = Minutes(5);
   int max_retries = 10;
   Seconds grace_period = Seconds(30);
+  // Runs every elastic trace job rigid at its max_gpus instead, its work scaled linearly to that
+  // size: the comparison run of `baton sim --elastic-variants`.
+  bool rigid_elastic = false;
   EstimateSource estimate = EstimateSource::kRequestedElseActual;
   // Slowdown by the span of a placement, indexed by topo::Level (gpu, node, nvlink-domain, leaf,
   // spine, group, core, none). Defaults: nothing inside an NVLink domain; 5 % for a gang that
@@ -126,6 +135,7 @@ struct JobRecord {
   double work_s = 0;         // the trace's duration: run time on an ideal placement
   int preemptions = 0;       // attempts ended because the scheduler evicted the job
   int failure_restarts = 0;  // attempts ended (or restarted in place) by a node failure
+  int resizes = 0;           // restarts at a new size (elastic jobs)
   double lost_gpu_s = 0;
   double held_gpu_s = 0;  // GPU-seconds allocated to it, over all attempts
   JobOutcome outcome = JobOutcome::kUnfinished;
@@ -165,6 +175,8 @@ struct SimSummary {
   double avg_queue = 0, avg_fragmentation = 0;
   std::int64_t preemptions = 0;       // evictions by the scheduler (policy), over all jobs
   std::int64_t failure_restarts = 0;  // attempts a node failure ended or restarted in place
+  std::int64_t resizes = 0;           // elastic jobs restarted at a new size
+  std::int64_t elastic_jobs = 0;      // trace jobs run elastic (0 under rigid_elastic)
   std::int64_t node_failures = 0;
   double lost_gpu_hours = 0;
   double tenant_fairness = 1;  // Jain's index over tenants' average slowdown
@@ -183,7 +195,10 @@ struct SimResult {
 // fits in one node of `node_gpus` is one task (gpus_per_task 0: the scheduler keeps it on one
 // node); a larger one is split into tasks of the largest divisor of its size that is <= the node
 // size (64 -> 8 x 8, 12 -> 2 x 6 on 8-GPU nodes). Fractional GPUs (openb) round up to a whole
-// GPU. config.attach_plan, when set, runs last. Errors: no duration, or no GPUs.
+// GPU. An elastic job keeps the scheduler's task size (gpus_per_task 0) and its range, its step
+// left 0 for the engine to fill in (sched::DefaultElasticStep); it gets no plan (the plan fixes
+// its GPUs). Under config.rigid_elastic it is a rigid job of max_gpus GPUs instead.
+// config.attach_plan, when set, runs last. Errors: no duration, or no GPUs.
 Result<sched::GangJob> ToGangJob(const TraceJob& t, const SimConfig& config, int node_gpus);
 
 // Runs the simulation of `trace` on `cluster` until every job has ended. `failures` overrides

@@ -180,6 +180,65 @@ TEST(SimulatorTest, PreemptionsAreCountedApartFromFailureRestarts) {
   EXPECT_EQ(r->jobs[0].failure_restarts, 0);
 }
 
+// Issue 27: an elastic job grows when a job ends and shrinks for a waiting one; its work advances
+// in proportion to its GPUs, and each resize loses the work since its last checkpoint and pays the
+// restart cost.
+TEST(SimulatorTest, ElasticJobResizesAndItsWorkRescales) {
+  SimConfig config;
+  config.level_slowdown.fill(1.0);
+  config.checkpoint_interval = Seconds(40);
+  config.restart_cost = Seconds(10);
+  // e: 1000 s of work at 16 GPUs (elastic 8..16); r arrives at 100 and needs 8 for 100 s.
+  const std::string trace =
+      R"({"id":"e","submit_s":0,"duration_s":1000,"gpus":16,"elastic":{"min_gpus":8,"max_gpus":16}})"
+      "\n"
+      R"({"id":"r","submit_s":100,"duration_s":100,"gpus":8})"
+      "\n";
+  auto r = Simulate(trace, "fifo", 2, config);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->summary.completed, 2);
+  EXPECT_EQ(r->summary.elastic_jobs, 1);
+  // t=100: shrinks to 8 (the 20 s since its checkpoint at 80 lost on 16 GPUs), restarts at 110
+  // at half speed, 80 s of work done. t=200: r ends; it grows back to 16 (the 20 s since its
+  // checkpoint at 180 lost on 8 GPUs, 115 s of work done), restarts at 210 at full speed.
+  EXPECT_EQ(r->jobs[0].resizes, 2);
+  EXPECT_EQ(r->summary.resizes, 2);
+  EXPECT_EQ(r->summary.preemptions, 0);
+  EXPECT_DOUBLE_EQ(r->jobs[1].first_start_s, 100);  // no wait: e made room
+  EXPECT_NEAR(r->jobs[0].lost_gpu_s, 20 * 16 + 20 * 8, 1e-6);
+  EXPECT_NEAR(r->jobs[0].end_s, 210 + (1000 - 115), 1e-6);
+}
+
+// The rigid variant runs the elastic job at its max_gpus with its work scaled to that size.
+TEST(SimulatorTest, RigidVariantRunsElasticJobsAtTheirMax) {
+  SimConfig config;
+  config.level_slowdown.fill(1.0);
+  config.checkpoint_interval = Seconds(40);
+  config.restart_cost = Seconds(10);
+  // e: 1000 s at 8 GPUs (elastic 8..16), r: 100 s at 8 GPUs; both at 0 on 16 GPUs.
+  const std::string trace =
+      R"({"id":"e","submit_s":0,"duration_s":1000,"gpus":8,"elastic":{"min_gpus":8,"max_gpus":16}})"
+      "\n"
+      R"({"id":"r","submit_s":0,"duration_s":100,"gpus":8})"
+      "\n";
+  auto elastic = Simulate(trace, "fifo", 2, config);
+  ASSERT_TRUE(elastic.ok()) << elastic.status().ToString();
+  // Side by side; at 100 e grows to 16 (20 s lost on 8 GPUs, 80 s done), restarting at 110 at
+  // twice the speed.
+  EXPECT_NEAR(elastic->jobs[0].end_s, 110 + (1000 - 80) / 2.0, 1e-6);
+  EXPECT_NEAR(elastic->jobs[1].end_s, 100, 1e-6);
+  config.rigid_elastic = true;
+  auto rigid = Simulate(trace, "fifo", 2, config);
+  ASSERT_TRUE(rigid.ok()) << rigid.status().ToString();
+  EXPECT_EQ(rigid->summary.elastic_jobs, 0);
+  EXPECT_EQ(rigid->jobs[0].gpus, 16);
+  EXPECT_NEAR(rigid->jobs[0].work_s, 500, 1e-9);  // the same GPU-time
+  EXPECT_NEAR(rigid->jobs[0].end_s, 500, 1e-6);   // all 16 GPUs, r waits for it
+  EXPECT_NEAR(rigid->jobs[1].end_s, 600, 1e-6);
+  EXPECT_EQ(rigid->summary.resizes, 0);
+  EXPECT_LT(elastic->summary.avg_jct_s, rigid->summary.avg_jct_s);
+}
+
 TEST(SimulatorTest, StopsWhenAJobCanNeverBePlacedAgain) {
   // A whole-cluster gang hit by a failure has a bad node for ever: the run must still end.
   const std::string trace = R"({"id":"a","submit_s":0,"duration_s":1000000,"gpus":16})"

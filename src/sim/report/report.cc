@@ -109,6 +109,32 @@ std::string SummaryTable(const std::vector<SimResult>& runs) {
   return out;
 }
 
+std::string ElasticVariantsTable(const std::vector<SimResult>& runs) {
+  std::string out = fmt::format(
+      "elastic variants: {} elastic job(s) as the trace gives them vs rigid at their max_gpus\n"
+      "{:<16} {:>12} {:>12} {:>12} {:>12} {:>7} {:>7} {:>8} {:>10}\n",
+      runs.empty() ? 0 : runs[0].summary.elastic_jobs, "policy/variant", "avg JCT h", "p50 JCT h",
+      "p95 JCT h", "avg wait h", "util", "eff", "resizes", "lost GPUh");
+  for (std::size_t i = 0; i + 1 < runs.size(); i += 2) {
+    const SimSummary& e = runs[i].summary;
+    const SimSummary& r = runs[i + 1].summary;
+    for (const SimSummary* s : {&e, &r}) {
+      out += fmt::format(
+          "{:<16} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>7.3f} {:>7.3f} {:>8} {:>10.1f}\n",
+          s->policy, s->avg_jct_s / 3600, s->median_jct_s / 3600, s->p95_jct_s / 3600,
+          s->avg_wait_s / 3600, s->allocated_util, s->effective_util, s->resizes,
+          s->lost_gpu_hours);
+    }
+    auto change = [](double now, double was) {
+      return was > 0 ? fmt::format("{:+.1f}%", 100 * (now - was) / was) : std::string("-");
+    };
+    out += fmt::format("{:<16} avg JCT {} , p95 JCT {} , util {} (elastic against rigid)\n",
+                       e.policy, change(e.avg_jct_s, r.avg_jct_s), change(e.p95_jct_s, r.p95_jct_s),
+                       change(e.allocated_util, r.allocated_util));
+  }
+  return out;
+}
+
 std::string ReportJson(const ReportMeta& meta, const std::vector<SimResult>& runs) {
   std::string out = fmt::format(
       "{{\n  \"trace\": {},\n  \"cluster\": {},\n  \"seed\": {},\n  \"failures\": {},\n"

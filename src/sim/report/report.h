@@ -25,5 +25,9 @@ std::string SummaryTable(const std::vector<SimResult>& runs);
 std::string ReportJson(const ReportMeta& meta, const std::vector<SimResult>& runs);
 std::string JobsCsv(const std::vector<SimResult>& runs);
 std::string ReportHtml(const ReportMeta& meta, const std::vector<SimResult>& runs);
+// `baton sim --elastic-variants`: `runs` in pairs per policy, the trace as given (elastic jobs
+// resizing) then every elastic job rigid at its max_gpus (SimConfig::rigid_elastic): JCT,
+// utilisation, resizes and lost work side by side, and the change from rigid to elastic.
+std::string ElasticVariantsTable(const std::vector<SimResult>& runs);
 
 }  // namespace baton::sim

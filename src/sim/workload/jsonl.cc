@@ -103,6 +103,36 @@ class JsonlReader final : public LineReader {
           }
           j.extended.emplace_back(r.key(), r.value().get<std::int64_t>());
         }
+      } else if (key == "elastic") {
+        // {min_gpus, max_gpus[, step_gpus]}: the range an elastic job may run at.
+        if (!value.is_object()) return bad("must be an object {min_gpus, max_gpus, step_gpus}");
+        for (const auto& r : value.items()) {
+          const std::string field = fmt::format("elastic.{}", r.key());
+          if (r.key() != "min_gpus" && r.key() != "max_gpus" && r.key() != "step_gpus") {
+            return InvalidArgumentError(fmt::format(
+                "field '{}': unknown field (expected min_gpus, max_gpus or step_gpus)", field));
+          }
+          if (!r.value().is_number_integer() || r.value().get<std::int64_t>() < 1 ||
+              r.value().get<std::int64_t>() > 1'000'000) {
+            return InvalidArgumentError(
+                fmt::format("field '{}': must be a GPU count 1..1000000", field));
+          }
+          const int v = static_cast<int>(r.value().get<std::int64_t>());
+          (r.key() == "min_gpus"   ? j.min_gpus
+           : r.key() == "max_gpus" ? j.max_gpus
+                                   : j.step_gpus) = v;
+        }
+        if (j.min_gpus == 0) return InvalidArgumentError("field 'elastic.min_gpus': missing");
+        if (j.max_gpus == 0) return InvalidArgumentError("field 'elastic.max_gpus': missing");
+        if (j.max_gpus < j.min_gpus) {
+          return InvalidArgumentError(fmt::format(
+              "field 'elastic.max_gpus': {} is below min_gpus {}", j.max_gpus, j.min_gpus));
+        }
+        if (j.step_gpus > 0 && (j.min_gpus % j.step_gpus != 0 || j.max_gpus % j.step_gpus != 0)) {
+          return InvalidArgumentError(fmt::format(
+              "field 'elastic.step_gpus': {} does not divide min_gpus {} and max_gpus {}",
+              j.step_gpus, j.min_gpus, j.max_gpus));
+        }
       } else if (key == "gpu_types") {
         if (!value.is_array() || value.size() > kMaxNames) {
           return bad(fmt::format("must be an array of at most {} strings", kMaxNames));
@@ -113,6 +143,17 @@ class JsonlReader final : public LineReader {
         }
       } else {
         return bad("unknown field");
+      }
+    }
+    if (j.max_gpus > 0) {
+      if (j.gpus == 0) j.gpus = j.min_gpus;  // an elastic job starts at its smallest size
+      if (j.gpus < j.min_gpus || j.gpus > j.max_gpus) {
+        return InvalidArgumentError(fmt::format("field 'gpus': {} is outside elastic's [{}, {}]",
+                                                j.gpus, j.min_gpus, j.max_gpus));
+      }
+      if (j.step_gpus > 0 && j.gpus % j.step_gpus != 0) {
+        return InvalidArgumentError(fmt::format(
+            "field 'gpus': {} is not a multiple of elastic.step_gpus {}", j.gpus, j.step_gpus));
       }
     }
     if (j.gpus == 0) return InvalidArgumentError("field 'gpus': missing");

@@ -275,6 +275,11 @@ std::string ToJsonl(const TraceJob& job) {
   if (!job.kind.empty()) o["kind"] = job.kind;
   if (job.total_steps) o["total_steps"] = job.total_steps;
   if (job.priority) o["priority"] = job.priority;
+  if (job.max_gpus > 0) {
+    nlohmann::json e = {{"min_gpus", job.min_gpus}, {"max_gpus", job.max_gpus}};
+    if (job.step_gpus > 0) e["step_gpus"] = job.step_gpus;
+    o["elastic"] = std::move(e);
+  }
   return o.dump();
 }
 

@@ -47,6 +47,12 @@ struct TraceJob {
   std::string kind;              // model / job type, when the trace says
   std::int64_t total_steps = 0;  // training steps (Philly/Gavel), 0 when unknown
   int priority = 0;
+  // An elastic job's GPU range (JSONL `elastic`); max_gpus == 0: rigid. It starts at `gpus`
+  // (the size its duration was measured at) and the scheduler resizes it within the range in
+  // steps of step_gpus (0: sched::DefaultElasticStep on the simulated cluster).
+  int min_gpus = 0;
+  int max_gpus = 0;
+  int step_gpus = 0;
 };
 
 class PhillyThroughputs;

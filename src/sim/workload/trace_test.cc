@@ -187,6 +187,43 @@ TEST(TraceTest, PhillySwfOpenbJsonl) {
   EXPECT_NE(ext.stats.warnings[2].find("field 'extended'"), std::string::npos);
 }
 
+// Issue 27: an elastic job's range round-trips; a bad range names its field.
+TEST(TraceTest, JsonlElasticRange) {
+  auto res = Read("jsonl",
+                  "{\"id\": \"e\", \"duration_s\": 60, \"elastic\": {\"min_gpus\": 8, "
+                  "\"max_gpus\": 32, \"step_gpus\": 8}}\n"
+                  "{\"gpus\": 4, \"elastic\": {\"min_gpus\": 8, \"max_gpus\": 4}}\n"
+                  "{\"gpus\": 4, \"elastic\": {\"min_gpus\": 0, \"max_gpus\": 4}}\n"
+                  "{\"gpus\": 6, \"elastic\": {\"min_gpus\": 4, \"max_gpus\": 8, "
+                  "\"step_gpus\": 4}}\n"
+                  "{\"gpus\": 16, \"elastic\": {\"min_gpus\": 4, \"max_gpus\": 8}}\n"
+                  "{\"gpus\": 4, \"elastic\": {\"min_gpus\": 4, \"max_gpus\": 12, "
+                  "\"step_gpus\": 8}}\n"
+                  "{\"gpus\": 4, \"elastic\": {\"min_gpus\": 4, \"max\": 8}}\n"
+                  "{\"gpus\": 4, \"elastic\": {\"min_gpus\": 4, \"max_gpus\": 8, "
+                  "\"max_gpus\": 16}}\n");
+  ASSERT_EQ(res.jobs.size(), 1u);
+  const TraceJob& e = res.jobs[0];
+  EXPECT_EQ(e.gpus, 8);  // starts at min_gpus
+  EXPECT_EQ(e.min_gpus, 8);
+  EXPECT_EQ(e.max_gpus, 32);
+  EXPECT_EQ(e.step_gpus, 8);
+  EXPECT_EQ(ToJsonl(Read("jsonl", ToJsonl(e)).jobs.at(0)), ToJsonl(e));
+  const std::vector<std::string> want = {
+      "field 'elastic.max_gpus': 4 is below min_gpus 8",
+      "field 'elastic.min_gpus': must be a GPU count",
+      "field 'gpus': 6 is not a multiple of elastic.step_gpus 4",
+      "field 'gpus': 16 is outside elastic's [4, 8]",
+      "field 'elastic.step_gpus': 8 does not divide",
+      "field 'elastic.max': unknown field",
+      "duplicate key 'max_gpus'",
+  };
+  ASSERT_EQ(res.stats.warnings.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NE(res.stats.warnings[i].find(want[i]), std::string::npos) << res.stats.warnings[i];
+  }
+}
+
 TEST(TraceTest, BinaryAndOverlongLinesAreMalformedNotFatal) {
   TraceOptions small;
   small.max_line_bytes = 16;

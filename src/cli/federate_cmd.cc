@@ -12,6 +12,7 @@
 #include "core/strings.h"
 #include "federation/routing.h"
 #include "federation/sites.h"
+#include "sched/framework/config.h"
 #include "server/broker/broker.h"
 #include "server/server.h"
 
@@ -27,6 +28,7 @@ struct FederateOptions {
   double request_timeout_s = 5;
   double whatif_timeout_s = 3;
   std::vector<std::string> quotas;
+  std::string tenancy;
   std::string key_prefix = "baton-fed";
 };
 
@@ -50,6 +52,10 @@ Status Run(const FederateOptions& o) {
     if (!bo.quota_gpus.emplace(q.substr(0, eq), *gpus).second) {
       return InvalidArgumentError(fmt::format("--quota: tenant '{}' given twice", q.substr(0, eq)));
     }
+  }
+  if (!o.tenancy.empty()) {
+    ASSIGN_OR_RETURN(sched::SchedulerConfig config, sched::LoadSchedulerConfigFile(o.tenancy));
+    bo.tenancy = std::move(config.tenancy);
   }
   SystemClock clock;
   const std::size_t count = sites.sites().size();
@@ -92,6 +98,11 @@ void RegisterFederateCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--quota", o->quotas,
                   "TENANT=GPUS a federation tenant may have in flight ('*': every other tenant)");
+  cmd->add_option("--tenancy", o->tenancy,
+                  "A scheduler config YAML whose `tenancy:` section is the federation's own "
+                  "policy (docs/tenancy.md): each tenant's priority range, refused at submit, "
+                  "and quota.gpus as GPUs in flight (--quota wins for a tenant it names)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--key-prefix", o->key_prefix,
                   "Idempotency keys are PREFIX-INSTANCE-JOB-ATTEMPT (INSTANCE: random per "
                   "broker store): a name for brokers sharing a site")

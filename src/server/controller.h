@@ -142,6 +142,9 @@ class Controller {
 
   // An admin cordoned, drained or uncordoned (kActive) a node.
   virtual void OnNodeAdminChanged(const NodeAdminState& node) = 0;
+  // A federation broker looked at `job` (GET by a broker principal): if the job's spec holds a
+  // federation lease (FederationFields::lease_s), the lease runs again from now. Returns at once.
+  virtual void OnLeaseRenewed(const JobRecord& /*job*/) {}
 
   // Health telemetry for a node (by name). kNotFound for an unknown node; kUnavailable when no
   // scheduler runs. Enqueued: the node's condition changes at the next cycle.

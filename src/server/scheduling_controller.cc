@@ -327,6 +327,9 @@ void SchedulingController::Enqueue(Input input) {
 }
 
 void SchedulingController::OnJobSubmitted(const JobRecord& job) { Enqueue(Submitted{job}); }
+void SchedulingController::OnLeaseRenewed(const JobRecord& job) {
+  Enqueue(LeaseRenewed{job.id, clock_.Now()});
+}
 void SchedulingController::OnJobCancelRequested(const JobRecord& job) {
   Enqueue(CancelRequested{job});
 }
@@ -457,6 +460,25 @@ Status SchedulingController::Reload() {
         std::vector<std::string> command = js->command;
         if (!js->stage.empty()) stages_[job.id] = StageRequests(*js);
         if (job.checkpoint) checkpoints_[job.id] = *job.checkpoint;
+        if (state == JobState::kRunning && js->federation && js->federation->lease_s > 0) {
+          // Leased by a broker that may have moved it while this daemon was down: not adopted
+          // (FinishRecovery ends what still runs), but held until the broker renews the lease.
+          Result<JobRecord> r = store_->Transition(
+              job.id, {{JobState::kRunning},
+                       JobState::kQueued,
+                       "fenced",
+                       fmt::format("a daemon restart: its federation lease is not renewed yet; "
+                                   "attempt {} stopped, held until the broker renews it; {}",
+                                   job.attempts, ResumeNote(job.id, now))});
+          Record(r.status(), job.id, "fence");
+          if (r.ok()) {
+            resubmitted.insert(job.id);
+            Submitted in{*r};
+            Handle(in);  // held: no lease yet
+            ++requeued;
+          }
+          continue;
+        }
         bool alive = false;
         if (placement && !placement->nodes.empty()) {
           // The attempt the store calls current, on the port it was launched with (a job
@@ -591,9 +613,82 @@ void SchedulingController::Handle(Submitted& in) {
   }
   commands_[in.job.id] = js->command;
   if (!js->stage.empty()) stages_[in.job.id] = StageRequests(*js);
+  if (js->federation && js->federation->lease_s > 0) {
+    // A leased job enters the queue only while its lease runs (none is granted at submission:
+    // the broker's first look grants it).
+    Lease& lease = leases_[in.job.id];
+    lease.length = Seconds(static_cast<double>(js->federation->lease_s));
+    if (lease.until <= clock_.Now()) {
+      if (!lease.held) {
+        lease.held = true;
+        Record(store_->AppendEvent(in.job.id, "held",
+                                   "held until the federation broker renews its lease"),
+               in.job.id, "hold");
+        wake_at_ = clock_.Now();  // a cycle soon, whose snapshot shows it held
+      }
+      return;
+    }
+    lease.held = false;
+  }
   sched::Event e = sched::Event::Submit(*std::move(spec));
   e.bad_nodes = NodeIds(in.job.bad_nodes);
   events_.push_back(std::move(e));
+}
+
+void SchedulingController::Handle(LeaseRenewed& in) {
+  auto it = leases_.find(in.job);
+  if (it == leases_.end()) return;  // no lease, or the job ended
+  Lease& lease = it->second;
+  lease.until = std::max(lease.until, in.at + lease.length);
+  if (!lease.held || lease.until <= clock_.Now()) return;
+  // Held, and renewed: back to the queue if the store still has it queued (a cancel wins).
+  Result<JobRecord> stored = store_->Get(in.job);
+  if (!stored.ok() || stored->state != JobState::kQueued) return;
+  lease.held = false;
+  Record(store_->AppendEvent(in.job, "released",
+                             "the federation broker renewed its lease: back in the queue"),
+         in.job, "release");
+  Submitted again{*std::move(stored)};
+  Handle(again);
+}
+
+void SchedulingController::FenceLapsedLeases(TimePoint now) {
+  for (auto& [id, lease] : leases_) {
+    if (lease.held || lease.until > now) continue;
+    const sched::JobInfo* info = scheduler_->job(SchedId(id));
+    if (info == nullptr) continue;
+    // Already stopping (cancelled, preempted, or its grace is running): it ends anyway.
+    if (cancelling_.contains(id) || preempted_by_.contains(id) ||
+        info->phase == sched::JobPhase::kTerminating) {
+      continue;
+    }
+    lease.held = true;
+    const std::string why = fmt::format(
+        "its federation lease ({:.0f} s) lapsed with no word from the broker since {:.0f} s ago",
+        lease.length.value(), (now - lease.until + lease.length).value());
+    if (info->phase == sched::JobPhase::kPending) {
+      events_.push_back(sched::Event::Cancel(SchedId(id)));  // out of the queue, held
+      Record(store_->AppendEvent(id, "held", why + "; held until the broker renews it"), id,
+             "hold");
+      continue;
+    }
+    // Running: the attempt is fenced now, not trusted to stop (the broker may already run the
+    // job elsewhere).
+    executor_->Kill(id);
+    metrics_->requeues.WithLabels({"lease"}).Increment();
+    int attempt = 0;
+    if (auto a = attempts_.find(id); a != attempts_.end()) attempt = a->second.number;
+    Record(store_
+               ->Transition(id, {{JobState::kRunning},
+                                 JobState::kQueued,
+                                 "fenced",
+                                 fmt::format("{}: attempt {} stopped, held until the broker "
+                                             "renews it; {}",
+                                             why, attempt, ResumeNote(id, now))})
+               .status(),
+           id, "fence");
+    events_.push_back(sched::Event::Finish(SchedId(id)));  // frees its GPUs
+  }
 }
 
 std::vector<topo::NodeId> SchedulingController::NodeIds(
@@ -865,6 +960,7 @@ void SchedulingController::PollCheckpoint(JobId id, int attempt, TimePoint now,
 }
 
 void SchedulingController::ForgetJob(JobId id) {
+  leases_.erase(id);
   commands_.erase(id);
   stages_.erase(id);
   attempts_.erase(id);
@@ -893,6 +989,8 @@ void SchedulingController::Launch(JobId id, const sched::Placement& placement, T
 void SchedulingController::HandleExit(const ExitReport& exit) {
   JobId id = exit.job;
   sched::JobId sid = SchedId(id);
+  // A fenced attempt (its lease lapsed) that ended as it was killed: its end does not count.
+  if (auto l = leases_.find(id); l != leases_.end() && l->second.held) return;
   if (cancelling_.erase(id) > 0) {
     Record(store_
                ->Transition(
@@ -1199,6 +1297,7 @@ void SchedulingController::Loop() {
     std::lock_guard work(work_mu_);
     for (Input& in : inputs) std::visit([this](auto& x) { Handle(x); }, in);
     inputs.clear();
+    if (!leases_.empty()) FenceLapsedLeases(clock_.Now());
     // Nodes first: a job that died with its node is requeued by the node's failure.
     for (const NodeReport& report : executor_->PollNodes()) HandleNodeReport(report);
     for (const ExitReport& exit : executor_->Poll()) HandleExit(exit);
@@ -1288,6 +1387,13 @@ void SchedulingController::PublishSnapshot() {
       }
     }
     placements.emplace(StoreId(sid), std::move(v));
+  }
+  for (const auto& [id, lease] : leases_) {
+    if (!lease.held || placements.contains(id)) continue;
+    PlacementView v;
+    v.phase = "pending";
+    v.waiting = "held: the federation broker has not renewed this job's lease";
+    placements.emplace(id, std::move(v));
   }
   std::erase_if(waiting_now_, [&](const auto& kv) { return !placements.contains(kv.first); });
   std::map<std::string, int> by_health;

@@ -105,6 +105,7 @@ class SchedulingController final : public Controller {
   void OnJobSubmitted(const JobRecord& job) override;
   void OnJobCancelRequested(const JobRecord& job) override;
   void OnNodeAdminChanged(const NodeAdminState& node) override;
+  void OnLeaseRenewed(const JobRecord& job) override;
   Result<WhatIfView> WhatIf(const JobSpec& spec) override;
   Status Telemetry(std::string_view node, const TelemetrySample& sample) override;
 
@@ -144,7 +145,11 @@ class SchedulingController final : public Controller {
     topo::NodeId node;
     TelemetrySample sample;
   };
-  using Input = std::variant<Submitted, CancelRequested, AdminChanged, TelemetryIn>;
+  struct LeaseRenewed {
+    JobId job = 0;
+    TimePoint at;  // when the broker's request arrived
+  };
+  using Input = std::variant<Submitted, CancelRequested, AdminChanged, TelemetryIn, LeaseRenewed>;
   struct Metrics;
 
   SchedulingController(std::unique_ptr<planning::PlannerEstimator> planner,
@@ -163,6 +168,12 @@ class SchedulingController final : public Controller {
   void Handle(CancelRequested& in);
   void Handle(AdminChanged& in);
   void Handle(TelemetryIn& in);
+  void Handle(LeaseRenewed& in);
+  // Fences every job whose federation lease lapsed by `now`: a running one is stopped (its
+  // attempt killed, the job back in the queue), a queued one leaves the scheduler's queue; both
+  // are held until the broker renews the lease (or cancels the job). Runs before the executor's
+  // exits are read, so that a lapsed attempt's end is never counted.
+  void FenceLapsedLeases(TimePoint now);
   void HandleExit(const ExitReport& exit);
   void HandleNodeReport(const NodeReport& report);
   void ApplyDecisions(const sched::Decisions& d, TimePoint now);
@@ -280,11 +291,21 @@ class SchedulingController final : public Controller {
   std::map<JobId, CheckpointRecord> checkpoints_;  // last checkpoint of jobs not yet ended
   CheckpointWatcher checkpoint_watcher_{""};
   TimePoint next_checkpoint_poll_;
-  std::map<JobId, std::vector<StageRequest>> stages_;    // of those with inputs to stage
-  std::map<JobId, JobId> preempted_by_;                  // victim -> preemptor
-  std::set<JobId> cancelling_;                           // user cancelled while running
-  std::map<JobId, std::string> waiting_reason_;          // last "waiting" event per job
-  std::map<JobId, std::string> waiting_now_;             // pending jobs' latest reasons
+  std::map<JobId, std::vector<StageRequest>> stages_;  // of those with inputs to stage
+  std::map<JobId, JobId> preempted_by_;                // victim -> preemptor
+  std::set<JobId> cancelling_;                         // user cancelled while running
+  std::map<JobId, std::string> waiting_reason_;        // last "waiting" event per job
+  std::map<JobId, std::string> waiting_now_;           // pending jobs' latest reasons
+  // Federation leases (FederationFields::lease_s) of the jobs that have one, not yet ended. A
+  // leased job runs only until `until`: the broker's last look plus the lease. Nothing is
+  // granted at submission or by a restart (until is then in the past): the job waits, held,
+  // for the broker's first look, so that an attempt the broker gave up on never starts.
+  struct Lease {
+    Seconds length{0};
+    TimePoint until;
+    bool held = false;  // out of the scheduler's queue, waiting for a renewal
+  };
+  std::map<JobId, Lease> leases_;
   std::map<sched::JobId, sched::JobForecast> forecast_;  // pending jobs, latest cycle
   bool forecast_stale_ = false;                          // a cycle ran since the last forecast
   std::chrono::steady_clock::time_point next_forecast_;  // not before (bounds its cost)

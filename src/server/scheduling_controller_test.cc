@@ -747,6 +747,79 @@ testing::ChildDaemon StartChild(const fs::path& dir, const char* log) {
                               {"--preset", "superpod-h100", "--speedup", "1000"});
 }
 
+// Issue 29: a job a broker leases (federation.lease_s) runs at the site only while the broker
+// keeps looking at it. It waits, held, for the broker's first look; it is fenced (its attempt
+// stopped, the job held) when the looks stop for longer than the lease; it runs again, as a new
+// attempt, when they resume. Only a broker may lease a job.
+TEST(ControllerTest, ALeasedJobRunsOnlyWhileItsBrokerRenewsTheLease) {
+  fs::path dir = TempDir("lease");
+  std::ofstream(dir / "auth.yaml")
+      << "principals:\n  - {name: ops, role: admin, token: ctl-admin-token-0123456789}\n"
+         "  - {name: fed, role: broker, token: ctl-broker-token-0123456789}\n"
+         "  - {name: alice, role: tenant, tenant: team-a, token: ctl-alice-token-0123456789}\n";
+  SystemClock clock;
+  InProcess d(dir, DryRun(1, clock));
+  Api api(d.port());
+  httplib::Client broker("127.0.0.1", d.port());
+  broker.set_read_timeout(10);
+  const httplib::Headers as_broker{{"Authorization", "Bearer ctl-broker-token-0123456789"},
+                                   {"Baton-Tenant", "team-a"}};
+  const std::string spec = R"({"name": "leased", "gpus": 16, "estimated_runtime_s": 3600,
+      "grace_period_s": 0, "federation": {"lease_s": 1}})";
+
+  // A tenant cannot lease its own job.
+  auto refused = httplib::Client("127.0.0.1", d.port())
+                     .Post("/api/v1/jobs", {{"Authorization", "Bearer ctl-alice-token-0123456789"}},
+                           spec, "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_NE(refused->body.find("federation.lease_s"), std::string::npos) << refused->body;
+
+  auto created = broker.Post("/api/v1/jobs", as_broker, spec, "application/json");
+  ASSERT_TRUE(created);
+  ASSERT_EQ(created->status, 201) << created->body;
+  const std::int64_t id = json::parse(created->body)["id"];
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  auto has_event = [&](const std::string& kind) {
+    std::vector<std::string> kinds = api.EventKinds(id);
+    return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+  };
+  // Held until the broker's first look (the admin's looks renew nothing).
+  ASSERT_TRUE(WaitFor([&] { return has_event("held"); })) << json(api.EventKinds(id)).dump();
+  json view;
+  EXPECT_TRUE(WaitFor([&] {
+    view = api.Get(path);
+    return view.value("waiting_reason", "").starts_with("held: the federation broker");
+  })) << view.dump();
+  EXPECT_EQ(view.value("state", ""), "queued") << view.dump();
+  // The broker looks: it runs, and keeps running while the broker keeps looking.
+  auto broker_state = [&] {
+    auto r = broker.Get(path.c_str(), as_broker);
+    return r && r->status == 200 ? json::parse(r->body).value("state", "?") : "?";
+  };
+  ASSERT_TRUE(WaitFor([&] { return broker_state() == "running"; }));
+  for (int i = 0; i < 15; ++i) {  // three leases' worth of looks, 0.2 s apart
+    ASSERT_EQ(broker_state(), "running") << json(api.EventKinds(id)).dump();
+    std::this_thread::sleep_for(200ms);
+  }
+  // The looks stop: the attempt is fenced and the job held, not left running.
+  ASSERT_TRUE(WaitFor([&] { return has_event("fenced"); })) << json(api.EventKinds(id)).dump();
+  view = api.Get(path);
+  EXPECT_EQ(view.value("state", ""), "queued") << view.dump();
+  ASSERT_TRUE(
+      WaitFor([&] { return api.Get("/api/v1/topology").value("gpus_allocated", -1) == 0; }));
+  // The broker is back: the job runs again, as its second attempt.
+  ASSERT_TRUE(WaitFor([&] { return broker_state() == "running"; }));
+  view = api.Get(path);
+  EXPECT_EQ(view.value("attempts", 0), 2) << view.dump();
+  EXPECT_EQ(view.value("tenant", ""), "team-a") << view.dump();
+  std::vector<std::string> kinds = api.EventKinds(id);
+  std::erase(kinds, "waiting");
+  EXPECT_EQ(kinds, (std::vector<std::string>{"queued", "held", "released", "placed", "fenced",
+                                             "released", "placed"}))
+      << json(kinds).dump();
+}
+
 TEST(ControllerTest, Kill9AndRestartLosesAndDuplicatesNothing) {
   fs::path dir = TempDir("restart");
   std::int64_t whole, a, b;

@@ -42,13 +42,20 @@ principals:
   - {name: bob, role: tenant, tenant: team-b, token: "$bob_token"}
   - {name: federation, role: broker, token: "$site_token"}
 EOT
-# hefei keeps its own tenancy: team-b may ask for priority 0 only, and no tenant evicts another's.
+# hefei keeps its own tenancy: team-b may ask for priorities 0..50, and no tenant evicts another's.
 cat >"$work/hefei-sched.yaml" <<EOT
 tenancy:
   cross_tenant_preemption: deny
   tenants:
     team-a: {priority: {min: 0, max: 100}}
-    team-b: {priority: {min: 0, max: 0}}
+    team-b: {priority: {min: 0, max: 50}}
+EOT
+# The federation's own policy, at the broker: team-b up to priority 950 (hefei allows it 0..50).
+cat >"$work/broker-tenancy.yaml" <<EOT
+tenancy:
+  tenants:
+    team-a: {priority: {min: 0, max: 100}}
+    team-b: {priority: {min: 0, max: 950}}
 EOT
 # The broker's token at every site: each site's own token_env (the broker never sends its own).
 export BATON_SITE_TOKEN=$site_token
@@ -143,7 +150,7 @@ fi
 
 "$baton" federate --sites "$work/sites.yaml" --listen "127.0.0.1:$p_br" --db "$work/broker.db" \
   --auth "$work/auth.yaml" --policy predicted-completion --site-timeout 3 --poll-interval 0.5 \
-  --request-timeout 2 --quota team-a=512 >"$work/broker.log" 2>&1 &
+  --request-timeout 2 --quota team-a=512 --tenancy "$work/broker-tenancy.yaml" >"$work/broker.log" 2>&1 &
 broker_pid=$!
 wait_listening "$work/broker.log" "$broker_pid" || exit 1
 broker="http://127.0.0.1:$p_br"
@@ -169,12 +176,17 @@ out=$(curl -sS -m 10 -H "Authorization: Bearer $user_token" -H 'Content-Type: ap
 check "a job above the tenant's federation quota is refused" 0 $? "$out" 'in flight across'
 
 # --- The sites' tenancy holds through the broker: each job is its tenant's at the site. ---
+out=$(curl -sS -m 10 -H "Authorization: Bearer $bob_token" -H 'Content-Type: application/json' \
+  -d '{"name": "bob-urgent", "gpus": 8, "priority": 990}' "$broker/api/v1/jobs")
+check "the broker refuses bob's priority 990 itself (its own tenancy), naming the field" 0 \
+  $([[ $(jq -r .error.field <<<"$out") == priority ]]; echo $?) "$out" \
+  "tenant 'team-b' may use priorities 0\\.\\.950"
 direct=$(curl -sS -m 10 -H "Authorization: Bearer $bob_token" -H 'Content-Type: application/json' \
-  -d '{"name": "bob-urgent", "gpus": 8, "priority": 1000}' "http://127.0.0.1:$p_hf/api/v1/jobs")
-check "hefei refuses bob's priority 1000 directly, naming the field" 0 $? "$direct" \
+  -d '{"name": "bob-urgent", "gpus": 8, "priority": 900}' "http://127.0.0.1:$p_hf/api/v1/jobs")
+check "hefei refuses bob's priority 900 directly, naming the field" 0 $? "$direct" \
   '"field":"priority"'
 out=$(curl -sS -m 10 -H "Authorization: Bearer $bob_token" -H 'Content-Type: application/json' \
-  -d '{"name": "bob-urgent", "gpus": 8, "priority": 1000,
+  -d '{"name": "bob-urgent", "gpus": 8, "priority": 900,
        "federation": {"require_regions": ["cn-east"]}}' "$broker/api/v1/jobs")
 bob_id=$(jq -r '.id // empty' <<<"$out")
 for _ in $(seq 100); do
@@ -182,7 +194,7 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 bob_end=$(api "$broker/api/v1/jobs/$bob_id/events" | jq -r '.events[-1].message')
-echo "bob's priority 1000 through the broker: $bob_end"
+echo "bob's priority 900 through the broker: $bob_end"
 want=$(jq -r .error.message <<<"$direct")
 check "through the broker it is refused too, with hefei's own error and field" 0 \
   $([[ $bob_end == *"hefei: 400 $want"* && $want == "field 'priority':"* ]]; echo $?) "$bob_end"
@@ -224,6 +236,39 @@ for id in "${ids[@]}"; do
   first_state[$id]=$(jq -r '.site_state // "-"' <<<"$j")
 done
 echo "dispatched: $(for id in "${ids[@]}"; do printf 'job %s -> %s (%s)  ' "$id" "${first_site[$id]}" "${first_state[$id]}"; done)"
+
+# No cross-tenant preemption through the broker: bob's priority-50 job for the whole of hefei
+# (allowed there, above alice's priority 0) waits behind alice's running jobs instead of evicting
+# them, since hefei denies cross-tenant preemption.
+alice_at_hefei=()
+for id in "${ids[@]}"; do
+  [[ ${first_site[$id]} == hefei && ${first_state[$id]} == running ]] && alice_at_hefei+=("$id")
+done
+out=$(curl -sS -m 10 -H "Authorization: Bearer $bob_token" -H 'Content-Type: application/json' \
+  -d '{"name": "bob-big", "gpus": 128, "gpus_per_node": 8, "priority": 50,
+       "estimated_runtime_s": 60, "federation": {"require_regions": ["cn-east"]}}' \
+  "$broker/api/v1/jobs")
+bob_big=$(jq -r '.id // empty' <<<"$out")
+for _ in $(seq 100); do
+  [[ $(api "$broker/api/v1/jobs/$bob_big" | jq -r '.site_job // 0') -gt 0 ]] && break
+  sleep 0.2
+done
+sleep 3  # a few of hefei's scheduling cycles with bob's job in its queue
+bob_site_job=$(api "$broker/api/v1/jobs/$bob_big" | jq -r '.site_job // 0')
+bob_at_hefei=$(api "http://127.0.0.1:$p_hf/api/v1/jobs/$bob_site_job")
+echo "bob's priority-50 job at hefei: $(jq -c '{state, tenant, waiting_reason}' <<<"$bob_at_hefei")"
+preempted=0
+for id in "${alice_at_hefei[@]}"; do
+  sid=$(api "$broker/api/v1/jobs/$id" | jq -r '.site_job')
+  api "http://127.0.0.1:$p_hf/api/v1/jobs/$sid/events" |
+    jq -e '.events[] | select(.kind == "preempted")' >/dev/null && preempted=$((preempted + 1))
+done
+check "bob's job reached hefei as team-b's and waits there (${#alice_at_hefei[@]} of alice's run)" \
+  0 $([[ ${#alice_at_hefei[@]} -gt 0 && $(jq -r .tenant <<<"$bob_at_hefei") == team-b &&
+         $(jq -r .state <<<"$bob_at_hefei") == queued ]]; echo $?) "$bob_at_hefei"
+check "no job of alice's at hefei was preempted by bob's (cross-tenant preemption denied)" 0 \
+  $(( preempted == 0 ? 0 : 1 ))
+api "$broker/api/v1/jobs/$bob_big" -X DELETE >/dev/null
 check "every job dispatched to a site ($dispatched of ${#ids[@]})" 0 \
   $(( dispatched == ${#ids[@]} ? 0 : 1 ))
 
@@ -249,7 +294,7 @@ kill -KILL "$broker_pid"
 wait "$broker_pid" 2>/dev/null
 "$baton" federate --sites "$work/sites.yaml" --listen "127.0.0.1:$p_br" --db "$work/broker.db" \
   --auth "$work/auth.yaml" --policy predicted-completion --site-timeout 3 --poll-interval 0.5 \
-  --request-timeout 2 --quota team-a=512 >"$work/broker-restart.log" 2>&1 &
+  --request-timeout 2 --quota team-a=512 --tenancy "$work/broker-tenancy.yaml" >"$work/broker-restart.log" 2>&1 &
 broker_pid=$!
 wait_listening "$work/broker-restart.log" "$broker_pid" || exit 1
 out=$(api "$broker/api/v1/jobs/${ids[0]}")
@@ -307,6 +352,22 @@ for _ in $(seq 100); do
 done
 check "the abandoned copies at $victim are cancelled when it returns" 0 \
   $(( cancelled == ${#moved[@]} ? 0 : 1 ))
+# Fenced, not trusted to stop: the restarted site stopped each leased copy instead of adopting it,
+# and none was placed again there after the restart (counted from the site's own events).
+victim_url=$(site_url "$victim")
+for id in "${moved[@]}"; do
+  sid=$(api "$victim_url/api/v1/jobs?limit=1000" |
+    jq -r --arg re "^baton-fed-[0-9a-f]{16}-$id-[0-9]+\$" \
+      '.jobs[] | select(.idempotency_key // "" | test($re)) | .id' | head -1)
+  kinds=$(api "$victim_url/api/v1/jobs/$sid/events" | jq -r '[.events[].kind] | join(" ")')
+  echo "job $id: its abandoned copy at $victim (job $sid): $kinds"
+  # After the last fence or hold (the restart's), nothing placed it again.
+  after=$(awk '{ last = 0; for (i = 1; i <= NF; i++) if ($i == "fenced" || $i == "held") last = i;
+                 if (last == 0) { print "none"; exit }
+                 for (i = last + 1; i <= NF; i++) printf "%s ", $i }' <<<"$kinds")
+  check "job $id: the restarted site fenced or held its abandoned copy and never ran it again" 0 \
+    $([[ $after != none && $after != *placed* && $kinds == *cancelled ]]; echo $?) "$kinds"
+done
 
 # --- Everything finishes; count completions from each site's own records. ---
 for _ in $(seq 300); do

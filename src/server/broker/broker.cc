@@ -108,7 +108,9 @@ Broker::~Broker() { Stop(); }
 std::int64_t Broker::QuotaFor(const std::string& tenant) const {
   auto it = options_.quota_gpus.find(tenant);
   if (it == options_.quota_gpus.end()) it = options_.quota_gpus.find("*");
-  return it == options_.quota_gpus.end() ? -1 : it->second;
+  if (it != options_.quota_gpus.end()) return it->second;
+  const sched::TenantPolicy* p = options_.tenancy.Find(tenant);
+  return p != nullptr && p->max_gpus ? *p->max_gpus : -1;
 }
 
 Status Broker::Admit(const JobSpec& spec, std::string* field) const {
@@ -231,6 +233,8 @@ Status Broker::Recover() {
           job.attempts_made = std::max(job.attempts_made, job.current->number);
         } else if (e.kind == "dispatched" && job.current && job.current->key == key) {
           job.current->site_job = j->value("site_job", std::int64_t{0});
+          // The previous broker may have renewed its lease just before it stopped.
+          job.current->renewed_at = clock_.Now();
         } else if (e.kind == "refused") {
           job.refused.insert(site);
           if (job.current && job.current->key == key) job.current.reset();
@@ -340,6 +344,18 @@ void Broker::CheckHealth() {
   }
 }
 
+std::int64_t Broker::LeaseSeconds() const {
+  return std::max<std::int64_t>(1, std::llround(options_.site_timeout.value() / 2));
+}
+
+bool Broker::LeaseLapsed(const Attempt& a) const {
+  if (!a.renewed_at) return true;
+  // The site renewed it no later than its answer reached the broker. The margin covers the two
+  // clocks' rates (5 %) and the site's loop, which fences at its next pass.
+  const Seconds lease(static_cast<double>(LeaseSeconds()));
+  return clock_.Now() - *a.renewed_at >= lease * 1.05 + Seconds(1);
+}
+
 bool Broker::SiteDown(int site) const {
   const SiteState& s = site_state_[site];
   return s.failing && clock_.Now() - s.down_since >= options_.site_timeout;
@@ -352,6 +368,7 @@ void Broker::Event(JobId job, std::string_view kind, const std::string& message)
 
 // Cancels the copies left at sites, once their site answers.
 void Broker::CancelOrphans() {
+  std::vector<Orphan> finished;  // abandoned copies that had succeeded anyway
   for (auto it = orphans_.begin(); it != orphans_.end();) {
     Orphan& o = *it;
     SiteState& s = site_state_[o.site];
@@ -377,18 +394,45 @@ void Broker::CancelOrphans() {
       }
       o.site_job = found->id;
     }
-    Status st = s.client->Cancel(o.tenant, o.site_job);
+    Result<SiteJob> st = s.client->Cancel(o.tenant, o.site_job);
     if (!st.ok()) {
       s.skip_pass = true;
       ++it;
       continue;
     }
-    LOG_INFO("federation job {}: cancelled the abandoned copy at {} (job {})", o.job, site,
-             o.site_job);
+    LOG_INFO("federation job {}: cancelled the abandoned copy at {} (job {}): {}", o.job, site,
+             o.site_job, st->state);
     Event(o.job, "orphan_cancelled",
-          Dump({{"site", site}, {"key", o.key}, {"site_job", o.site_job}}));
+          Dump({{"site", site}, {"key", o.key}, {"site_job", o.site_job}, {"state", st->state}}));
+    if (st->state == "succeeded") finished.push_back(o);
     it = orphans_.erase(it);
   }
+  for (const Orphan& o : finished) OrphanSucceeded(o);
+}
+
+// An abandoned copy had succeeded before its site was lost (the broker had not heard it yet).
+// The job's work is done: if the job has not finished at the broker, it succeeds now, from that
+// copy, and its later attempt is cancelled; if a later attempt finished too, the job ran twice,
+// which is recorded and counted once.
+void Broker::OrphanSucceeded(const Orphan& o) {
+  const std::string& site = sites_.sites()[o.site].name;
+  auto it = jobs_.find(o.job);
+  if (it == jobs_.end() || IsTerminal(it->second.record.state)) {
+    Event(o.job, "superseded_finished",
+          fmt::format("its abandoned copy at {} (job {}) had succeeded too, before {} was lost: "
+                      "the job ran twice; counted once",
+                      site, o.site_job, site));
+    return;
+  }
+  FedJob& job = it->second;
+  Event(o.job, "superseded_finished",
+        fmt::format("its abandoned copy at {} (job {}) had succeeded before {} was lost: the job "
+                    "is done{}",
+                    site, o.site_job, site, job.current ? "; its later attempt is cancelled" : ""));
+  if (job.current) Abandon(job, "superseded", "the job already succeeded at " + site);
+  Finish(job, JobState::kSucceeded,
+         fmt::format("succeeded at {} (job {}), by an attempt abandoned when {} was lost", site,
+                     o.site_job, site));
 }
 
 std::string Broker::SiteSpec(const JobSpec& spec) const {
@@ -473,7 +517,7 @@ void Broker::Step(FedJob& job) {
       return;
     }
     if (s.skip_pass) return;  // asked again next pass
-    if (Status st = s.client->Cancel(job.record.tenant, a.site_job); !st.ok()) {
+    if (Result<SiteJob> st = s.client->Cancel(job.record.tenant, a.site_job); !st.ok()) {
       s.skip_pass = true;
     } else {
       if (job.record.state == JobState::kCancelling) {
@@ -499,13 +543,15 @@ void Broker::Step(FedJob& job) {
   }
   Result<SiteJob> got = s.skip_pass ? Result<SiteJob>(UnavailableError("skipped in this pass"))
                                     : s.client->Get(job.record.tenant, a.site_job);
+  // Answered: the look renewed the attempt's lease there, at the latest now.
+  if (got.ok()) a.renewed_at = clock_.Now();
   if (!got.ok() && got.status().code() == StatusCode::kUnavailable) s.skip_pass = true;
   if (!got.ok()) {
     if (got.status().code() == StatusCode::kNotFound) {
       job.refused.insert(a.site);
       Abandon(job, "refused",
               Dump({{"site", site}, {"key", a.key}, {"reason", "the site lost the job"}}));
-    } else if (SiteDown(a.site)) {
+    } else if (SiteDown(a.site) && LeaseLapsed(a)) {
       Abandon(job, "site_lost",
               fmt::format("{} unreachable for {:.0f} s (site timeout): attempt {} abandoned, the "
                           "job goes elsewhere from its checkpoint at {}",
@@ -517,6 +563,17 @@ void Broker::Step(FedJob& job) {
         id, {{JobState::kRunning}, JobState::kQueued, "requeued", "to be routed again", {}, {}});
     if (r.ok()) job.record = std::move(r).value();
     return;
+  }
+  if (got->checkpoint_step && job.record.state == JobState::kRunning) {
+    // The current attempt's checkpoint (a superseded copy is never asked): recorded in the
+    // broker's store, where a move stages it from, and where the job's owner sees it.
+    CheckpointRecord c{job.record.attempts, *got->checkpoint_step, clock_.Now(),
+                       got->checkpoint_bytes};
+    if (!job.record.checkpoint || c.step != job.record.checkpoint->step ||
+        c.attempt != job.record.checkpoint->attempt) {
+      Result<bool> recorded = store_->RecordCheckpoint(id, c);
+      if (recorded.ok() && *recorded) job.record.checkpoint = c;
+    }
   }
   if (got->state != job.site_state) {
     if (got->state == "running" && job.site_state != "running") {
@@ -568,9 +625,13 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   needs.gpus = static_cast<int>(job.spec.gpus);
   needs.home_site = f.home_site;
   needs.datasets = f.datasets;
-  if (job.checkpoint_site >= 0 && f.checkpoint_gib > 0) {
+  // What to stage when the job moves: the checkpoint its last site reported (its measured size),
+  // or, when none was reported, the size the spec declares.
+  const Bytes checkpoint_size =
+      job.record.checkpoint ? job.record.checkpoint->bytes : Gib(f.checkpoint_gib);
+  if (job.checkpoint_site >= 0 && checkpoint_size.value() > 0) {
     needs.checkpoint_site = sites_.sites()[job.checkpoint_site].name;
-    needs.checkpoint_size = Gib(f.checkpoint_gib);
+    needs.checkpoint_size = checkpoint_size;
   }
   needs.require_regions = f.require_regions;
   needs.exclude_regions = f.exclude_regions;
@@ -672,7 +733,10 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   // The staging plan: each input not at the chosen site, from its nearest holder (as Predict
   // prices it).
   JobSpec dispatched = job.spec;
-  dispatched.federation.reset();
+  // The site holds the job until the broker's first look and fences it when the looks stop
+  // (FederationFields::lease_s).
+  dispatched.federation = FederationFields{};
+  dispatched.federation->lease_s = LeaseSeconds();
   dispatched.tenant.reset();  // the site takes it from the Baton-Tenant header
   dispatched.stage.clear();
   for (const std::string& name : f.datasets) {
@@ -697,7 +761,8 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   }
   if (!needs.checkpoint_site.empty() && job.checkpoint_site != chosen) {
     dispatched.stage.push_back({"checkpoint", fmt::format("{}-{}", job.spec.name, id),
-                                needs.checkpoint_site, f.checkpoint_gib});
+                                needs.checkpoint_site,
+                                needs.checkpoint_size.value() / (1024.0 * 1024.0 * 1024.0)});
   }
   Event(id, "routed", decision->explanation);
   LOG_INFO("federation job {}: {}", id, decision->explanation);

@@ -47,6 +47,7 @@
 #include "core/units.h"
 #include "federation/routing.h"
 #include "federation/sites.h"
+#include "sched/framework/tenancy.h"
 #include "server/broker/site_client.h"
 #include "server/controller.h"
 #include "server/metrics.h"
@@ -67,6 +68,11 @@ struct BrokerOptions {
   // GPUs a federation tenant may have in flight (dispatched, not finished), by tenant; "*" for
   // every tenant not listed. Absent: unlimited. Jobs past it wait at the broker.
   std::map<std::string, std::int64_t> quota_gpus;
+  // The federation's own tenancy policy (the `tenancy:` section of a scheduler config,
+  // docs/tenancy.md): each tenant's priority range, checked at submit before any site is asked,
+  // and its GPU quota (quota.gpus) as GPUs in flight, where quota_gpus names none. Sites apply
+  // their own policies on top.
+  sched::TenancyPolicy tenancy;
   // Idempotency keys are "<prefix>-<instance>-<job>-<attempt>": the instance id is random when
   // the broker's store has recorded no dispatch yet and read back from the store after, so a
   // broker restarted on a fresh database never reuses an earlier broker's key; the prefix keeps
@@ -95,6 +101,9 @@ class Broker final : public Controller {
   // The federation fields against the sites file (known datasets and sites, regions some site
   // carries), no `stage` (the broker fills it), and the tenant's quota.
   Status Admit(const JobSpec& spec, std::string* field) const override;
+  Status CheckTenantPolicy(std::string_view tenant, int priority) const override {
+    return options_.tenancy.CheckPriority(tenant, priority);
+  }
   std::optional<PlacementView> JobPlacement(JobId job) const override;
   std::optional<std::vector<SiteView>> Sites() const override;
   std::int64_t StateVersion() const override { return version_.load(); }
@@ -106,6 +115,9 @@ class Broker final : public Controller {
     std::string key;
     std::string body;           // what was sent (resent as it was on a retry)
     std::int64_t site_job = 0;  // 0: not confirmed by the site yet
+    // When the broker last heard the site answer about this attempt (each such look renews the
+    // attempt's lease there); unset: never since this broker started (none was granted by it).
+    std::optional<TimePoint> renewed_at;
   };
   struct FedJob {
     JobRecord record;
@@ -151,7 +163,13 @@ class Broker final : public Controller {
   Status Recover();
   void CheckHealth();
   bool SiteDown(int site) const;  // unreachable for the whole site timeout
+  // The lease a site grants a dispatched attempt, renewed by every look at it (LeaseSeconds).
+  std::int64_t LeaseSeconds() const;
+  // Whether the site's lease on `a` has surely lapsed: the attempt is fenced there, so the job
+  // may run elsewhere.
+  bool LeaseLapsed(const Attempt& a) const;
   void CancelOrphans();
+  void OrphanSucceeded(const Orphan& o);
   void Drain();  // takes the inbox
   void Step(FedJob& job);
   void Route(FedJob& job, std::int64_t tenant_in_flight);

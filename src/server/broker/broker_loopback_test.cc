@@ -223,10 +223,11 @@ class HostileSite {
 };
 
 // A site that answers as `baton serve` would, slower than the hostile site claims to be: 64
-// GPUs, every job queued until 2099. It takes only its own token.
+// GPUs, every job queued until 2099 (or, given `job`, every job answered as `job` says: its
+// state and checkpoint). It takes only its own token.
 class HealthySite {
  public:
-  HealthySite() {
+  explicit HealthySite(json job = {{"state", "queued"}}) : job_(std::move(job)) {
     auto authorized = [](const httplib::Request& req, httplib::Response& res) {
       if (req.get_header_value("Authorization") == "Bearer healthy-site-token") return true;
       res.status = 401;
@@ -267,20 +268,28 @@ class HealthySite {
       }
       int id = ++jobs_;
       keys_.emplace(key, std::pair{id, req.body});
+      bodies_.push_back(req.body);
       res.status = 201;
       res.set_content(json{{"id", id}, {"state", "queued"}}.dump(), "application/json");
     });
     server_.Get(R"(/api/v1/jobs/(\d+))", [=](const httplib::Request& req, httplib::Response& res) {
       if (!authorized(req, res)) return;
-      res.set_content(json{{"id", std::stoll(req.matches[1].str())}, {"state", "queued"}}.dump(),
-                      "application/json");
+      json answer = job_;
+      answer["id"] = std::stoll(req.matches[1].str());
+      res.set_content(answer.dump(), "application/json");
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
-  ~HealthySite() {
+  ~HealthySite() { Stop(); }
+  // The site goes away (every call to it fails from now on).
+  void Stop() {
     server_.stop();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<std::string> bodies() const {
+    std::lock_guard lock(mu_);
+    return bodies_;
   }
   int port() const { return port_; }
   int jobs() const { return jobs_.load(); }
@@ -292,8 +301,10 @@ class HealthySite {
   }
 
  private:
+  const json job_;
   mutable std::mutex mu_;
   std::map<std::string, std::pair<int, std::string>> keys_;  // key -> (job, body)
+  std::vector<std::string> bodies_;                          // every job submitted, in order
   httplib::Server server_;
   int port_ = 0;
   std::atomic<int> jobs_{0};
@@ -489,6 +500,89 @@ TEST(BrokerRestartTest, AFreshDatabaseNeverCollidesWithAnEarlierBrokersKeys) {
   EXPECT_TRUE(again.ends_with("-2-1")) << again;
   EXPECT_NE(instance(first), instance(fresh));
   EXPECT_EQ(instance(fresh), instance(again));
+  fs::remove_all(dir);
+}
+
+// A job whose site is lost moves with the checkpoint that site last reported: the next site is
+// told to stage it from there at its measured size (the spec declares none), and the broker's
+// own record shows it.
+TEST(BrokerMoveTest, AMovedJobStagesTheCheckpointItsSiteReported) {
+  constexpr double kCheckpointGib = 3;
+  HealthySite first(json{{"state", "running"},
+                         {"checkpoint",
+                          {{"step", 350},
+                           {"attempt", 1},
+                           {"time", "2026-12-04T10:00:00Z"},
+                           {"bytes", kCheckpointGib * 1024 * 1024 * 1024}}}});
+  HealthySite second;
+  std::string sites_yaml = fmt::format(R"(sites:
+  first:
+    url: http://127.0.0.1:{}
+    token_env: HEALTHY_TOKEN
+    price_per_gpu_hour: 0.5
+  second:
+    url: http://127.0.0.1:{}
+    token_env: HEALTHY_TOKEN
+    price_per_gpu_hour: 2
+wan:
+  - {{between: [first, second], gbps: 10, latency_ms: 5}}
+)",
+                                       first.port(), second.port());
+  Result<federation::Sites> sites = federation::ParseSites(sites_yaml, "sites.yaml");
+  ASSERT_TRUE(sites.ok()) << sites.status().ToString();
+  fs::path dir = fs::temp_directory_path() / fmt::format("baton-broker-move-{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  SqliteStoreOptions so;
+  so.path = (dir / "broker.db").string();
+  Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(so);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  SystemClock clock;
+  BrokerOptions o;
+  o.poll_interval = Seconds(0.2);
+  o.request_timeout = Seconds(1);
+  o.whatif_timeout = Seconds(1);
+  o.site_timeout = Seconds(1);
+  Result<std::unique_ptr<Broker>> broker =
+      Broker::Create(std::move(sites).value(), o, clock, &Tokens);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  Registry metrics;
+  ASSERT_TRUE((*broker)->Start(**store, metrics).ok());
+  ASSERT_TRUE(testing::WaitFor([&] {
+    std::optional<std::vector<SiteView>> v = (*broker)->Sites();
+    return v && v->size() == 2 && (*v)[0].last_ok && (*v)[1].last_ok;
+  }));
+  Result<JobSpec> spec = ParseJobSpec(
+      R"({"name": "mover", "gpus": 8, "estimated_runtime_s": 3600})", BodyFormat::kJson, nullptr);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  spec->tenant = "team-a";
+  Result<SubmitResult> r = (*store)->Submit({"team-a", spec->name, CanonicalJson(*spec), ""});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const JobId id = r->job.id;
+  (*broker)->OnJobSubmitted(r->job);
+
+  // Running at the cheaper site, which reports its checkpoint; then the site is gone.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        Result<JobRecord> j = (*store)->Get(id);
+        return j.ok() && j->checkpoint && j->checkpoint->step == 350;
+      },
+      30s))
+      << "the broker never recorded the checkpoint the site reported";
+  ASSERT_EQ(first.jobs(), 1);
+  first.Stop();
+  ASSERT_TRUE(testing::WaitFor([&] { return second.jobs() == 1; }, 30s))
+      << "the job never moved to the second site";
+  json body = json::parse(second.bodies().at(0));
+  ASSERT_TRUE(body.contains("stage")) << body.dump();
+  json checkpoint;
+  for (const json& item : body["stage"]) {
+    if (item.value("kind", "") == "checkpoint") checkpoint = item;
+  }
+  ASSERT_TRUE(checkpoint.is_object()) << body.dump();
+  EXPECT_EQ(checkpoint.value("from", ""), "first");
+  EXPECT_DOUBLE_EQ(checkpoint.value("size_gib", 0.0), kCheckpointGib);
+  (*broker)->Stop();
   fs::remove_all(dir);
 }
 

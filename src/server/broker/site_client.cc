@@ -168,6 +168,16 @@ Result<SiteJob> ReadJob(const Answer& res) {
   SiteJob job;
   job.id = (*body)["id"].get<std::int64_t>();
   job.state = Printable((*body)["state"].get<std::string>(), 32);
+  if (auto c = body->find("checkpoint"); c != body->end() && c->is_object()) {
+    auto step = c->find("step");
+    auto bytes = c->find("bytes");
+    if (step != c->end() && bytes != c->end() && step->is_number_integer() && bytes->is_number() &&
+        step->get<std::int64_t>() >= 0 && bytes->get<double>() >= 0 &&
+        bytes->get<double>() < 1e18) {
+      job.checkpoint_step = step->get<std::int64_t>();
+      job.checkpoint_bytes = Bytes(bytes->get<double>());
+    }
+  }
   return job;
 }
 
@@ -318,15 +328,20 @@ Result<SiteJob> SiteClient::Get(std::string_view tenant, std::int64_t id) const 
   return job;
 }
 
-Status SiteClient::Cancel(std::string_view tenant, std::int64_t id) const {
+Result<SiteJob> SiteClient::Cancel(std::string_view tenant, std::int64_t id) const {
   httplib::Request req =
       MakeRequest("POST", fmt::format("/api/v1/jobs/{}:cancel", id), token_, tenant);
   SetJsonBody(req, "");
   Answer res = Exchange(url_, std::move(req), After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("cancel", res);
-  if (res.status == 200 || res.status == 202 || res.status == 404) return Status::Ok();
-  // 409: the job already finished; nothing runs.
-  if (res.status == 409) return Status::Ok();
+  if (res.status == 200 || res.status == 202) return ReadJob(res);
+  if (res.status == 404) return SiteJob{.id = id, .state = "gone"};
+  // 409: it had already ended; nothing runs. How it ended decides whether it counts.
+  if (res.status == 409) {
+    Result<SiteJob> ended = Get(tenant, id);
+    if (ended.ok() || ended.status().code() != StatusCode::kNotFound) return ended;
+    return SiteJob{.id = id, .state = "gone"};
+  }
   return UnavailableError("cancel: " + ErrorMessage(res));
 }
 

@@ -48,6 +48,10 @@ struct SiteJob {
   std::string state;      // the site's JobState name ("queued", "running", "succeeded", ...)
   std::string detail;     // for a failed or cancelled job: the site's last event message
   bool replayed = false;  // the submit found the job its idempotency key named
+  // The newest checkpoint the site's job reported (its "checkpoint" field); unset: none, or an
+  // answer whose checkpoint was not a well-formed {step >= 0, bytes >= 0} (a site is hostile).
+  std::optional<std::int64_t> checkpoint_step;
+  Bytes checkpoint_bytes;
 };
 
 class SiteClient {
@@ -84,9 +88,11 @@ class SiteClient {
   // GET /api/v1/jobs/{id}. kNotFound: the site has no such job (lost it); kUnavailable: no answer.
   Result<SiteJob> Get(std::string_view tenant, std::int64_t id) const;
 
-  // POST /api/v1/jobs/{id}:cancel. OK also when it was already cancelled or finished, or is
-  // unknown there (kNotFound is reported as OK: nothing runs).
-  Status Cancel(std::string_view tenant, std::int64_t id) const;
+  // POST /api/v1/jobs/{id}:cancel: how the job stands after it. Its state is "cancelling" or
+  // "cancelled" when the cancel took; for a job that had already ended (409), the state it ended
+  // in (a second call, GET, tells which: "succeeded" or "failed"); "gone" when the site does not
+  // know it (nothing runs). kUnavailable: no answer.
+  Result<SiteJob> Cancel(std::string_view tenant, std::int64_t id) const;
 
   // GET /healthz: OK when the site answers 200.
   Status Health() const;

@@ -597,6 +597,12 @@ struct Api::Routes {
                 fmt::format("{} may only {} tenant {}", who.name, verb, who.tenant), "tenant");
       return 403;
     }
+    if (parsed->federation && parsed->federation->lease_s > 0 && who.via.empty()) {
+      SendError(res, 400, "INVALID_ARGUMENT",
+                "only a federation broker leases a job (the field is the broker's to set)",
+                "federation.lease_s");
+      return 400;
+    }
     if (!parsed->tenant) parsed->tenant = who.tenant;
     *spec = std::move(*parsed);
     return 0;
@@ -986,7 +992,11 @@ struct Api::Routes {
     Add("GET", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
         [this](R req, B, W res, P who) { List(req, res, who); });
     Add("GET", job, "/api/v1/jobs/{id}", Access::kAuthenticated, [this](R req, B, W res, P who) {
-      if (auto j = VisibleJob(req, res, who)) SendJson(res, 200, JobJson(*j, api.controller_));
+      std::optional<JobRecord> j = VisibleJob(req, res, who);
+      if (!j) return;
+      // A broker's look at its job renews the job's federation lease, if it has one.
+      if (!who.via.empty()) api.controller_.OnLeaseRenewed(*j);
+      SendJson(res, 200, JobJson(*j, api.controller_));
     });
     Add("DELETE", job, "/api/v1/jobs/{id}", Access::kAuthenticated,
         [this](R req, B, W res, P who) { Cancel(req, res, who); });

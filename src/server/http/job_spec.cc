@@ -295,10 +295,12 @@ std::optional<FieldError> GetFederation(const json& v, FederationFields& out) {
       }
     } else if (key == "checkpoint_gib") {
       if (auto e = GetGib(fv, field, out.checkpoint_gib)) return e;
+    } else if (key == "lease_s") {
+      if (auto e = GetInt(fv, field, 1, kMaxLeaseSeconds, out.lease_s)) return e;
     } else {
       return FieldError{"federation." + Printable(key, 64),
                         "unknown field (expected datasets, home_site, require_regions, "
-                        "exclude_regions, deadline or checkpoint_gib)"};
+                        "exclude_regions, deadline, checkpoint_gib or lease_s)"};
     }
   }
   for (const std::string& r : out.require_regions) {
@@ -664,6 +666,7 @@ std::string CanonicalJson(const JobSpec& spec) {
                 {"checkpoint_gib", f.checkpoint_gib}};
     if (!f.home_site.empty()) fed["home_site"] = f.home_site;
     if (!f.deadline.empty()) fed["deadline"] = f.deadline;
+    if (f.lease_s > 0) fed["lease_s"] = f.lease_s;
     j["federation"] = std::move(fed);
   }
   // Invalid UTF-8 cannot reach here (the parsers reject it), but never throw from dump().

@@ -46,6 +46,11 @@ struct FederationFields {
   std::string deadline;                   // RFC 3339 UTC ("2026-12-01T18:00:00Z"); empty: none
   std::optional<double> deadline_unix_s;  // the same instant, parsed
   double checkpoint_gib = 0;              // the size of the job's checkpoint (staged on a move)
+  // Set by a broker only (a site refuses it from anyone else): the site runs the job only while
+  // the broker renews its lease (each GET of the job by the broker renews it for this long).
+  // A lease that lapses stops the job there and holds it, until the broker renews it or cancels
+  // it: an attempt the broker gave up on is fenced at its site (docs/federation.md). 0: none.
+  std::int64_t lease_s = 0;
 };
 
 // An elastic job's GPU range: it starts at `gpus` (min_gpus when the spec leaves gpus out) and
@@ -94,6 +99,7 @@ struct JobSpec {
 inline constexpr std::size_t kMaxListItems = 64;
 
 inline constexpr std::int64_t kMaxJobGpus = 1'000'000;
+inline constexpr std::int64_t kMaxLeaseSeconds = 86'400;  // a federation lease: at most a day
 inline constexpr std::int64_t kMaxHostResource = std::int64_t{1} << 40;
 // The scheduler's bound on extended resources per task (sched::kMaxExtendedPerTask).
 inline constexpr std::size_t kMaxJobExtended = 8;

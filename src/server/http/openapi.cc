@@ -476,7 +476,8 @@ std::string_view OpenApiJson() {
               "require_regions": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
               "exclude_regions": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
               "deadline": {"type": "string", "format": "date-time", "example": "2026-12-01T18:00:00Z"},
-              "checkpoint_gib": {"type": "number", "minimum": 0}}},
+              "checkpoint_gib": {"type": "number", "minimum": 0},
+              "lease_s": {"type": "integer", "minimum": 1, "maximum": 86400, "description": "Set by a broker only: the site runs the job only while the broker renews this lease (each GET of the job by the broker renews it); a lapsed lease stops the job and holds it until the broker renews or cancels it"}}},
           "elastic": {"type": "object", "required": ["min_gpus", "max_gpus"], "additionalProperties": false, "description": "An elastic job: it starts at gpus, grows toward max_gpus into idle GPUs and shrinks toward min_gpus instead of being preempted; each resize restarts it from its checkpoint at the new size (a new attempt). Whole GPUs only: not with gpus_per_node, gpu_milli, cpu_milli, memory_mib, extended or plan",
             "properties": {
               "min_gpus": {"type": "integer", "minimum": 1, "maximum": 1000000},

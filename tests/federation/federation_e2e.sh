@@ -280,7 +280,7 @@ check "the routed event explains the choice against the runner-up" 0 $? "$routed
   'by predicted-completion: start .*, staging .* → done .* (earlier|later) than '
 out=$(jq -r '.events[] | select(.kind == "dispatched") | .message' <<<"$events")
 check "the dispatch names its site, site job and idempotency key" 0 $? "$out" \
-  '"key":"baton-fed-[0-9a-f]{16}-[0-9]+-1".*"site_job":[0-9]+'
+  '^attempt 1 at [a-z]+ as its job [0-9]+ \(key baton-fed-[0-9a-f]{16}-[0-9]+-1\)$'
 out=$(api "$broker/api/v1/sites")
 check "GET /api/v1/sites: every site healthy with its last answer" 0 $? "$out" \
   '"healthy":true.*"last_answer"'

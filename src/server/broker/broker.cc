@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <future>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "core/bounded_input.h"
@@ -17,22 +16,19 @@
 namespace baton::server {
 namespace {
 
-using nlohmann::json;
-
 std::chrono::milliseconds Millis(Seconds s) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(s.value() * 1e3)));
 }
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// The broker's own records in a job's events are JSON objects (read back on restart); anything
-// else in an event of those kinds is not the broker's and is skipped.
-std::optional<json> Record(const JobEvent& e) {
-  JsonLimits limits;
-  limits.max_depth = 8;
-  Result<json> j = ParseJsonBounded(e.message, limits);
-  if (!j.ok() || !j->is_object()) return std::nullopt;
-  return std::move(j).value();
+// The INSTANCE of a key PREFIX-INSTANCE-JOB-ATTEMPT (the prefix may hold '-'); empty if none.
+std::string InstanceOfKey(std::string_view key) {
+  std::size_t attempt = key.rfind('-');
+  if (attempt == std::string_view::npos || attempt == 0) return "";
+  std::size_t job = key.rfind('-', attempt - 1);
+  if (job == std::string_view::npos || job == 0) return "";
+  std::size_t instance = key.rfind('-', job - 1);
+  if (instance == std::string_view::npos) return "";
+  return std::string(key.substr(instance + 1, job - instance - 1));
 }
 
 Bytes Gib(double gib) { return Bytes(gib * 1024.0 * 1024.0 * 1024.0); }
@@ -207,60 +203,75 @@ void Broker::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-// Rebuilds the loop's state from the store: the jobs not finished, each with its current
-// attempt, and the copies left at sites to cancel, from the broker's records in the events.
+// Rebuilds the loop's state from the store's attempt rows: the jobs not finished, each with its
+// current attempt, the sites that refused it and where its checkpoint is, and every job's copies
+// left at sites to cancel.
 Status Broker::Recover() {
+  // The instance id is in every key this store made: any attempt row names it.
+  for (SiteAttemptState state :
+       {SiteAttemptState::kDispatching, SiteAttemptState::kDispatched, SiteAttemptState::kOrphaned,
+        SiteAttemptState::kCancelled, SiteAttemptState::kRefused, SiteAttemptState::kEnded}) {
+    if (!instance_.empty()) break;
+    ASSIGN_OR_RETURN(std::vector<SiteAttempt> rows, store_->SiteAttempts(0, state));
+    for (const SiteAttempt& a : rows) {
+      if (std::string inst = InstanceOfKey(a.idempotency_key); IsInstanceId(inst)) {
+        instance_ = inst;
+        break;
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<SiteAttempt> orphaned,
+                   store_->SiteAttempts(0, SiteAttemptState::kOrphaned));
+  for (SiteAttempt& a : orphaned) {
+    int site = sites_.Find(a.site);
+    Result<JobRecord> r = store_->Get(a.job);
+    if (site < 0 || !r.ok()) {
+      LOG_WARN(
+          "federation job {}: its copy at '{}' is left alone: the site is not in the sites "
+          "file, or the job is gone",
+          a.job, a.site);
+      continue;
+    }
+    orphans_.push_back({r->tenant, site, std::move(a)});
+  }
   JobFilter filter;
   filter.limit = 1000;
-  while (true) {
-    ASSIGN_OR_RETURN(JobPage page, store_->List(filter));
-    for (JobRecord& r : page.jobs) {
-      ASSIGN_OR_RETURN(std::vector<JobEvent> events, store_->Events(r.id, 100'000));
-      FedJob job;
-      std::vector<Orphan> orphans;
-      for (const JobEvent& e : events) {
-        std::optional<json> j = Record(e);
-        if (!j) continue;
-        int site = sites_.Find(j->value("site", ""));
-        if (site < 0) continue;
-        std::string key = j->value("key", "");
-        if (e.kind == "dispatching") {
-          if (std::string inst = j->value("instance", "");
-              instance_.empty() && IsInstanceId(inst)) {
-            instance_ = inst;
+  for (JobState state : {JobState::kQueued, JobState::kRunning, JobState::kCancelling}) {
+    filter.state = state;
+    filter.after = 0;
+    while (true) {
+      ASSIGN_OR_RETURN(JobPage page, store_->List(filter));
+      for (JobRecord& r : page.jobs) {
+        ASSIGN_OR_RETURN(std::vector<SiteAttempt> attempts,
+                         store_->SiteAttempts(r.id, std::nullopt));
+        FedJob job;
+        for (const SiteAttempt& a : attempts) {
+          job.attempts_made = std::max(job.attempts_made, a.number);
+          int site = sites_.Find(a.site);
+          if (site < 0) continue;
+          if (a.site_refused) job.refused.insert(site);
+          if (a.state == SiteAttemptState::kDispatching ||
+              a.state == SiteAttemptState::kDispatched) {
+            job.current = Attempt{a.number, site, a.idempotency_key, a.body, a.site_job, {}};
+            // The previous broker may have renewed its lease just before it stopped.
+            if (a.site_job != 0) job.current->renewed_at = clock_.Now();
+          } else if (a.state != SiteAttemptState::kRefused) {
+            job.checkpoint_site = site;  // it ran there, or may have
           }
-          job.current = Attempt{j->value("attempt", 0), site, key, j->value("body", ""), 0};
-          job.attempts_made = std::max(job.attempts_made, job.current->number);
-        } else if (e.kind == "dispatched" && job.current && job.current->key == key) {
-          job.current->site_job = j->value("site_job", std::int64_t{0});
-          // The previous broker may have renewed its lease just before it stopped.
-          job.current->renewed_at = clock_.Now();
-        } else if (e.kind == "refused") {
-          job.refused.insert(site);
-          if (job.current && job.current->key == key) job.current.reset();
-        } else if (e.kind == "orphaned") {
-          orphans.push_back({r.id, r.tenant, site, key, j->value("body", ""),
-                             j->value("site_job", std::int64_t{0})});
-          job.checkpoint_site = site;
-          if (job.current && job.current->key == key) job.current.reset();
-        } else if (e.kind == "orphan_cancelled") {
-          std::erase_if(orphans, [&](const Orphan& o) { return o.site == site && o.key == key; });
         }
+        Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson, nullptr);
+        if (!spec.ok()) {
+          LOG_ERROR("federation job {}: its stored spec no longer parses: {}", r.id,
+                    spec.status().ToString());
+          continue;
+        }
+        job.spec = std::move(spec).value();
+        job.record = std::move(r);
+        jobs_.emplace(job.record.id, std::move(job));
       }
-      orphans_.insert(orphans_.end(), orphans.begin(), orphans.end());
-      if (IsTerminal(r.state)) continue;
-      Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson, nullptr);
-      if (!spec.ok()) {
-        LOG_ERROR("federation job {}: its stored spec no longer parses: {}", r.id,
-                  spec.status().ToString());
-        continue;
-      }
-      job.spec = std::move(spec).value();
-      job.record = std::move(r);
-      jobs_.emplace(job.record.id, std::move(job));
+      if (!page.next_after) break;
+      filter.after = *page.next_after;
     }
-    if (!page.next_after) break;
-    filter.after = *page.next_after;
   }
   if (instance_.empty()) {
     // No dispatch recorded in this store: no site holds a key made from it, so any new id is
@@ -377,33 +388,40 @@ void Broker::CancelOrphans() {
       continue;
     }
     const std::string& site = sites_.sites()[o.site].name;
-    if (o.site_job == 0) {
+    SiteAttempt& row = o.row;
+    if (row.site_job == 0) {
       // The site may or may not have made the job: the same key and body find it if it did (and
       // make it, cancelled at once, if it did not).
-      Result<SiteJob> found = s.client->Submit(o.tenant, o.body, o.key);
+      Result<SiteJob> found = s.client->Submit(o.tenant, row.body, row.idempotency_key);
       if (!found.ok()) {
         if (found.status().code() == StatusCode::kUnavailable) {
           s.skip_pass = true;
           ++it;
           continue;
         }
-        Event(o.job, "orphan_cancelled",
-              Dump({{"site", site}, {"key", o.key}, {"note", found.status().message()}}));
+        row.state = SiteAttemptState::kCancelled;
+        Put(row);
+        Event(row.job, "orphan_cancelled",
+              fmt::format("attempt {} at {}: nothing to cancel there ({})", row.number, site,
+                          found.status().message()));
         it = orphans_.erase(it);
         continue;
       }
-      o.site_job = found->id;
+      row.site_job = found->id;
     }
-    Result<SiteJob> st = s.client->Cancel(o.tenant, o.site_job);
+    Result<SiteJob> st = s.client->Cancel(o.tenant, row.site_job);
     if (!st.ok()) {
       s.skip_pass = true;
       ++it;
       continue;
     }
-    LOG_INFO("federation job {}: cancelled the abandoned copy at {} (job {}): {}", o.job, site,
-             o.site_job, st->state);
-    Event(o.job, "orphan_cancelled",
-          Dump({{"site", site}, {"key", o.key}, {"site_job", o.site_job}, {"state", st->state}}));
+    LOG_INFO("federation job {}: cancelled the abandoned copy at {} (job {}): {}", row.job, site,
+             row.site_job, st->state);
+    row.state = SiteAttemptState::kCancelled;
+    Put(row);
+    Event(row.job, "orphan_cancelled",
+          fmt::format("attempt {} at {} (its job {}) cancelled there; it was {}", row.number, site,
+                      row.site_job, st->state));
     if (st->state == "succeeded") finished.push_back(o);
     it = orphans_.erase(it);
   }
@@ -416,23 +434,25 @@ void Broker::CancelOrphans() {
 // which is recorded and counted once.
 void Broker::OrphanSucceeded(const Orphan& o) {
   const std::string& site = sites_.sites()[o.site].name;
-  auto it = jobs_.find(o.job);
+  const SiteAttempt& row = o.row;
+  auto it = jobs_.find(row.job);
   if (it == jobs_.end() || IsTerminal(it->second.record.state)) {
-    Event(o.job, "superseded_finished",
+    Event(row.job, "superseded_finished",
           fmt::format("its abandoned copy at {} (job {}) had succeeded too, before {} was lost: "
                       "the job ran twice; counted once",
-                      site, o.site_job, site));
+                      site, row.site_job, site));
     return;
   }
   FedJob& job = it->second;
-  Event(o.job, "superseded_finished",
-        fmt::format("its abandoned copy at {} (job {}) had succeeded before {} was lost: the job "
-                    "is done{}",
-                    site, o.site_job, site, job.current ? "; its later attempt is cancelled" : ""));
+  Event(
+      row.job, "superseded_finished",
+      fmt::format("its abandoned copy at {} (job {}) had succeeded before {} was lost: the job "
+                  "is done{}",
+                  site, row.site_job, site, job.current ? "; its later attempt is cancelled" : ""));
   if (job.current) Abandon(job, "superseded", "the job already succeeded at " + site);
   Finish(job, JobState::kSucceeded,
          fmt::format("succeeded at {} (job {}), by an attempt abandoned when {} was lost", site,
-                     o.site_job, site));
+                     row.site_job, site));
 }
 
 std::string Broker::SiteSpec(const JobSpec& spec) const {
@@ -468,14 +488,34 @@ void Broker::RunOnce() {
   Publish();
 }
 
+SiteAttempt Broker::Row(const FedJob& job, const Attempt& a, SiteAttemptState state) const {
+  return {job.record.id, a.number, sites_.sites()[a.site].name,  a.key, a.body,
+          a.site_job,    state,    job.refused.contains(a.site), {}};
+}
+
+void Broker::Put(const SiteAttempt& row) {
+  if (Status st = store_->PutSiteAttempt(row); !st.ok()) {
+    LOG_ERROR("federation job {}: cannot record attempt {} ({}): {}", row.job, row.number,
+              SiteAttemptStateName(row.state), st.ToString());
+  }
+}
+
 // Drops the current attempt, leaving its copy (if the site made one) to be cancelled there.
 void Broker::Abandon(FedJob& job, std::string_view kind, const std::string& why) {
   Attempt& a = *job.current;
   const std::string& site = sites_.sites()[a.site].name;
   Event(job.record.id, kind, why);
-  orphans_.push_back({job.record.id, job.record.tenant, a.site, a.key, a.body, a.site_job});
+  SiteAttempt row = Row(job, a, SiteAttemptState::kOrphaned);
+  Put(row);
+  orphans_.push_back({job.record.tenant, a.site, std::move(row)});
   Event(job.record.id, "orphaned",
-        Dump({{"site", site}, {"key", a.key}, {"site_job", a.site_job}, {"body", a.body}}));
+        a.site_job != 0
+            ? fmt::format("attempt {} abandoned: its copy at {} (job {}) is cancelled there when "
+                          "the site answers",
+                          a.number, site, a.site_job)
+            : fmt::format("attempt {} abandoned: a copy {} may have made is cancelled there when "
+                          "the site answers",
+                          a.number, site));
   job.checkpoint_site = a.site;
   job.current.reset();
   job.site_state.clear();
@@ -520,6 +560,7 @@ void Broker::Step(FedJob& job) {
     if (Result<SiteJob> st = s.client->Cancel(job.record.tenant, a.site_job); !st.ok()) {
       s.skip_pass = true;
     } else {
+      Put(Row(job, a, SiteAttemptState::kCancelled));
       if (job.record.state == JobState::kCancelling) {
         Finish(job, JobState::kCancelled,
                fmt::format("cancelled at {} (job {})", site, a.site_job));
@@ -550,7 +591,7 @@ void Broker::Step(FedJob& job) {
     if (got.status().code() == StatusCode::kNotFound) {
       job.refused.insert(a.site);
       Abandon(job, "refused",
-              Dump({{"site", site}, {"key", a.key}, {"reason", "the site lost the job"}}));
+              fmt::format("{} lost attempt {} (its job {})", site, a.number, a.site_job));
     } else if (SiteDown(a.site) && LeaseLapsed(a)) {
       Abandon(job, "site_lost",
               fmt::format("{} unreachable for {:.0f} s (site timeout): attempt {} abandoned, the "
@@ -583,9 +624,11 @@ void Broker::Step(FedJob& job) {
     version_.fetch_add(1);
   }
   if (got->state == "succeeded") {
+    Put(Row(job, a, SiteAttemptState::kEnded));
     Finish(job, JobState::kSucceeded, fmt::format("succeeded at {} (job {})", site, a.site_job));
     job.current.reset();
   } else if (got->state == "failed") {
+    Put(Row(job, a, SiteAttemptState::kEnded));
     Finish(job, JobState::kFailed,
            fmt::format("failed at {} (job {}): {}", site, a.site_job, got->detail));
     job.current.reset();
@@ -593,10 +636,8 @@ void Broker::Step(FedJob& job) {
     // Not by the broker: the site refused to go on with it.
     job.refused.insert(a.site);
     job.current->site_job = 0;  // nothing left there to cancel
-    Abandon(
-        job, "refused",
-        Dump(
-            {{"site", site}, {"key", a.key}, {"reason", "cancelled at the site: " + got->detail}}));
+    Abandon(job, "refused",
+            fmt::format("{} cancelled attempt {}: {}", site, a.number, got->detail));
     Result<JobRecord> r = store_->Transition(
         id, {{JobState::kRunning}, JobState::kQueued, "requeued", "to be routed again", {}, {}});
     if (r.ok()) job.record = std::move(r).value();
@@ -773,12 +814,9 @@ void Broker::Route(FedJob& job, std::int64_t tenant_in_flight) {
   a.body = CanonicalJson(dispatched);
   // The intent is durable before anything is sent: after a crash, the same key goes to the same
   // site with the same body.
+  Put(Row(job, a, SiteAttemptState::kDispatching));
   Event(id, "dispatching",
-        Dump({{"site", all[chosen].name},
-              {"attempt", a.number},
-              {"key", a.key},
-              {"instance", instance_},
-              {"body", a.body}}));
+        fmt::format("attempt {} to {} (key {})", a.number, all[chosen].name, a.key));
   job.current = std::move(a);
   job.waiting.clear();
   SendDispatch(job);
@@ -796,20 +834,22 @@ void Broker::SendDispatch(FedJob& job) {
     }
     dispatches_->WithLabels({site, "refused"}).Increment();
     job.refused.insert(a.site);
+    Put(Row(job, a, SiteAttemptState::kRefused));
     Event(job.record.id, "refused",
-          Dump({{"site", site}, {"key", a.key}, {"reason", r.status().message()}}));
+          fmt::format("{} refused attempt {}: {}", site, a.number, r.status().message()));
     job.current.reset();
     return;
   }
   dispatches_->WithLabels({site, r->replayed ? "replayed" : "created"}).Increment();
   a.site_job = r->id;
   job.site_state = r->state;
+  Put(Row(job, a, SiteAttemptState::kDispatched));
   Result<JobRecord> moved = store_->Transition(
       job.record.id,
       {{JobState::kQueued},
        JobState::kRunning,
        "dispatched",
-       Dump({{"site", site}, {"key", a.key}, {"attempt", a.number}, {"site_job", r->id}}),
+       fmt::format("attempt {} at {} as its job {} (key {})", a.number, site, r->id, a.key),
        {},
        {}});
   if (!moved.ok()) {

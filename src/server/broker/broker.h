@@ -130,12 +130,9 @@ class Broker final : public Controller {
     std::string waiting;       // why it waits at the broker
   };
   struct Orphan {
-    JobId job = 0;
     std::string tenant;  // the job's: the site knows the copy as that tenant's
     int site = -1;
-    std::string key;
-    std::string body;
-    std::int64_t site_job = 0;
+    SiteAttempt row;  // the abandoned attempt, as stored
   };
   struct SiteState {
     std::unique_ptr<SiteClient> client;
@@ -175,6 +172,9 @@ class Broker final : public Controller {
   void Route(FedJob& job, std::int64_t tenant_in_flight);
   void SendDispatch(FedJob& job);
   void Abandon(FedJob& job, std::string_view kind, const std::string& why);
+  // The store's row for attempt `a` of `job` in `state`; Put writes it (a failure is logged).
+  SiteAttempt Row(const FedJob& job, const Attempt& a, SiteAttemptState state) const;
+  void Put(const SiteAttempt& row);
   void Finish(FedJob& job, JobState to, const std::string& message);
   void Event(JobId job, std::string_view kind, const std::string& message);
   void Publish();

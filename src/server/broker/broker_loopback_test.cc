@@ -480,10 +480,12 @@ TEST(BrokerRestartTest, AFreshDatabaseNeverCollidesWithAnEarlierBrokersKeys) {
         },
         60s))
         << "job " << name << " on " << db << " was not dispatched";
-    Result<std::vector<JobEvent>> events = (*store)->Events(r->job.id, 100);
-    EXPECT_TRUE(events.ok());
-    for (const JobEvent& e : *events) {
-      if (e.kind == "dispatched") key = json::parse(e.message).value("key", "");
+    // The attempt is a row of the store, read back by a restarted broker.
+    Result<std::vector<SiteAttempt>> attempts = (*store)->SiteAttempts(r->job.id, std::nullopt);
+    EXPECT_TRUE(attempts.ok() && attempts->size() == 1);
+    if (attempts.ok() && !attempts->empty()) {
+      EXPECT_EQ(attempts->front().state, SiteAttemptState::kDispatched);
+      key = attempts->front().idempotency_key;
     }
     (*broker)->Stop();
     return key;

@@ -149,6 +149,33 @@ int AttemptIncrement(JobState current, const StateChange& change) {
   return current != JobState::kRunning || change.new_attempt ? 1 : 0;
 }
 
+std::string_view SiteAttemptStateName(SiteAttemptState s) {
+  switch (s) {
+    case SiteAttemptState::kDispatching:
+      return "dispatching";
+    case SiteAttemptState::kDispatched:
+      return "dispatched";
+    case SiteAttemptState::kOrphaned:
+      return "orphaned";
+    case SiteAttemptState::kCancelled:
+      return "cancelled";
+    case SiteAttemptState::kEnded:
+      return "ended";
+    case SiteAttemptState::kRefused:
+      return "refused";
+  }
+  return "?";
+}
+
+Result<SiteAttemptState> ParseSiteAttemptState(std::string_view name) {
+  for (SiteAttemptState s :
+       {SiteAttemptState::kDispatching, SiteAttemptState::kDispatched, SiteAttemptState::kOrphaned,
+        SiteAttemptState::kCancelled, SiteAttemptState::kEnded, SiteAttemptState::kRefused}) {
+    if (SiteAttemptStateName(s) == name) return s;
+  }
+  return InternalError(fmt::format("site attempt: unknown state '{}'", name));
+}
+
 bool CheckpointApplies(const JobRecord& job, const CheckpointRecord& c) {
   if (job.state != JobState::kRunning && job.state != JobState::kCancelling) return false;
   if (c.attempt != job.attempts) return false;

@@ -193,6 +193,33 @@ struct NodeAdminState {
   TimePoint updated_at;
 };
 
+// One dispatch of a federation broker's job to a site (`baton federate`, server/broker): a row of
+// its own, so that a restarted broker rebuilds what runs where from columns, not from messages.
+enum class SiteAttemptState {
+  kDispatching,  // the intent is durable; the site has not confirmed it (resent with the same key)
+  kDispatched,   // the site confirmed it: site_job is its id there
+  kOrphaned,     // abandoned by the broker: its copy (if the site made one) is to be cancelled
+  kCancelled,    // its copy was cancelled at the site (or the site never made one)
+  kEnded,        // it ran to its end there (the job's outcome)
+  kRefused,      // the site refused the dispatch; nothing was made there
+};
+std::string_view SiteAttemptStateName(SiteAttemptState s);  // "dispatching", ...
+Result<SiteAttemptState> ParseSiteAttemptState(std::string_view name);
+
+struct SiteAttempt {
+  JobId job = 0;
+  int number = 0;  // 1, 2, ... per job
+  std::string site;
+  std::string idempotency_key;  // PREFIX-INSTANCE-JOB-ATTEMPT (server/broker)
+  std::string body;             // the spec sent, canonical JSON (resent as it was)
+  std::int64_t site_job = 0;    // the site's id for it; 0: not confirmed
+  SiteAttemptState state = SiteAttemptState::kDispatching;
+  // The site refused or lost the job: the broker does not send it there again.
+  bool site_refused = false;
+  TimePoint updated_at;  // set by the store
+  bool operator==(const SiteAttempt&) const = default;
+};
+
 // One line of the scheduler's history (the controller's record of a scheduling cycle, in the
 // format of sched/history/history.h; text the store keeps and returns as it was given).
 struct HistoryLine {
@@ -270,6 +297,14 @@ class JobStore {
   virtual Status AppendHistory(std::string_view text, std::int64_t keep) = 0;
   // History lines with seq > after, oldest first, at most `limit` (1..10000).
   virtual Result<std::vector<HistoryLine>> History(std::int64_t after, int limit) = 0;
+
+  // Records `attempt` (job, number) as it now stands, replacing an earlier record of it.
+  // kNotFound for an unknown job; kInvalidArgument for a number below 1.
+  virtual Status PutSiteAttempt(const SiteAttempt& attempt) = 0;
+  // The attempts of `job`, by number; or, with job 0, every job's attempts in `state`, by job and
+  // number (a restarted broker's copies left to cancel).
+  virtual Result<std::vector<SiteAttempt>> SiteAttempts(JobId job,
+                                                        std::optional<SiteAttemptState> state) = 0;
 
   virtual const OpenReport& open_report() const = 0;
 };

@@ -485,11 +485,58 @@ TYPED_TEST_P(JobStoreContractTest, HistoryIsOrderedBoundedAndDurable) {
   EXPECT_FALSE(store->AppendHistory("x", -1).ok());
 }
 
+// A broker's dispatches are rows: replaced by (job, number), listed per job or per state, kept
+// across a reopen; an unknown job is refused.
+TYPED_TEST_P(JobStoreContractTest, SiteAttemptsRoundTripAndReplace) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  JobId a = store->Submit({"t", "a", "{}", ""}).value().job.id;
+  JobId b = store->Submit({"t", "b", "{}", ""}).value().job.id;
+  SiteAttempt first{a,
+                    1,
+                    "hefei",
+                    "baton-fed-00000000000000aa-1-1",
+                    R"({"gpus":8})",
+                    0,
+                    SiteAttemptState::kDispatching,
+                    false,
+                    {}};
+  ASSERT_TRUE(store->PutSiteAttempt(first).ok());
+  first.site_job = 17;
+  first.state = SiteAttemptState::kOrphaned;
+  first.site_refused = true;
+  ASSERT_TRUE(store->PutSiteAttempt(first).ok());  // replaces
+  SiteAttempt second{
+      a,     2, "wuhan", "baton-fed-00000000000000aa-1-2", "{}", 3, SiteAttemptState::kDispatched,
+      false, {}};
+  ASSERT_TRUE(store->PutSiteAttempt(second).ok());
+  ASSERT_TRUE(
+      store->PutSiteAttempt({b, 1, "hefei", "k", "{}", 4, SiteAttemptState::kOrphaned, false, {}})
+          .ok());
+  EXPECT_EQ(store->PutSiteAttempt({999, 1, "x", "k", "{}", 0, {}, false, {}}).code(),
+            StatusCode::kNotFound);
+  EXPECT_FALSE(store->PutSiteAttempt({a, 0, "x", "k", "{}", 0, {}, false, {}}).ok());
+  store.reset();
+  store = this->Open();
+  ASSERT_NE(store, nullptr);
+  std::vector<SiteAttempt> of_a = store->SiteAttempts(a, std::nullopt).value();
+  ASSERT_EQ(of_a.size(), 2u);
+  first.updated_at = of_a[0].updated_at;
+  EXPECT_EQ(of_a[0], first);
+  EXPECT_EQ(of_a[1].site, "wuhan");
+  EXPECT_EQ(of_a[1].state, SiteAttemptState::kDispatched);
+  std::vector<SiteAttempt> orphans = store->SiteAttempts(0, SiteAttemptState::kOrphaned).value();
+  ASSERT_EQ(orphans.size(), 2u);
+  EXPECT_EQ(orphans[0].job, a);
+  EXPECT_EQ(orphans[1].job, b);
+  EXPECT_TRUE(store->SiteAttempts(b, SiteAttemptState::kDispatched).value().empty());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     JobStoreContractTest, HistoryIsOrderedBoundedAndDurable, NewDatabaseReportsFreshSchema,
-    SubmitGetAndEvents, PlacementAndBadNodesAreStoredWithTheirTransition,
-    CheckpointsAreFencedByAttempt, BindIsRefusedOnADrainingNode,
-    NodeHealthVerdictsRoundTripAndClear, IdempotencyKeyIsPerTenant,
+    SiteAttemptsRoundTripAndReplace, SubmitGetAndEvents,
+    PlacementAndBadNodesAreStoredWithTheirTransition, CheckpointsAreFencedByAttempt,
+    BindIsRefusedOnADrainingNode, NodeHealthVerdictsRoundTripAndClear, IdempotencyKeyIsPerTenant,
     TransitionsAreConditionalAndRecorded, ListFiltersAndPages, NodeAdminStateRoundTrips,
     ReopenReloadsEverything, SecondOpenOfTheSameDatabaseIsRefused,
     KilledWriterIsRecoveredWithEveryAcknowledgedJob, ConcurrentSubmittersShareTransactions,

@@ -163,6 +163,22 @@ constexpr const char* kMigrations[] = {
     ALTER TABLE jobs ADD COLUMN master_port integer NOT NULL DEFAULT 0;
     ALTER TABLE jobs ADD COLUMN checkpoint text NOT NULL DEFAULT '';
     )sql",
+    // v4 → v5: a federation broker's dispatches to sites, one row each (SiteAttempt).
+    R"sql(
+    CREATE TABLE site_attempts (
+      job_id bigint NOT NULL REFERENCES jobs(id),
+      number integer NOT NULL,
+      site text NOT NULL,
+      idempotency_key text NOT NULL,
+      body text NOT NULL,
+      site_job bigint NOT NULL,
+      state text NOT NULL,
+      site_refused boolean NOT NULL,
+      updated_us bigint NOT NULL,
+      PRIMARY KEY (job_id, number)
+    );
+    CREATE INDEX site_attempts_state ON site_attempts(state, job_id, number);
+    )sql",
 };
 static_assert(std::size(kMigrations) == PostgresJobStore::kSchemaVersion);
 
@@ -190,6 +206,10 @@ constexpr std::pair<const char*, const char*> kReadStatements[] = {
     {"find_key_read",
      "SELECT " BATON_JOB_COLUMNS " FROM jobs WHERE tenant = $1 AND idempotency_key = $2"},
     {"list_nodes", "SELECT node, admin, reason, set_by, updated_us FROM node_admin ORDER BY node"},
+    {"list_attempts",
+     "SELECT job_id, number, site, idempotency_key, body, site_job, state, site_refused, "
+     "updated_us FROM site_attempts WHERE ($1 = 0 OR job_id = $1) AND ($2 = '' OR state = $2) "
+     "ORDER BY job_id, number"},
     {"list_health",
      "SELECT node, condition, rules::text, updated_us FROM node_health ORDER BY node"},
     {"history", "SELECT seq, line FROM scheduler_history WHERE seq > $1 ORDER BY seq LIMIT $2"},
@@ -229,6 +249,13 @@ constexpr std::pair<const char*, const char*> kWriteStatements[] = {
     {"delete_health", "DELETE FROM node_health WHERE node = $1"},
     {"insert_history", "INSERT INTO scheduler_history (line) VALUES ($1) RETURNING seq"},
     {"prune_history", "DELETE FROM scheduler_history WHERE seq <= $1"},
+    // Inserts nothing (0 rows affected) when the job does not exist.
+    {"upsert_attempt",
+     "INSERT INTO site_attempts (job_id, number, site, idempotency_key, body, site_job, state, "
+     "site_refused, updated_us) SELECT id, $2, $3, $4, $5, $6, $7, $8, $9 FROM jobs WHERE id = $1 "
+     "ON CONFLICT (job_id, number) DO UPDATE SET site = EXCLUDED.site, idempotency_key = "
+     "EXCLUDED.idempotency_key, body = EXCLUDED.body, site_job = EXCLUDED.site_job, state = "
+     "EXCLUDED.state, site_refused = EXCLUDED.site_refused, updated_us = EXCLUDED.updated_us"},
 };
 
 #undef BATON_JOB_COLUMNS
@@ -754,6 +781,40 @@ Result<std::vector<NodeHealthState>> PostgresJobStore::ListNodeHealth() {
                       }
                       return out;
                     });
+}
+
+Status PostgresJobStore::PutSiteAttempt(const SiteAttempt& a) {
+  if (a.number < 1) return InvalidArgumentError("site attempt: number must be >= 1");
+  return writes_.Write([&](Writer& w) -> Status {
+    pqxx::result r = w.tx->exec_prepared(
+        "upsert_attempt", a.job, a.number, a.site, a.idempotency_key, a.body, a.site_job,
+        std::string(SiteAttemptStateName(a.state)), a.site_refused, ToMicros(clock_->Now()));
+    return r.affected_rows() == 1 ? Status::Ok() : NotFound(a.job);
+  });
+}
+
+Result<std::vector<SiteAttempt>> PostgresJobStore::SiteAttempts(
+    JobId job, std::optional<SiteAttemptState> state) {
+  return WithReader(
+      "list site attempts", [&](pqxx::connection& c) -> Result<std::vector<SiteAttempt>> {
+        pqxx::nontransaction q(c);
+        std::vector<SiteAttempt> out;
+        const std::string wanted = state ? std::string(SiteAttemptStateName(*state)) : "";
+        for (const pqxx::row& row : q.exec_prepared("list_attempts", job, wanted)) {
+          SiteAttempt a;
+          a.job = row[0].as<std::int64_t>();
+          a.number = row[1].as<int>();
+          a.site = row[2].as<std::string>();
+          a.idempotency_key = row[3].as<std::string>();
+          a.body = row[4].as<std::string>();
+          a.site_job = row[5].as<std::int64_t>();
+          ASSIGN_OR_RETURN(a.state, ParseSiteAttemptState(row[6].as<std::string>()));
+          a.site_refused = row[7].as<bool>();
+          a.updated_at = FromMicros(row[8].as<std::int64_t>());
+          out.push_back(std::move(a));
+        }
+        return out;
+      });
 }
 
 Status PostgresJobStore::AppendHistory(std::string_view text, std::int64_t keep) {

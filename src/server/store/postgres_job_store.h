@@ -52,7 +52,7 @@ class PostgresJobStore final : public JobStore {
  public:
   // The schema version this build writes (recorded in the schema_version table). Older schemas
   // are migrated on open; a newer one is refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Connects, takes the database's daemon lock, creates or migrates the schema and starts the
   // committer thread. Errors: kInvalidArgument (bad options), kUnavailable (cannot connect),
@@ -83,6 +83,9 @@ class PostgresJobStore final : public JobStore {
   Result<std::vector<NodeAdminState>> ListNodeAdmin() override;
   Status SetNodeHealth(const NodeHealthState& state) override;
   Result<std::vector<NodeHealthState>> ListNodeHealth() override;
+  Status PutSiteAttempt(const SiteAttempt& attempt) override;
+  Result<std::vector<SiteAttempt>> SiteAttempts(JobId job,
+                                                std::optional<SiteAttemptState> state) override;
   Status AppendHistory(std::string_view text, std::int64_t keep) override;
   Result<std::vector<HistoryLine>> History(std::int64_t after, int limit) override;
   const OpenReport& open_report() const override { return report_; }

@@ -198,6 +198,22 @@ constexpr const char* kMigrations[] = {
     ALTER TABLE jobs ADD COLUMN master_port INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE jobs ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';
     )sql",
+    // v5 → v6: a federation broker's dispatches to sites, one row each (SiteAttempt).
+    R"sql(
+    CREATE TABLE site_attempts (
+      job_id INTEGER NOT NULL REFERENCES jobs(id),
+      number INTEGER NOT NULL,
+      site TEXT NOT NULL,
+      idempotency_key TEXT NOT NULL,
+      body TEXT NOT NULL,
+      site_job INTEGER NOT NULL,
+      state TEXT NOT NULL,
+      site_refused INTEGER NOT NULL,
+      updated_us INTEGER NOT NULL,
+      PRIMARY KEY (job_id, number)
+    );
+    CREATE INDEX site_attempts_state ON site_attempts(state, job_id, number);
+    )sql",
 };
 static_assert(std::size(kMigrations) == SqliteJobStore::kSchemaVersion);
 
@@ -282,7 +298,7 @@ struct SqliteJobStore::Writer {
   Stmt find_key, insert_job, insert_event, update_state, upsert_node, delete_node;
   Stmt set_placement, set_bad_nodes, set_master_port, set_checkpoint, upsert_health, delete_health;
   Stmt unschedulable;
-  Stmt insert_history, prune_history;
+  Stmt insert_history, prune_history, upsert_attempt;
 
   Status Prepare() {
     sqlite3* db = conn->db;
@@ -337,6 +353,14 @@ struct SqliteJobStore::Writer {
                      Stmt::Prepare(db, "INSERT INTO scheduler_history (line) VALUES (?1)"));
     ASSIGN_OR_RETURN(prune_history,
                      Stmt::Prepare(db, "DELETE FROM scheduler_history WHERE seq <= ?1"));
+    ASSIGN_OR_RETURN(upsert_attempt,
+                     Stmt::Prepare(db,
+                                   "INSERT INTO site_attempts (job_id, number, site, "
+                                   "idempotency_key, body, site_job, state, site_refused, "
+                                   "updated_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                                   "ON CONFLICT(job_id, number) DO UPDATE SET site = ?3, "
+                                   "idempotency_key = ?4, body = ?5, site_job = ?6, state = ?7, "
+                                   "site_refused = ?8, updated_us = ?9"));
     return Status::Ok();
   }
 
@@ -810,6 +834,54 @@ Result<std::vector<NodeHealthState>> SqliteJobStore::ListNodeHealth() {
       ASSIGN_OR_RETURN(n.rules, NamesFromJson(s.Text(2)));
       n.updated_at = FromMicros(s.Int(3));
       out.push_back(std::move(n));
+    }
+    return out;
+  });
+}
+
+Status SqliteJobStore::PutSiteAttempt(const SiteAttempt& a) {
+  if (a.number < 1) return InvalidArgumentError("site attempt: number must be >= 1");
+  return writes_.Write([&](Writer& w) -> Status {
+    RETURN_IF_ERROR(w.conn->GetJob(a.job).status());  // kNotFound for an unknown job
+    return w.upsert_attempt.Reset()
+        .Bind(1, a.job)
+        .Bind(2, static_cast<std::int64_t>(a.number))
+        .Bind(3, a.site)
+        .Bind(4, a.idempotency_key)
+        .Bind(5, a.body)
+        .Bind(6, a.site_job)
+        .Bind(7, SiteAttemptStateName(a.state))
+        .Bind(8, static_cast<std::int64_t>(a.site_refused ? 1 : 0))
+        .Bind(9, ToMicros(clock_->Now()))
+        .Run();
+  });
+}
+
+Result<std::vector<SiteAttempt>> SqliteJobStore::SiteAttempts(
+    JobId job, std::optional<SiteAttemptState> state) {
+  return WithReader([&](Connection& c) -> Result<std::vector<SiteAttempt>> {
+    ASSIGN_OR_RETURN(Stmt s,
+                     Stmt::Prepare(c.db,
+                                   "SELECT job_id, number, site, idempotency_key, body, site_job, "
+                                   "state, site_refused, updated_us FROM site_attempts WHERE "
+                                   "(?1 = 0 OR job_id = ?1) AND (?2 = '' OR state = ?2) "
+                                   "ORDER BY job_id, number"));
+    s.Bind(1, job).Bind(2, state ? SiteAttemptStateName(*state) : std::string_view(""));
+    std::vector<SiteAttempt> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      SiteAttempt a;
+      a.job = s.Int(0);
+      a.number = static_cast<int>(s.Int(1));
+      a.site = s.Text(2);
+      a.idempotency_key = s.Text(3);
+      a.body = s.Text(4);
+      a.site_job = s.Int(5);
+      ASSIGN_OR_RETURN(a.state, ParseSiteAttemptState(s.Text(6)));
+      a.site_refused = s.Int(7) != 0;
+      a.updated_at = FromMicros(s.Int(8));
+      out.push_back(std::move(a));
     }
     return out;
   });

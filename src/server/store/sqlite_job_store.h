@@ -39,7 +39,7 @@ class SqliteJobStore final : public JobStore {
  public:
   // The schema version this build writes. Older databases are migrated on open; a newer one is
   // refused (kFailedPrecondition) rather than misread.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens (creating or migrating) the database and starts the committer thread. Errors:
   // kFailedPrecondition (another process holds the database, or the schema is newer than this
@@ -64,6 +64,9 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<NodeAdminState>> ListNodeAdmin() override;
   Status SetNodeHealth(const NodeHealthState& state) override;
   Result<std::vector<NodeHealthState>> ListNodeHealth() override;
+  Status PutSiteAttempt(const SiteAttempt& attempt) override;
+  Result<std::vector<SiteAttempt>> SiteAttempts(JobId job,
+                                                std::optional<SiteAttemptState> state) override;
   Status AppendHistory(std::string_view text, std::int64_t keep) override;
   Result<std::vector<HistoryLine>> History(std::int64_t after, int limit) override;
   const OpenReport& open_report() const override { return report_; }

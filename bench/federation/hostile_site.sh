@@ -30,7 +30,7 @@ site_token="fed-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
 cat >"$work/auth.yaml" <<EOT
 principals:
   - {name: ops, role: admin, token: "$token"}
-  - {name: federation, role: admin, token: "$site_token"}
+  - {name: federation, role: broker, token: "$site_token"}
 EOT
 export BATON_SITE_HEALTHY_TOKEN=$site_token BATON_SITE_HOSTILE_TOKEN=hostile-gets-its-own
 

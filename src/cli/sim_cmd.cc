@@ -7,13 +7,17 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.h"
@@ -71,6 +75,7 @@ struct SimOptions {
   int synthetic_tenants = 8;
   bool elastic_variants = false;
   double deadline_factor = 0;
+  int threads = 0;  // policies run at once; 0: one per policy, up to the machine's cores
 };
 
 // A fat-tree of ceil(gpus / gpus_per_node) nodes: 16 nodes per leaf, 8 leaves per spine, core on
@@ -306,9 +311,8 @@ Status Run(const SimOptions& o) {
     philly_throughputs = std::make_shared<const sim::PhillyThroughputs>(std::move(t));
   }
   planning::PlannerEstimator planner(base.Clone());
-  std::optional<sim::PlanStats> plan_stats;  // of the first run (every run reads the same jobs)
-  std::vector<sim::SimResult> runs;
-  std::string cluster_words;
+  const std::string cluster_words =
+      fmt::format("{}: {} nodes, {} GPUs", base.name(), base.nodes().size(), base.counts().total);
   // With --elastic-variants every policy runs twice: the trace as given, then with every elastic
   // job rigid at its max_gpus ("POLICY/rigid").
   struct Variant {
@@ -321,20 +325,36 @@ Status Run(const SimOptions& o) {
     variants.push_back({name, &sched_config, false});
     if (o.elastic_variants) variants.push_back({name + "/rigid", &sched_config, true});
   }
-  for (const auto& [name, sched_config_ptr, rigid] : variants) {
-    const sched::SchedulerConfig& sched_config = *sched_config_ptr;
+  if (o.trace.rfind("synthetic:", 0) == 0) {
+    auto jobs = ParseInt64(std::string_view(o.trace).substr(10));
+    if (!jobs || *jobs <= 0) {
+      return InvalidArgumentError(
+          fmt::format("--trace '{}': expected synthetic:JOBS with JOBS > 0", o.trace));
+    }
+  }
+  // Progress of every run under way, on one line.
+  std::mutex progress_mu;
+  std::vector<std::optional<sim::SimProgress>> progress_of(variants.size());
+  auto show_progress = [&](std::size_t i, const sim::SimProgress& p) {
+    std::lock_guard<std::mutex> lock(progress_mu);
+    progress_of[i] = p;
+    std::string line;
+    for (std::size_t k = 0; k < variants.size(); ++k) {
+      if (!progress_of[k]) continue;
+      line += fmt::format("{}[{}] day {:.2f}, {} ended", line.empty() ? "" : "  ", variants[k].name,
+                          progress_of[k]->now.value() / 86400, progress_of[k]->ended);
+    }
+    fmt::print(stderr, "\r{}", line);
+  };
+  // One run: its own copy of the cluster and its own trace reader; the planner (thread-safe) and
+  // its searches are shared.
+  auto run_one = [&](std::size_t i, sim::PlanStats* run_plans) -> Result<sim::SimResult> {
+    const auto& [name, sched_config_ptr, rigid] = variants[i];
     topo::Cluster cluster = base.Clone();
-    cluster_words = fmt::format("{}: {} nodes, {} GPUs", cluster.name(), cluster.nodes().size(),
-                                cluster.counts().total);
     std::unique_ptr<sim::TraceReader> reader;
     if (o.trace.rfind("synthetic:", 0) == 0) {
       sim::SyntheticParams sp;
-      auto jobs = ParseInt64(std::string_view(o.trace).substr(10));
-      if (!jobs || *jobs <= 0) {
-        return InvalidArgumentError(
-            fmt::format("--trace '{}': expected synthetic:JOBS with JOBS > 0", o.trace));
-      }
-      sp.jobs = *jobs;
+      sp.jobs = *ParseInt64(std::string_view(o.trace).substr(10));
       sp.mean_interarrival = Seconds(o.synthetic_gap_s);
       sp.max_pretrain_gpus = std::min(sp.max_pretrain_gpus, cluster.counts().total);
       sp.tenants = std::max(1, o.synthetic_tenants);
@@ -347,7 +367,7 @@ Status Run(const SimOptions& o) {
     }
     sim::SimConfig config;
     config.policy = name;
-    config.scheduler = sched_config;
+    config.scheduler = *sched_config_ptr;
     config.checkpoint_interval = Seconds(o.checkpoint_interval_s);
     config.restart_cost = Seconds(o.restart_cost_s);
     config.max_retries = o.max_retries;
@@ -357,13 +377,9 @@ Status Run(const SimOptions& o) {
     config.seed = o.seed;
     config.sample_interval = Seconds(o.sample_interval_s);
     config.rigid_elastic = rigid;
-    sim::PlanStats run_plans;
-    sim::UsePlanner(planner, config, &run_plans);
+    sim::UsePlanner(planner, config, run_plans);
     if (progress) {
-      config.progress = [&name = name](const sim::SimProgress& p) {  // clang 14: no binding capture
-        fmt::print(stderr, "\r[{:<8}] day {:8.2f}  jobs {:7} submitted {:7} ended  {:10} events",
-                   name, p.now.value() / 86400, p.submitted, p.ended, p.events);
-      };
+      config.progress = [&show_progress, i](const sim::SimProgress& p) { show_progress(i, p); };
     }
     // A failure trace names nodes: it reads them from an identical copy of the cluster (the
     // simulator owns the one it runs), kept alive for the run.
@@ -379,31 +395,56 @@ Status Run(const SimOptions& o) {
           std::make_unique<sim::FailureTraceReader>(failure_in, o.failure_trace, *names);
       failures = [&failure_reader] { return failure_reader->Next(); };
     }
-    ASSIGN_OR_RETURN(sim::SimResult r,
-                     sim::RunSimulation(std::move(cluster), config, *reader, std::move(failures)));
-    if (progress) fmt::print(stderr, "\n");
-    if (!plan_stats) plan_stats = run_plans;
-    for (const auto& w : r.trace.warnings) fmt::print(stderr, "warning: {}\n", w);
-    if (r.trace.malformed > 0) {
-      fmt::print(stderr, "{}: {} malformed lines skipped\n", o.trace, r.trace.malformed);
+    return sim::RunSimulation(std::move(cluster), config, *reader, std::move(failures));
+  };
+  // The runs are independent (each owns its scheduler, cluster and trace reader): they go to
+  // separate threads, at most --threads at once, and are reported in the order given.
+  std::vector<std::optional<Result<sim::SimResult>>> results(variants.size());
+  std::vector<sim::PlanStats> run_plan_stats(variants.size());
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const std::size_t threads = std::min<std::size_t>(
+      variants.size(), static_cast<std::size_t>(o.threads > 0 ? o.threads : cores));
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < variants.size(); i = next++) {
+      results[i].emplace(run_one(i, &run_plan_stats[i]));
     }
-    if (r.trace.estimated_durations > 0 && runs.empty()) {
+  };
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+  if (progress) fmt::print(stderr, "\n");
+  std::vector<sim::SimResult> runs;
+  for (auto& r : results) {
+    if (!r->ok()) return r->status();
+    sim::SimResult& run = r->value();
+    for (const auto& w : run.trace.warnings) fmt::print(stderr, "warning: {}\n", w);
+    if (run.trace.malformed > 0) {
+      fmt::print(stderr, "{}: {} malformed lines skipped\n", o.trace, run.trace.malformed);
+    }
+    if (run.trace.estimated_durations > 0 && runs.empty()) {
       fmt::print(stderr,
                  "{}: {} jobs' run times extrapolated past the largest measured scale factor\n",
-                 o.trace, r.trace.estimated_durations);
+                 o.trace, run.trace.estimated_durations);
     }
-    runs.push_back(std::move(r));
+    runs.push_back(std::move(run));
   }
+  // Every run reads the same jobs: the first run's counts.
+  const sim::PlanStats& plan_stats = run_plan_stats.at(0);
   const sim::ReportMeta meta{o.trace, cluster_words, o.seed,
                              o.failures || !o.failure_trace.empty()};
   fmt::print("{}\n", cluster_words);
-  if (plan_stats && plan_stats->with_plan + plan_stats->without_plan > 0) {
+  if (plan_stats.with_plan + plan_stats.without_plan > 0) {
     fmt::print(
-        "planner: pre-training jobs running the planner's best plan: {}{}\n", plan_stats->with_plan,
-        plan_stats->without_plan == 0
+        "planner: pre-training jobs running the planner's best plan: {}{}\n", plan_stats.with_plan,
+        plan_stats.without_plan == 0
             ? std::string()
             : fmt::format("; without a feasible plan (per-level penalty): {} ({})",
-                          plan_stats->without_plan, fmt::join(plan_stats->without_which, ", ")));
+                          plan_stats.without_plan, fmt::join(plan_stats.without_which, ", ")));
   }
   fmt::print("{}", sim::SummaryTable(runs));
   if (o.elastic_variants) {
@@ -508,6 +549,10 @@ void RegisterSimCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--site-scheduler", o->site_scheduler,
                   "With --sites: the named scheduler config of sites without scheduler:")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads,
+                  "Policies simulated at once, each on its own thread (0: one per policy, up to "
+                  "the machine's cores); the results do not depend on it")
       ->capture_default_str();
   cmd->add_flag("--elastic-variants", o->elastic_variants,
                 "Run each policy twice, the trace as given (elastic jobs resize) and every elastic "

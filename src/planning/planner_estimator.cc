@@ -40,6 +40,13 @@ perf::TrainingSpec PlannerEstimator::DefaultTraining(const perf::ModelSpec& mode
 
 Result<std::uint32_t> PlannerEstimator::AddPlan(perf::ModelSpec model, perf::ParallelPlan plan,
                                                 perf::TrainingSpec training) {
+  std::unique_lock lock(mu_);
+  return AddPlanLocked(std::move(model), plan, std::move(training));
+}
+
+Result<std::uint32_t> PlannerEstimator::AddPlanLocked(perf::ModelSpec model,
+                                                      perf::ParallelPlan plan,
+                                                      perf::TrainingSpec training) {
   RETURN_IF_ERROR(perf::ValidateModel(model));
   RETURN_IF_ERROR(perf::ValidateTraining(training));
   RETURN_IF_ERROR(perf::ValidatePlan(model, plan, training, plan.gpus()));
@@ -71,7 +78,12 @@ Result<std::optional<std::uint32_t>> PlannerEstimator::BestPlan(std::string_view
   }
   // Cached by the catalogue's own name, so aliases ("Llama3-8B", "llama3_8b") share an entry.
   std::pair<std::string, int> key{spec.name, gpus};
-  if (auto it = best_.find(key); it != best_.end()) return it->second;
+  {
+    std::shared_lock lock(mu_);
+    if (auto it = best_.find(key); it != best_.end()) return it->second;
+  }
+  std::unique_lock lock(mu_);
+  if (auto it = best_.find(key); it != best_.end()) return it->second;  // searched meanwhile
   const perf::TrainingSpec training = DefaultTraining(spec);
   ASSIGN_OR_RETURN(perf::SystemSpec system, perf::SystemFromCluster(cluster_, gpus));
   perf::SearchOptions options;
@@ -81,14 +93,20 @@ Result<std::optional<std::uint32_t>> PlannerEstimator::BestPlan(std::string_view
       perf::Search(spec, training, system, perf::DefaultSearchSpace(spec, {gpus}), options));
   std::optional<std::uint32_t> found;
   if (!r.top.empty()) {
-    ASSIGN_OR_RETURN(std::uint32_t k, AddPlan(spec, r.top[0].plan, training));
+    ASSIGN_OR_RETURN(std::uint32_t k, AddPlanLocked(spec, r.top[0].plan, training));
     found = k;
   }
   best_.emplace(std::move(key), found);
   return found;
 }
 
+std::size_t PlannerEstimator::plans() const {
+  std::shared_lock lock(mu_);
+  return entries_.size();
+}
+
 const PlannerEstimator::Entry& PlannerEstimator::At(std::uint32_t key) const {
+  std::shared_lock lock(mu_);
   CHECK(key < entries_.size()) << "plan key " << key << " was not handed out by this estimator";
   return *entries_[key];
 }

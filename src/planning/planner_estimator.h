@@ -7,14 +7,17 @@
 // count, the EvalContext and the compact placement's step time — is computed once per key, so a
 // Slowdown() call is one perf::SpansForPlacement and one perf::Evaluate.
 //
-// Thread safety: Slowdown() reads only and may run concurrently with itself; AddPlan() and
-// BestPlan() must not run concurrently with anything.
+// Thread safety: every method may be called from several threads at once (the simulator runs
+// policies on separate threads over one estimator). A key's entry never changes once handed out;
+// BestPlan searches under an exclusive lock, so concurrent first asks for one (model, gpus) search
+// once, and Slowdown() calls meanwhile wait for it.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,14 +68,17 @@ class PlannerEstimator final : public sched::StepTimeEstimator {
   const perf::ParallelPlan& plan(std::uint32_t key) const;
   // The plan's step time on the compact placement (the denominator of Slowdown).
   Seconds compact_step(std::uint32_t key) const;
-  std::size_t plans() const { return entries_.size(); }
+  std::size_t plans() const;
   const topo::Cluster& cluster() const { return cluster_; }
 
  private:
   struct Entry;
   const Entry& At(std::uint32_t key) const;
+  Result<std::uint32_t> AddPlanLocked(perf::ModelSpec model, perf::ParallelPlan plan,
+                                      perf::TrainingSpec training);
 
-  topo::Cluster cluster_;
+  topo::Cluster cluster_;         // read only
+  mutable std::shared_mutex mu_;  // guards entries_ (the vector, not the entries) and best_
   std::vector<std::unique_ptr<Entry>> entries_;  // by key; stable addresses (EvalContext refs)
   std::map<std::pair<std::string, int>, std::optional<std::uint32_t>, std::less<>> best_;
 };

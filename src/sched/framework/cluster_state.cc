@@ -154,6 +154,7 @@ ClusterState::ClusterState(const ClusterState& o)
       multi_node_domains_(o.multi_node_domains_),
       max_node_gpus_(o.max_node_gpus_),
       version_(o.version_),
+      health_version_(o.health_version_),
       attributes_(o.attributes_),
       shares_(o.shares_),
       shared_mask_(o.shared_mask_),
@@ -360,6 +361,7 @@ const ClusterState::GpuShare* ClusterState::Share(topo::GpuRef gpu) const {
 void ClusterState::SetHealth(topo::NodeId node, topo::NodeHealth health) {
   const int before = FreeGpus(node);
   cluster_.SetHealth(node, health);
+  ++health_version_;
   Update(node, before);
 }
 

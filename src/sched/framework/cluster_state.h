@@ -234,6 +234,9 @@ class ClusterState {
 
   // Bumped on every change; equal versions mean identical allocation state.
   std::uint64_t version() const { return version_; }
+  // Bumped on every SetHealth: equal health versions mean that every change of the state between
+  // them came from allocations and releases.
+  std::uint64_t health_version() const { return health_version_; }
 
  private:
   ClusterState(const ClusterState& other);
@@ -255,6 +258,7 @@ class ClusterState {
   bool multi_node_domains_ = false;
   int max_node_gpus_ = 0;
   std::uint64_t version_ = 0;
+  std::uint64_t health_version_ = 0;
   std::shared_ptr<const AttributeIndex> attributes_;
   std::map<topo::GpuRef, GpuShare> shares_;
   std::vector<std::uint64_t> shared_mask_;  // per node: GPUs holding shares

@@ -102,6 +102,13 @@ class PlacementPlugin {
   // PlaceCpuOnly). Either way the framework charges CPU and memory (HostOn) after Propose and
   // refuses a candidate whose node lacks them.
   virtual bool PlacesShares() const { return false; }
+  // True when Propose's answer depends only on the job, the filter's answers and the allocation
+  // state, and a call changes nothing (no random draws, nothing learnt from the jobs it sees).
+  // The framework may then leave out calls whose answer it can tell without them (backfill's
+  // reservation search starts at the first prefix of ending jobs that frees enough GPUs, reuses
+  // its last fitting probe's placement, and keeps a reservation across cycles while it provably
+  // stays the search's answer). False keeps every call.
+  virtual bool Deterministic() const { return false; }
 };
 
 // Scores one candidate placement: higher is better, in [0, 100]. The framework multiplies by the

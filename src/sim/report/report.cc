@@ -91,21 +91,94 @@ std::vector<Series> CdfSeries(const std::vector<SimResult>& runs, F value) {
 
 }  // namespace
 
+std::optional<Verdict> ComputeVerdict(const std::vector<SimResult>& runs) {
+  std::optional<std::size_t> best, second;
+  auto better = [&](std::size_t a, std::size_t b) {
+    return runs[a].summary.avg_jct_s < runs[b].summary.avg_jct_s;
+  };
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].summary.completed == 0) continue;  // a mean JCT of nothing wins nothing
+    if (!best || better(i, *best)) {
+      second = best;
+      best = i;
+    } else if (!second || better(i, *second)) {
+      second = i;
+    }
+  }
+  if (!best) return std::nullopt;
+  const SimSummary& w = runs[*best].summary;
+  Verdict v;
+  v.winner = *best;
+  v.runner_up = second;
+  v.mean_jct_s = w.avg_jct_s;
+  v.preemptions = w.preemptions;
+  v.lost_gpu_hours = w.lost_gpu_hours;
+  if (second && runs[*second].summary.avg_jct_s > 0) {
+    const double other = runs[*second].summary.avg_jct_s;
+    v.below_runner_up_pct = 100 * (other - w.avg_jct_s) / other;
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].summary.completed > w.completed &&
+        (!v.completed_more ||
+         runs[i].summary.completed > runs[*v.completed_more].summary.completed)) {
+      v.completed_more = i;
+    }
+  }
+  return v;
+}
+
+std::string VerdictLine(const Verdict& v, const std::vector<SimResult>& runs) {
+  const SimSummary& w = runs.at(v.winner).summary;
+  const std::string cost =
+      fmt::format("{} preemptions and {:.1f} lost GPU-hours", v.preemptions, v.lost_gpu_hours);
+  std::string out;
+  if (runs.size() == 1) {
+    out = fmt::format("Verdict: one policy run, {}: mean JCT {:.2f} h at {}", w.policy,
+                      v.mean_jct_s / 3600, cost);
+  } else if (!v.runner_up) {
+    out = fmt::format(
+        "Verdict: {} has the lowest mean JCT ({:.2f} h; no other policy completed a "
+        "job) at {}",
+        w.policy, v.mean_jct_s / 3600, cost);
+  } else {
+    const SimSummary& r = runs.at(*v.runner_up).summary;
+    const std::string margin =
+        r.avg_jct_s == w.avg_jct_s
+            ? fmt::format("tied with {}", r.policy)
+            : fmt::format("{:.{}f}% below {}, the next best", v.below_runner_up_pct,
+                          v.below_runner_up_pct < 1 ? 2 : 1, r.policy);
+    out = fmt::format(
+        "Verdict: {} has the lowest mean JCT ({:.2f} h, {}) at {} ({}: {} and {:.1f})", w.policy,
+        v.mean_jct_s / 3600, margin, cost, r.policy, r.preemptions, r.lost_gpu_hours);
+  }
+  if (v.completed_more) {
+    const SimSummary& m = runs.at(*v.completed_more).summary;
+    out +=
+        fmt::format("; {} completed more jobs ({} against {})", m.policy, m.completed, w.completed);
+  }
+  return out;
+}
+
 std::string SummaryTable(const std::vector<SimResult>& runs) {
+  // The policy column is as wide as the longest label ("backfill/rigid" with --elastic-variants).
+  std::size_t width = 10;
+  for (const auto& r : runs) width = std::max(width, r.summary.policy.size());
   std::string out = fmt::format(
-      "{:<10} {:>7} {:>7} {:>6} {:>12} {:>12} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} {:>8} "
+      "{:<{}} {:>7} {:>7} {:>6} {:>12} {:>12} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} {:>8} "
       "{:>10}\n",
-      "policy", "jobs", "done", "fail", "avg JCT h", "p50 JCT h", "avg wait h", "slowdown", "util",
-      "eff", "goodpt", "preempt", "fail-rst", "lost GPUh");
+      "policy", width, "jobs", "done", "fail", "avg JCT h", "p50 JCT h", "avg wait h", "slowdown",
+      "util", "eff", "goodpt", "preempt", "fail-rst", "lost GPUh");
   for (const auto& r : runs) {
     const SimSummary& s = r.summary;
     out += fmt::format(
-        "{:<10} {:>7} {:>7} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f} {:>7.3f} {:>7.3f} "
+        "{:<{}} {:>7} {:>7} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.2f} {:>7.3f} {:>7.3f} "
         "{:>7.3f} {:>8} {:>8} {:>10.1f}\n",
-        s.policy, s.jobs, s.completed, s.failed + s.rejected + s.unfinished, s.avg_jct_s / 3600,
-        s.median_jct_s / 3600, s.avg_wait_s / 3600, s.avg_slowdown, s.allocated_util,
-        s.effective_util, s.goodput, s.preemptions, s.failure_restarts, s.lost_gpu_hours);
+        s.policy, width, s.jobs, s.completed, s.failed + s.rejected + s.unfinished,
+        s.avg_jct_s / 3600, s.median_jct_s / 3600, s.avg_wait_s / 3600, s.avg_slowdown,
+        s.allocated_util, s.effective_util, s.goodput, s.preemptions, s.failure_restarts,
+        s.lost_gpu_hours);
   }
+  if (auto v = ComputeVerdict(runs)) out += VerdictLine(*v, runs) + "\n";
   return out;
 }
 
@@ -242,8 +315,13 @@ std::string ReportHtml(const ReportMeta& meta, const std::vector<SimResult>& run
         s.allocated_util, s.effective_util, s.goodput, s.avg_queue, s.avg_fragmentation,
         s.preemptions, s.failure_restarts, s.node_failures, s.lost_gpu_hours, s.tenant_fairness);
   }
+  out += "</table></div>\n";
+  if (auto v = ComputeVerdict(runs)) {
+    out += fmt::format("<p class=\"verdict\"><strong>{}</strong></p>\n",
+                       HtmlEscape(VerdictLine(*v, runs)));
+  }
   out +=
-      "</table></div>\n<p><small>JCT: job completion time, submit to end. Slowdown: JCT over the "
+      "<p><small>JCT: job completion time, submit to end. Slowdown: JCT over the "
       "job's run time alone. Allocated util: GPU-time held by jobs over the GPU-time available. "
       "Effective util (eff): held GPU-time weighted by the speed each placement allows (a spread "
       "gang counts less than a compact one). Goodput (goodpt): GPU-time of the work of completed "

@@ -184,13 +184,61 @@ PluginStatus TopologyPlugin::Propose(const PluginContext& ctx, const JobInfo& jo
   const topo::Level required = job.spec.topology.required.value_or(topo::Level::kCore);
   Search search(ctx, job, filter);
 
+  // Without sub-groups or spread, Descend(s, n) takes min(n, the sum over the nodes of s that the
+  // filter accepts of their free task slots) (one per node with one_task_per_node): it tries
+  // every child until it has enough. So once a Descend has failed (nodes the counts include are
+  // refused, e.g. by backfill's reservations), those sums, counted in one pass over the free
+  // nodes, tell which other candidate subtrees would fail too, and they are skipped instead of
+  // searched. The candidates searched, and so the placements, are the same.
+  const bool additive = job.spec.sub_groups.empty() && !job.spec.spread;
+  bool capacity_ready = false;
+  std::vector<std::int64_t> switch_capacity;
+  std::vector<std::int64_t> domain_capacity;
+  std::int64_t root_capacity = 0;
+  auto count_capacity = [&] {
+    capacity_ready = true;
+    switch_capacity.assign(c.switches().size(), 0);
+    domain_capacity.assign(c.nvlink_domains().size(), 0);
+    for (int f = g; f <= st.max_node_gpus(); ++f) {
+      const std::int64_t cap = job.spec.one_task_per_node ? 1 : f / g;
+      for (std::uint32_t n : st.NodesWithFree(f)) {
+        const topo::NodeId id(n);
+        if (!filter.Fits(id)) continue;
+        const topo::Node& node = c.node(id);
+        domain_capacity[node.nvlink_domain.value()] += cap;
+        for (int t = 0; t < c.tier_count(); ++t) {
+          if (node.ancestors[t].valid()) switch_capacity[node.ancestors[t].value()] += cap;
+        }
+        root_capacity += cap;
+      }
+    }
+  };
+  auto capacity_of = [&](Subtree s) {
+    switch (s.kind) {
+      case SubtreeKind::kSwitch:
+        return switch_capacity[s.index];
+      case SubtreeKind::kDomain:
+        return domain_capacity[s.index];
+      case SubtreeKind::kRoot:
+        return root_capacity;
+      case SubtreeKind::kNode:
+        break;
+    }
+    return std::int64_t{tasks};  // not counted: search it
+  };
+
   auto try_subtrees = [&](std::vector<std::pair<std::int64_t, Subtree>>& cands) {
     // Best fit: least room left over, then lowest id.
     std::sort(cands.begin(), cands.end());
     for (const auto& [room, s] : cands) {
       if (static_cast<int>(out->size()) >= max_candidates) break;
+      if (capacity_ready && capacity_of(s) < tasks) continue;
       search.Reset();
-      if (search.Descend(s, tasks) == tasks) out->push_back(search.Build());
+      if (search.Descend(s, tasks) == tasks) {
+        out->push_back(search.Build());
+      } else if (additive && !capacity_ready) {
+        count_capacity();
+      }
     }
   };
 

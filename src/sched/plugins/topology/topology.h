@@ -23,6 +23,7 @@ class TopologyPlugin final : public Plugin, public PlacementPlugin {
   std::string_view Name() const override { return "topology"; }
   PluginStatus Propose(const PluginContext& ctx, const JobInfo& job, const NodeFilter& filter,
                        int max_candidates, std::vector<Placement>* out) override;
+  bool Deterministic() const override { return true; }
 };
 
 }  // namespace baton::sched

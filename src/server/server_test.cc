@@ -517,7 +517,8 @@ TEST_F(ServerTest, ConcurrentClientsAllGetDurableDistinctJobs) {
       for (int i = 0; i < kEach; ++i) {
         auto res = c.Post("/api/v1/jobs", Auth(kAlice, std::to_string(t) + "/" + std::to_string(i)),
                           kSpec, "application/json");
-        ASSERT_TRUE(res);
+        ASSERT_TRUE(res) << "client " << t << " request " << i << ": "
+                         << httplib::to_string(res.error());
         ASSERT_EQ(res->status, 201);
         std::lock_guard lock(mu);
         ids.insert(json::parse(res->body)["id"].get<std::int64_t>());

@@ -74,7 +74,8 @@ function(baton_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# baton_test(NAME SOURCES ... DEPS ... [LABELS ...]): a GoogleTest binary beside the code.
+# baton_test(NAME SOURCES ... DEPS ... [LABELS L]): a GoogleTest binary beside the code, its tests
+# labelled L (default `unit`; `daemon` for those that start daemons).
 function(baton_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -86,11 +87,10 @@ function(baton_test name)
   target_compile_options(${name} PRIVATE ${BATON_WARNINGS} $<$<CONFIG:Debug>:-O0>)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   if(NOT ARG_LABELS)
-    set(ARG_LABELS fast)
+    set(ARG_LABELS unit)
   endif()
   # One label: gtest_discover_tests flattens PROPERTIES into key-value pairs, so a list of labels
-  # ("crash;fast") became the label "crash" and a bogus property "fast", and the test fell out of
-  # the `fast` suite CI runs.
+  # ("crash;unit") would become the label "crash" and a bogus property "unit".
   list(LENGTH ARG_LABELS label_count)
   if(NOT label_count EQUAL 1)
     message(FATAL_ERROR "baton_test(${name}): give one label, not '${ARG_LABELS}'")

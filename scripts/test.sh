@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs the Debian packages, checks formatting, builds the
 # dev preset (clang, Debug + ASan + UBSan, warnings as errors, with the fuzz targets), fuzzes every
-# target for a bounded time (BATON_FUZZ_SECONDS, default 10 each), then runs the fast test suite
+# target for a bounded time (BATON_FUZZ_SECONDS, default 10 each), then runs every test (all labels)
 # (which also replays each fuzz target's seed corpus).
 set -euo pipefail
 cd "$(dirname "$0")/.."

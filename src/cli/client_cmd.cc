@@ -429,7 +429,11 @@ void RegisterCancel(CLI::App& app, int& exit_code) {
       for (std::int64_t id : o->ids) {
         Result<json> r = client.Delete("/api/v1/jobs/" + std::to_string(id));
         if (!r.ok()) {
-          std::cerr << "baton: job " << id << ": " << r.status().message() << "\n";
+          // The daemon's message may name the job already ("job 99 not found").
+          const std::string job = "job " + std::to_string(id);
+          const std::string message(r.status().message());
+          std::cerr << "baton: " << (message.starts_with(job + " ") ? "" : job + ": ") << message
+                    << "\n";
           worst = std::max(worst, ExitCodeFor(r.status()));
           continue;
         }

@@ -67,6 +67,9 @@ check "job shows the forecast" 0 $? "$out" '^queue position 2  estimated start .
 out=$("$baton" cancel "$id" 2>&1)
 check "cancel" 0 $? "$out" "^job $id: (cancelled|cancelling)"
 
+out=$("$baton" cancel 999999 2>&1)
+check "cancel of an unknown job: exit 5, naming the job once" 5 $? "$out" '^baton: job 999999 not found$'
+
 out=$("$baton" job 999999 2>&1)
 check "unknown job: exit 5, one line" 5 $? "$out" '^baton: .*not found'
 [[ $(wc -l <<<"$out") -eq 1 ]] || { echo "FAIL unknown job: not one line"; failures=$((failures + 1)); }

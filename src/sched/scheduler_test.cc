@@ -187,13 +187,27 @@ TEST(SchedulerTest, VictimFinishingEarlyFreesItsGpus) {
   EXPECT_EQ(d.binds[0].job, JobId(2));
 }
 
+// The setup is checked (both jobs run, the cluster is full) and the newcomer arrives past
+// min_run_time: before, it arrived at t = 10, when no job could be a victim anyway, so the test
+// passed whatever the preemptible flag and the priorities said.
 TEST(SchedulerTest, NonPreemptibleAndEqualPriorityAreNeverVictims) {
-  auto s = Make();
-  GangJob pinned = Job(1, 32);
-  pinned.preemptible = false;
-  Cycle(*s, 0, {Event::Submit(pinned), Event::Submit(Job(2, 32, 5))});
-  auto d = Cycle(*s, 10, {Event::Submit(Job(3, 32, 5))});
-  EXPECT_TRUE(d.preemptions.empty());
+  auto run = [](bool preemptible) {
+    auto s = Make();
+    GangJob pinned = Job(1, 32);
+    pinned.preemptible = preemptible;
+    auto d = Cycle(*s, 0, {Event::Submit(pinned), Event::Submit(Job(2, 32, 5))});
+    EXPECT_EQ(d.binds.size(), 2u);
+    EXPECT_EQ(s->state().cluster().counts().allocated, 64);  // full: job 3 needs a victim
+    d = Cycle(*s, 600, {Event::Submit(Job(3, 32, 5))});      // well past min_run_time
+    EXPECT_TRUE(d.binds.empty());
+    EXPECT_EQ(s->job(JobId(3))->phase, JobPhase::kPending);
+    return d.preemptions;
+  };
+  EXPECT_TRUE(run(/*preemptible=*/false).empty());
+  // The same setup with job 1 preemptible: it is evicted, so the check above can fail.
+  auto evicted = run(/*preemptible=*/true);
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0].victim, JobId(1));
 }
 
 SchedulerConfig LasBand(PreemptBy preempt_by) {

@@ -104,12 +104,14 @@ class Api {
   httplib::Client client_;
 };
 
-// A daemon in this process: Server + SchedulingController over the superpod-h100 preset.
+// A daemon in this process: Server + SchedulingController over the superpod-h100 preset, on the
+// system clock or on `clock` (not owned; a ManualClock makes the scheduler's times exact).
 class InProcess {
  public:
   InProcess(const fs::path& dir, std::unique_ptr<Executor> executor,
             SchedulingControllerOptions controller_options = {},
-            std::optional<topo::Cluster> given = std::nullopt) {
+            std::optional<topo::Cluster> given = std::nullopt, const Clock* clock = nullptr)
+      : clock_(clock ? *clock : system_clock_) {
     auto cluster =
         given ? Result<topo::Cluster>(std::move(*given)) : topo::BuildPreset("superpod-h100");
     EXPECT_TRUE(cluster.ok());
@@ -136,7 +138,8 @@ class InProcess {
   const Clock& clock() const { return clock_; }
 
  private:
-  SystemClock clock_;
+  SystemClock system_clock_;
+  const Clock& clock_;
   std::unique_ptr<SchedulingController> controller_;
   std::unique_ptr<Server> server_;
   std::thread thread_;
@@ -304,33 +307,46 @@ TEST(ControllerTest, QueuedJobsShowPositionEstimatedStartAndWaitingKind) {
 
 // The dry-run executor runs a job `speedup` times faster than its estimated runtime; the
 // scheduler must plan in that wall time. Before, a queued job behind a 10-hour job on a x100
-// dry run was promised a start 10 hours away, although it started after 6 minutes.
+// dry run was promised a start 10 hours away, although it started after 6 minutes. On a manual
+// clock the times are exact (before: a window of 300..420 s on the system clock, and a 5 s
+// sleep to show a was still running).
 TEST(ControllerTest, DryRunEstimatedStartsAreInWallTime) {
   fs::path dir = TempDir("dryrun-eta");
-  SystemClock clock;
-  InProcess d(dir, DryRun(100, clock));
+  const TimePoint t0{Seconds(1'796'083'200)};  // 2026-12-01T00:00:00Z
+  ManualClock clock(t0);
+  InProcess d(dir, DryRun(100, clock), {}, std::nullopt, &clock);
   Api api(d.port());
   std::int64_t a = api.Submit(
       R"({"name": "a", "gpus": 1024, "estimated_runtime_s": 36000, "grace_period_s": 0})");
   ASSERT_TRUE(WaitFor([&] { return api.State(a) == "running"; }));
-  const std::time_t submitted = std::time(nullptr);
   std::int64_t b = api.Submit(R"({"name": "b", "gpus": 512, "estimated_runtime_s": 100})");
   json jb;
   ASSERT_TRUE(WaitFor([&] {
     jb = api.Get("/api/v1/jobs/" + std::to_string(b));
     return jb.contains("estimated_start");
   })) << jb.dump();
-  // "2026-12-01T13:51:03.431Z": whole seconds since the epoch, UTC.
-  std::tm tm{};
-  std::string start = jb["estimated_start"];
-  ASSERT_NE(strptime(start.c_str(), "%Y-%m-%dT%H:%M:%S", &tm), nullptr) << start;
-  const double ahead = std::difftime(timegm(&tm), submitted);
-  EXPECT_GT(ahead, 300) << start;  // a's 36,000 s at x100: 360 s
-  EXPECT_LT(ahead, 420) << start;
-  // ...and the executor still runs a for 360 s, not 3.6 s (the runtime is not scaled twice).
-  std::this_thread::sleep_for(std::chrono::seconds(5));
+  // a's 36,000 s at x100: 360 s after t0 (no clock moved meanwhile).
+  EXPECT_EQ(jb["estimated_start"].get<std::string>().substr(0, 19), "2026-12-01T00:06:00")
+      << jb.dump();
+  // ...and the executor runs a for 360 s, not 3.6 s (the runtime is not scaled twice). 100 s
+  // on, a job submitted now has been through a cycle (it has a forecast, or it was placed), so
+  // the executor was polled at t0 + 100: a is still running, and c waits for t0 + 360.
+  clock.Advance(Seconds(100));
+  std::int64_t c = api.Submit(R"({"name": "c", "gpus": 8, "estimated_runtime_s": 100})");
+  json jc;
+  ASSERT_TRUE(WaitFor([&] {
+    jc = api.Get("/api/v1/jobs/" + std::to_string(c));
+    return jc.contains("estimated_start") || jc.value("state", "") != "queued";
+  })) << jc.dump();
   EXPECT_EQ(api.State(a), "running");
-  api.Send("DELETE", "/api/v1/jobs/" + std::to_string(a), "");
+  EXPECT_EQ(jc["estimated_start"].get<std::string>().substr(0, 19), "2026-12-01T00:06:00")
+      << jc.dump();
+  // At t0 + 360 it ends and b starts.
+  clock.Advance(Seconds(260));
+  EXPECT_TRUE(WaitFor([&] { return api.State(a) == "succeeded"; })) << api.State(a);
+  EXPECT_TRUE(WaitFor([&] { return api.State(b) == "running"; })) << api.State(b);
+  api.Send("DELETE", "/api/v1/jobs/" + std::to_string(b), "");
+  api.Send("DELETE", "/api/v1/jobs/" + std::to_string(c), "");
 }
 
 // The planner on the daemon's cluster (superpod-h100: 1,024 H100s): an estimate with its
@@ -750,15 +766,16 @@ testing::ChildDaemon StartChild(const fs::path& dir, const char* log) {
 // Issue 29: a job a broker leases (federation.lease_s) runs at the site only while the broker
 // keeps looking at it. It waits, held, for the broker's first look; it is fenced (its attempt
 // stopped, the job held) when the looks stop for longer than the lease; it runs again, as a new
-// attempt, when they resume. Only a broker may lease a job.
+// attempt, when they resume. Only a broker may lease a job. On a manual clock: before, looks
+// 0.2 s apart on the system clock had to beat a 1 s lease, which a slow machine could lose.
 TEST(ControllerTest, ALeasedJobRunsOnlyWhileItsBrokerRenewsTheLease) {
   fs::path dir = TempDir("lease");
   std::ofstream(dir / "auth.yaml")
       << "principals:\n  - {name: ops, role: admin, token: ctl-admin-token-0123456789}\n"
          "  - {name: fed, role: broker, token: ctl-broker-token-0123456789}\n"
          "  - {name: alice, role: tenant, tenant: team-a, token: ctl-alice-token-0123456789}\n";
-  SystemClock clock;
-  InProcess d(dir, DryRun(1, clock));
+  ManualClock clock(TimePoint{Seconds(1'796'083'200)});
+  InProcess d(dir, DryRun(1, clock), {}, std::nullopt, &clock);
   Api api(d.port());
   httplib::Client broker("127.0.0.1", d.port());
   broker.set_read_timeout(10);
@@ -798,11 +815,26 @@ TEST(ControllerTest, ALeasedJobRunsOnlyWhileItsBrokerRenewsTheLease) {
     return r && r->status == 200 ? json::parse(r->body).value("state", "?") : "?";
   };
   ASSERT_TRUE(WaitFor([&] { return broker_state() == "running"; }));
-  for (int i = 0; i < 15; ++i) {  // three leases' worth of looks, 0.2 s apart
+  // A cycle has run since the clock last moved, and so has the loop's check for lapsed leases,
+  // which precedes each cycle: a job submitted now has been through one (placed, or given a
+  // reason to wait). It is cancelled at once.
+  auto a_cycle_ran = [&] {
+    std::int64_t probe = api.Submit(R"({"name": "probe", "gpus": 1, "grace_period_s": 0})");
+    json p;
+    EXPECT_TRUE(WaitFor([&] {
+      p = api.Get("/api/v1/jobs/" + std::to_string(probe));
+      return p.value("state", "") != "queued" || p.contains("waiting_reason");
+    })) << p.dump();
+    api.Send("DELETE", "/api/v1/jobs/" + std::to_string(probe), "");
+  };
+  for (int i = 0; i < 6; ++i) {  // three leases' worth of looks, half a lease apart
+    clock.Advance(Seconds(0.5));
+    a_cycle_ran();
+    ASSERT_FALSE(has_event("fenced")) << i << json(api.EventKinds(id)).dump();
     ASSERT_EQ(broker_state(), "running") << json(api.EventKinds(id)).dump();
-    std::this_thread::sleep_for(200ms);
   }
-  // The looks stop: the attempt is fenced and the job held, not left running.
+  // The looks stop: past the lease, the attempt is fenced and the job held, not left running.
+  clock.Advance(Seconds(2));
   ASSERT_TRUE(WaitFor([&] { return has_event("fenced"); })) << json(api.EventKinds(id)).dump();
   view = api.Get(path);
   EXPECT_EQ(view.value("state", ""), "queued") << view.dump();

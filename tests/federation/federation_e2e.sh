@@ -253,9 +253,12 @@ for _ in $(seq 100); do
   [[ $(api "$broker/api/v1/jobs/$bob_big" | jq -r '.site_job // 0') -gt 0 ]] && break
   sleep 0.2
 done
-sleep 3  # a few of hefei's scheduling cycles with bob's job in its queue
 bob_site_job=$(api "$broker/api/v1/jobs/$bob_big" | jq -r '.site_job // 0')
-bob_at_hefei=$(api "http://127.0.0.1:$p_hf/api/v1/jobs/$bob_site_job")
+for _ in $(seq 100); do  # until hefei's scheduler has weighed it (and said why it waits)
+  bob_at_hefei=$(api "http://127.0.0.1:$p_hf/api/v1/jobs/$bob_site_job")
+  [[ $(jq -r '.waiting_reason // ""' <<<"$bob_at_hefei") == topology:* ]] && break
+  sleep 0.2
+done
 echo "bob's priority-50 job at hefei: $(jq -c '{state, tenant, waiting_reason}' <<<"$bob_at_hefei")"
 preempted=0
 for id in "${alice_at_hefei[@]}"; do

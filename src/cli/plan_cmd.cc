@@ -352,7 +352,7 @@ Status RunEstimate(const PlanOptions& o) {
     fmt::print("INFEASIBLE: {}\n", perf::ExplainRejection(ctx, plan, e));
   }
   fmt::print("{}", perf::FormatEstimate(e));
-  fmt::print("{}", perf::FormatBand(band));
+  if (e.feasible()) fmt::print("{}", perf::FormatBand(band));
   fmt::print("checkpoint    {:.1f} GiB, written in {} at {}, optimal interval {} (MTBF {})\n",
              ToGiB(totals.checkpoint_size), FormatDuration(totals.checkpoint_write),
              FormatBandwidth(training.checkpoint_bandwidth),

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "perf/report.h"
 #include "topology/builders/fabrics.h"
 
 namespace baton::perf {
@@ -127,6 +128,23 @@ TEST(EstimatorTest, ActivationsMatchKorthikanti) {
     EXPECT_NEAR(e.memory.activations.value() / (c.per_layer * L * interleave), 1.0, 1e-9)
         << RecomputeName(c.rc) << " sp=" << c.sp << " vp=" << c.vp;
   }
+}
+
+// An infeasible plan prints no step time, rate or MFU (they are not 0, they do not exist): only
+// the memory that says why it does not fit.
+TEST(EstimatorTest, AnInfeasiblePlanIsPrintedWithoutASpeed) {
+  ModelSpec m = Model("megatron-22b");
+  StepEstimate e =
+      EstimateOf(m, ParallelPlan{.tp = 1, .pp = 1, .dp = 8, .mbs = 4}, Training(4), A100s(8));
+  ASSERT_FALSE(e.feasible());
+  std::string text = FormatEstimate(e);
+  EXPECT_EQ(text.find("step time"), std::string::npos) << text;
+  EXPECT_EQ(text.find("MFU"), std::string::npos) << text;
+  EXPECT_NE(text.find("memory per GPU"), std::string::npos) << text;
+  StepEstimate fits = EstimateOf(
+      Model("gpt-7.5b"), ParallelPlan{.tp = 8, .pp = 1, .dp = 1, .mbs = 1}, Training(4), A100s(8));
+  ASSERT_TRUE(fits.feasible());
+  EXPECT_NE(FormatEstimate(fits).find("step time"), std::string::npos);
 }
 
 TEST(EstimatorTest, StateMemoryIs18BytesPerParameterWithoutZero) {

@@ -196,18 +196,23 @@ nlohmann::json EstimateReportJson(const ModelSpec& model, const TrainingSpec& tr
 }
 
 std::string FormatEstimate(const StepEstimate& e) {
-  std::string out = fmt::format("step time     {}  ({} micro-batches)\n", FormatDuration(e.step),
-                                e.micro_batches);
-  for (const Part& p : kParts) {
-    Seconds s = e.*(p.field);
-    if (s.value() <= 0) continue;
-    out += fmt::format("  {:<11} {:>10}  {:5.1f}%\n", p.name, FormatDuration(s),
-                       e.step.value() > 0 ? 100 * s / e.step : 0.0);
+  std::string out;
+  // An infeasible plan has no step time, rate or MFU (they would print as 0): only its memory,
+  // which says why it does not fit.
+  if (e.feasible()) {
+    out += fmt::format("step time     {}  ({} micro-batches)\n", FormatDuration(e.step),
+                       e.micro_batches);
+    for (const Part& p : kParts) {
+      Seconds s = e.*(p.field);
+      if (s.value() <= 0) continue;
+      out += fmt::format("  {:<11} {:>10}  {:5.1f}%\n", p.name, FormatDuration(s),
+                         e.step.value() > 0 ? 100 * s / e.step : 0.0);
+    }
+    out += fmt::format(
+        "tokens/s      {:.4g}\nMFU           {:.1f}%  ({:.1f}% counting causal attention only, "
+        "as Llama 3 reports it)\nHFU           {:.1f}%\n",
+        e.tokens_per_second, 100 * e.mfu, 100 * e.mfu_causal, 100 * e.hfu);
   }
-  out += fmt::format(
-      "tokens/s      {:.4g}\nMFU           {:.1f}%  ({:.1f}% counting causal attention only, as "
-      "Llama 3 reports it)\nHFU           {:.1f}%\n",
-      e.tokens_per_second, 100 * e.mfu, 100 * e.mfu_causal, 100 * e.hfu);
   out += "memory per GPU (first pipeline stage)\n";
   for (const MemPart& p : kMemParts) {
     out += fmt::format("  {:<11} {:8.2f} GiB\n", p.name, ToGiB(e.memory.*(p.field)));

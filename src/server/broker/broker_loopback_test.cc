@@ -317,6 +317,68 @@ const char* Tokens(const char* name) {
   return nullptr;
 }
 
+// A started broker over a sites file, on a fresh SQLite store in its own temp dir (removed, and
+// the broker stopped, on destruction).
+struct RunningBroker {
+  fs::path dir;
+  std::unique_ptr<SqliteJobStore> store;
+  std::unique_ptr<Broker> broker;
+  Registry metrics;
+  ~RunningBroker() {
+    if (broker) broker->Stop();
+    fs::remove_all(dir);
+  }
+  // Stores a job of tenant team-a from `spec_json` and hands it to the broker.
+  JobId Submit(const std::string& spec_json) {
+    Result<JobSpec> spec = ParseJobSpec(spec_json, BodyFormat::kJson, nullptr);
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    if (!spec.ok()) return 0;
+    spec->tenant = "team-a";
+    Result<SubmitResult> r = store->Submit({"team-a", spec->name, CanonicalJson(*spec), ""});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return 0;
+    broker->OnJobSubmitted(r->job);
+    return r->job.id;
+  }
+};
+
+// Null (with the failure recorded) when the sites file, the store or the broker is refused.
+// Returns once the broker has heard every site's health answer.
+std::unique_ptr<RunningBroker> StartBroker(const std::string& name, const std::string& sites_yaml,
+                                           const BrokerOptions& options) {
+  static const SystemClock kClock;
+  auto b = std::make_unique<RunningBroker>();
+  b->dir = fs::temp_directory_path() / fmt::format("baton-{}-{}", name, ::getpid());
+  fs::remove_all(b->dir);
+  fs::create_directories(b->dir);
+  Result<federation::Sites> sites = federation::ParseSites(sites_yaml, "sites.yaml");
+  EXPECT_TRUE(sites.ok()) << sites.status().ToString();
+  if (!sites.ok()) return nullptr;
+  SqliteStoreOptions so;
+  so.path = (b->dir / "broker.db").string();
+  Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(so);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  if (!store.ok()) return nullptr;
+  b->store = std::move(store).value();
+  Result<std::unique_ptr<Broker>> broker =
+      Broker::Create(std::move(sites).value(), options, kClock, &Tokens);
+  EXPECT_TRUE(broker.ok()) << broker.status().ToString();
+  if (!broker.ok()) return nullptr;
+  b->broker = std::move(broker).value();
+  Status started = b->broker->Start(*b->store, b->metrics);
+  EXPECT_TRUE(started.ok()) << started.ToString();
+  if (!started.ok()) return nullptr;
+  EXPECT_TRUE(testing::WaitFor([&] {
+    std::optional<std::vector<SiteView>> v = b->broker->Sites();
+    if (!v || v->empty()) return false;
+    for (const SiteView& site : *v) {
+      if (!site.last_ok) return false;
+    }
+    return true;
+  }));
+  return b;
+}
+
 class HostileSiteTest : public ::testing::TestWithParam<Mode> {};
 
 TEST_P(HostileSiteTest, JobsGoToTheHealthySiteAndTheHostileOneIsShownLeftOut) {
@@ -338,54 +400,29 @@ wan:
   - {{between: [hostile, healthy], gbps: 10, latency_ms: 5}}
 )",
                                        hostile.port(), healthy.port());
-  Result<federation::Sites> sites = federation::ParseSites(sites_yaml, "sites.yaml");
-  ASSERT_TRUE(sites.ok()) << sites.status().ToString();
-
-  fs::path dir =
-      fs::temp_directory_path() / fmt::format("baton-hostile-{}-{}", ModeName(mode), ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  SqliteStoreOptions so;
-  so.path = (dir / "broker.db").string();
-  Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(so);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-
-  SystemClock clock;
   BrokerOptions o;
   o.poll_interval = Seconds(0.2);
   o.request_timeout = Seconds(2);
   o.whatif_timeout = Seconds(1);
   o.site_timeout = Seconds(600);
-  Result<std::unique_ptr<Broker>> broker =
-      Broker::Create(std::move(sites).value(), o, clock, &Tokens);
-  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
-  Registry metrics;
-  ASSERT_TRUE((*broker)->Start(**store, metrics).ok());
-
-  // Submitted after the broker has learnt both sites' GPU counts (the lie is judged by them).
-  ASSERT_TRUE(testing::WaitFor([&] {
-    std::optional<std::vector<SiteView>> v = (*broker)->Sites();
-    return v && v->size() == 2 && (*v)[0].last_ok && (*v)[1].last_ok;
-  }));
+  // Jobs are submitted after the broker has learnt both sites' GPU counts (the lie is judged by
+  // them): StartBroker returns then.
+  std::unique_ptr<RunningBroker> b =
+      StartBroker(fmt::format("hostile-{}", ModeName(mode)), sites_yaml, o);
+  ASSERT_NE(b, nullptr);
+  Broker* broker = b->broker.get();
   constexpr int kJobs = 4;
   std::vector<JobId> ids;
   for (int i = 0; i < kJobs; ++i) {
-    Result<JobSpec> spec = ParseJobSpec(
-        fmt::format(R"({{"name": "job-{}", "gpus": 8, "estimated_runtime_s": 3600}})", i),
-        BodyFormat::kJson, nullptr);
-    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-    spec->tenant = "team-a";
-    Result<SubmitResult> r = (*store)->Submit({"team-a", spec->name, CanonicalJson(*spec), ""});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ids.push_back(r->job.id);
-    (*broker)->OnJobSubmitted(r->job);
+    ids.push_back(b->Submit(
+        fmt::format(R"({{"name": "job-{}", "gpus": 8, "estimated_runtime_s": 3600}})", i)));
   }
 
   // Hang guard only: routing happens within a few what-if deadlines.
   EXPECT_TRUE(testing::WaitFor(
       [&] {
         for (JobId id : ids) {
-          std::optional<PlacementView> p = (*broker)->JobPlacement(id);
+          std::optional<PlacementView> p = broker->JobPlacement(id);
           if (!p || p->site != "healthy" || p->site_job == 0) return false;
         }
         return true;
@@ -396,7 +433,7 @@ wan:
   EXPECT_EQ(hostile.submits(), 0);
   EXPECT_GE(hostile.whatifs(), 1);
 
-  std::optional<std::vector<SiteView>> view = (*broker)->Sites();
+  std::optional<std::vector<SiteView>> view = broker->Sites();
   ASSERT_TRUE(view && view->size() == 2);
   const SiteView& h = (*view)[0];
   ASSERT_EQ(h.name, "hostile");
@@ -423,8 +460,6 @@ wan:
     // sockets' buffers before the broker hung up.
     EXPECT_LT(hostile.huge_bytes_sent(), std::int64_t{64} << 20);
   }
-  (*broker)->Stop();
-  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(broker, HostileSiteTest,
@@ -530,43 +565,20 @@ wan:
   - {{between: [first, second], gbps: 10, latency_ms: 5}}
 )",
                                        first.port(), second.port());
-  Result<federation::Sites> sites = federation::ParseSites(sites_yaml, "sites.yaml");
-  ASSERT_TRUE(sites.ok()) << sites.status().ToString();
-  fs::path dir = fs::temp_directory_path() / fmt::format("baton-broker-move-{}", ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  SqliteStoreOptions so;
-  so.path = (dir / "broker.db").string();
-  Result<std::unique_ptr<SqliteJobStore>> store = SqliteJobStore::Open(so);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  SystemClock clock;
   BrokerOptions o;
   o.poll_interval = Seconds(0.2);
   o.request_timeout = Seconds(1);
   o.whatif_timeout = Seconds(1);
   o.site_timeout = Seconds(1);
-  Result<std::unique_ptr<Broker>> broker =
-      Broker::Create(std::move(sites).value(), o, clock, &Tokens);
-  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
-  Registry metrics;
-  ASSERT_TRUE((*broker)->Start(**store, metrics).ok());
-  ASSERT_TRUE(testing::WaitFor([&] {
-    std::optional<std::vector<SiteView>> v = (*broker)->Sites();
-    return v && v->size() == 2 && (*v)[0].last_ok && (*v)[1].last_ok;
-  }));
-  Result<JobSpec> spec = ParseJobSpec(
-      R"({"name": "mover", "gpus": 8, "estimated_runtime_s": 3600})", BodyFormat::kJson, nullptr);
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  spec->tenant = "team-a";
-  Result<SubmitResult> r = (*store)->Submit({"team-a", spec->name, CanonicalJson(*spec), ""});
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  const JobId id = r->job.id;
-  (*broker)->OnJobSubmitted(r->job);
+  std::unique_ptr<RunningBroker> b = StartBroker("broker-move", sites_yaml, o);
+  ASSERT_NE(b, nullptr);
+  const JobId id = b->Submit(R"({"name": "mover", "gpus": 8, "estimated_runtime_s": 3600})");
+  ASSERT_NE(id, 0);
 
   // Running at the cheaper site, which reports its checkpoint; then the site is gone.
   ASSERT_TRUE(testing::WaitFor(
       [&] {
-        Result<JobRecord> j = (*store)->Get(id);
+        Result<JobRecord> j = b->store->Get(id);
         return j.ok() && j->checkpoint && j->checkpoint->step == 350;
       },
       30s))
@@ -584,8 +596,6 @@ wan:
   ASSERT_TRUE(checkpoint.is_object()) << body.dump();
   EXPECT_EQ(checkpoint.value("from", ""), "first");
   EXPECT_DOUBLE_EQ(checkpoint.value("size_gib", 0.0), kCheckpointGib);
-  (*broker)->Stop();
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 set -uo pipefail
 baton=$1
 src=$(realpath "$2")
-source "$src/tests/lib/e2e.sh"  # check, finish
+source "$src/tests/lib/e2e.sh"  # check, finish, new_token, wait_listening
 
 readonly jobs=160 site_timeout=3
 work=$(mktemp -d -t baton-once.XXXXXX)
@@ -22,9 +22,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-user_token="alice-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-site_token="fed-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+token=$(new_token admin)
+user_token=$(new_token alice)
+site_token=$(new_token fed)
 cat >"$work/auth.yaml" <<EOT
 principals:
   - {name: ops, role: admin, token: "$token"}
@@ -40,14 +40,6 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
 broker="http://127.0.0.1:$p_br"
 
 api() { curl -sS -m 10 -H "Authorization: Bearer $token" "$@"; }
-wait_listening() {  # wait_listening LOG PID
-  for _ in $(seq 600); do
-    grep -q 'listening on' "$1" && return 0
-    kill -0 "$2" 2>/dev/null || { echo "daemon exited:"; tail -20 "$1"; return 1; }
-    sleep 0.1
-  done
-  echo "not listening after 60 s:"; tail -20 "$1"; return 1
-}
 start_site() {  # start_site NAME PORT
   "$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup 60 \
     --listen "127.0.0.1:$2" --db "$work/$1.db" --auth "$work/auth.yaml" >>"$work/$1.log" 2>&1 &

@@ -15,7 +15,7 @@
 set -uo pipefail
 baton=$1
 src=$(realpath "$2")
-source "$src/tests/lib/e2e.sh"  # check, finish
+source "$src/tests/lib/e2e.sh"  # check, finish, new_token, wait_listening
 
 work=$(mktemp -d -t baton-fed.XXXXXX)
 slurm_dir=""
@@ -31,10 +31,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-user_token="alice-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-bob_token="bob-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-site_token="fed-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+token=$(new_token admin)
+user_token=$(new_token alice)
+bob_token=$(new_token bob)
+site_token=$(new_token fed)
 cat >"$work/auth.yaml" <<EOT
 principals:
   - {name: ops, role: admin, token: "$token"}
@@ -65,15 +65,6 @@ import socket
 ss = [socket.socket() for _ in range(4)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))')
-
-wait_listening() {  # wait_listening LOG PID
-  for _ in $(seq 600); do
-    grep -q 'listening on' "$1" && return 0
-    kill -0 "$2" 2>/dev/null || { echo "daemon exited:"; tail -20 "$1"; return 1; }
-    sleep 0.1
-  done
-  echo "not listening after 60 s:"; tail -20 "$1"; return 1
-}
 
 start_dry_site() {  # start_dry_site NAME PORT LOG
   local extra=()

@@ -2,7 +2,8 @@
 # executor, embedded SQLite, the 16-node test cluster, two principals) on a free loopback port and
 # stops it on exit; after start_daemon BATON SRC, $work (a temp dir), $pid, $port, $BATON_URL,
 # $admin_token and $alice_token (tenant team-a) are set. check counts passes and failures, and
-# finish prints the closing "N passed, N failed" line and sets the exit status.
+# finish prints the closing "N passed, N failed" line and sets the exit status; new_token makes a
+# random token and wait_listening waits for a daemon started by the script itself.
 failures=0
 passes=0
 check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT [OUTPUT PATTERN]
@@ -15,6 +16,19 @@ check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT [OUTPUT PATTERN]
   else
     echo "ok   $name"; passes=$((passes + 1))
   fi
+}
+
+new_token() {  # new_token PREFIX: a random bearer token, "PREFIX-<24 hex digits>"
+  echo "$1-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+}
+
+wait_listening() {  # wait_listening LOG PID: until the daemon logging to LOG listens (60 s at most)
+  for _ in $(seq 600); do
+    grep -q 'listening on' "$1" && return 0
+    kill -0 "$2" 2>/dev/null || { echo "daemon exited:"; tail -20 "$1"; return 1; }
+    sleep 0.1
+  done
+  echo "not listening after 60 s:"; tail -20 "$1"; return 1
 }
 
 finish() {

@@ -26,7 +26,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
+token=$(new_token admin)
 cat >"$work/auth.yaml" <<EOT
 principals:
   - {name: ops, role: admin, token: "$token"}

@@ -663,9 +663,9 @@ void SchedulingController::FenceLapsedLeases(TimePoint now) {
       continue;
     }
     lease.held = true;
-    const std::string why = fmt::format(
-        "its federation lease ({:.0f} s) lapsed with no word from the broker since {:.0f} s ago",
-        lease.length.value(), (now - lease.until + lease.length).value());
+    const std::string why =
+        fmt::format("its federation lease ({:.0f} s) lapsed: no word from the broker for {:.0f} s",
+                    lease.length.value(), (now - lease.until + lease.length).value());
     if (info->phase == sched::JobPhase::kPending) {
       events_.push_back(sched::Event::Cancel(SchedId(id)));  // out of the queue, held
       Record(store_->AppendEvent(id, "held", why + "; held until the broker renews it"), id,
@@ -674,20 +674,11 @@ void SchedulingController::FenceLapsedLeases(TimePoint now) {
     }
     // Running: the attempt is fenced now, not trusted to stop (the broker may already run the
     // job elsewhere).
-    executor_->Kill(id);
-    metrics_->requeues.WithLabels({"lease"}).Increment();
     int attempt = 0;
     if (auto a = attempts_.find(id); a != attempts_.end()) attempt = a->second.number;
-    Record(store_
-               ->Transition(id, {{JobState::kRunning},
-                                 JobState::kQueued,
-                                 "fenced",
-                                 fmt::format("{}: attempt {} stopped, held until the broker "
-                                             "renews it; {}",
-                                             why, attempt, ResumeNote(id, now))})
-               .status(),
-           id, "fence");
-    events_.push_back(sched::Event::Finish(SchedId(id)));  // frees its GPUs
+    RequeueNow(id, "lease", "fenced",
+               fmt::format("{}: attempt {} stopped, held until the broker renews it; {}", why,
+                           attempt, ResumeNote(id, now)));  // held: the resubmission waits
   }
 }
 
@@ -1101,16 +1092,19 @@ SchedulingController::PlacementOutcome SchedulingController::RecordPlacement(
 
 void SchedulingController::RequeueRefused(JobId id, const Status& refusal, TimePoint now) {
   LOG_INFO("job {}: not restarted: {}", id, refusal.message());
-  metrics_->requeues.WithLabels({"node"}).Increment();
+  RequeueNow(id, "node", "requeued",
+             "not restarted: " + refusal.message() + "; " + ResumeNote(id, now));
+}
+
+void SchedulingController::RequeueNow(JobId id, const std::string& reason, const std::string& kind,
+                                      const std::string& message) {
+  metrics_->requeues.WithLabels({reason}).Increment();
   executor_->Kill(id);
   preempted_by_.erase(id);
   attempts_.erase(id);
-  events_.push_back(sched::Event::Finish(SchedId(id)));
-  StateChange change{{JobState::kRunning},
-                     JobState::kQueued,
-                     "requeued",
-                     "not restarted: " + refusal.message() + "; " + ResumeNote(id, now)};
-  Result<JobRecord> r = store_->Transition(id, change);
+  events_.push_back(sched::Event::Finish(SchedId(id)));  // frees its GPUs
+  Result<JobRecord> r =
+      store_->Transition(id, {{JobState::kRunning}, JobState::kQueued, kind, message});
   if (!r.ok()) {
     Record(r.status(), id, "requeue");
     return;

@@ -223,6 +223,11 @@ class SchedulingController final : public Controller {
   // A running job whose new placement the store refused (RecordPlacement's kNodeRefused):
   // its attempt is ended and it waits in the queue again, as a requeue.
   void RequeueRefused(JobId id, const Status& refusal, TimePoint now);
+  // Ends a running job's attempt at once (killed, its GPUs freed) and hands the job back to the
+  // queue, recording `kind` with `message` (a requeue counted under `reason`). A leased job whose
+  // lease has lapsed stays held (Handle(Submitted)).
+  void RequeueNow(JobId id, const std::string& reason, const std::string& kind,
+                  const std::string& message);
   // The cluster's ids for stored node names (unknown names are dropped).
   std::vector<topo::NodeId> NodeIds(const std::vector<std::string>& names) const;
   // Registers the spec's plan with planner_ and sets job.has_plan / plan_key. Errors name the

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "server/store/postgres_errors.h"
 
 namespace baton::server {
 
@@ -22,64 +23,6 @@ namespace {
 // The session-level advisory lock that makes one daemon the owner of a database ("baton" in
 // ASCII). Advisory locks are per database, so several baton databases can share a server.
 constexpr std::int64_t kDaemonLockKey = 0x626174'6f6e;
-
-// The URL as it may appear in messages and logs: any password replaced by "***", in the URI's
-// user info ("postgresql://user:secret@host") or as a "password=" parameter.
-std::string WithoutPassword(std::string url) {
-  if (IsPostgresUrl(url)) {
-    std::size_t start = url.find("://") + 3;
-    std::size_t at = url.find('@', start);
-    std::size_t colon = url.find(':', start);
-    if (at != std::string::npos && url.find('/', start) > at && colon < at) {
-      url.replace(colon + 1, at - colon - 1, "***");
-    }
-  }
-  for (std::size_t p = url.find("password="); p != std::string::npos;
-       p = url.find("password=", p + 1)) {
-    std::size_t value = p + 9;
-    std::size_t end = url.find_first_of(" &", value);
-    url.replace(value, (end == std::string::npos ? url.size() : end) - value, "***");
-  }
-  return url;
-}
-
-std::string Trimmed(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-  return std::string(s);
-}
-
-// Turns the exception being handled into a Status; call only from a catch block. Connection
-// trouble, rollbacks the server chose (serialization, deadlock), resource shortages and operator
-// intervention are kUnavailable (worth retrying); everything else is kInternal.
-Status CurrentExceptionStatus(std::string_view what) {
-  std::string prefix = std::string(what) + ": ";
-  try {
-    throw;
-  } catch (const pqxx::in_doubt_error& e) {
-    return UnavailableError(prefix +
-                            "the connection broke while committing, so the outcome is "
-                            "unknown (retry with the same idempotency key): " +
-                            Trimmed(e.what()));
-  } catch (const pqxx::broken_connection& e) {
-    return UnavailableError(prefix + "connection lost: " + Trimmed(e.what()));
-  } catch (const pqxx::transaction_rollback& e) {
-    return UnavailableError(prefix + "rolled back by the server: " + Trimmed(e.what()));
-  } catch (const pqxx::sql_error& e) {
-    const std::string& state = e.sqlstate();
-    std::string message = prefix + Trimmed(e.what());
-    if (!state.empty()) message += " (SQLSTATE " + state + ")";
-    std::string_view cls =
-        std::string_view(state).substr(0, std::min<std::size_t>(2, state.size()));
-    if (cls == "08" || cls == "40" || cls == "53" || cls == "57" || state == "55P03") {
-      return UnavailableError(std::move(message));
-    }
-    return InternalError(std::move(message));
-  } catch (const std::exception& e) {
-    return InternalError(prefix + Trimmed(e.what()));
-  } catch (...) {
-    return InternalError(prefix + "unknown exception");
-  }
-}
 
 std::int64_t ToMicros(TimePoint t) {
   return static_cast<std::int64_t>(std::llround(t.since_epoch.value() * 1e6));
@@ -313,6 +256,8 @@ struct PostgresJobStore::Connection {
 struct PostgresJobStore::Writer {
   Connection conn;
   const Clock* clock = nullptr;
+  std::int64_t fencing_epoch = 0;
+  Seconds idle_transaction_timeout{8};
   pqxx::transaction_base* tx = nullptr;
 
   // Connects, asks for durable commits and takes the daemon lock, waiting up to `lock_wait` for
@@ -325,6 +270,13 @@ struct PostgresJobStore::Writer {
       pqxx::nontransaction session(*conn.conn);
       // The server default, but a cluster may have turned it off; acknowledged means flushed.
       session.exec0("SET synchronous_commit = on");
+      if (fencing_epoch > 0) {
+        // A replica: the leader lease decides who writes, and the fence checks every commit.
+        session.exec0("SET idle_in_transaction_session_timeout = " +
+                      std::to_string(std::max<std::int64_t>(
+                          1000, std::llround(idle_transaction_timeout.value() * 1000))));
+        return Status::Ok();
+      }
       auto deadline = std::chrono::steady_clock::now() +
                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                           std::chrono::duration<double>(lock_wait.value()));
@@ -341,6 +293,12 @@ struct PostgresJobStore::Writer {
                                      std::to_string(kDaemonLockKey) + " is held)");
     }
     return Status::Ok();
+  }
+
+  // With a fencing epoch, the last statement of every write transaction: throws (SQLSTATE
+  // kFencedSqlState) when another replica has taken the lease since.
+  void CheckFence(pqxx::transaction_base& t) {
+    if (fencing_epoch > 0) t.exec_params("SELECT baton_fence($1)", fencing_epoch);
   }
 
   void PrepareWrites() {
@@ -453,6 +411,8 @@ Result<std::unique_ptr<PostgresJobStore>> PostgresJobStore::Open(
 Status PostgresJobStore::Init() {
   writer_ = std::make_unique<Writer>();
   writer_->clock = clock_;
+  writer_->fencing_epoch = options_.fencing_epoch;
+  writer_->idle_transaction_timeout = options_.idle_transaction_timeout;
   try {
     RETURN_IF_ERROR(writer_->Connect(options_.url, options_.lock_wait));
     pqxx::connection& c = *writer_->conn.conn;
@@ -501,6 +461,7 @@ Status PostgresJobStore::Init() {
           tx.exec1("SELECT open FROM daemon_session WHERE id = 1 FOR UPDATE")[0].as<bool>();
       tx.exec_params0("UPDATE daemon_session SET open = true, opened_us = $1 WHERE id = 1",
                       ToMicros(clock_->Now()));
+      writer_->CheckFence(tx);
       tx.commit();
     }
     writer_->PrepareWrites();
@@ -526,10 +487,11 @@ Status PostgresJobStore::Init() {
 PostgresJobStore::~PostgresJobStore() {
   writes_.Stop();
   // Only a store that opened fully marks the database closed cleanly.
-  if (opened_ && writer_->conn.connected()) {
+  if (opened_ && !fenced_ && writer_->conn.connected()) {
     try {
       pqxx::work tx(*writer_->conn.conn);
       tx.exec0("UPDATE daemon_session SET open = false WHERE id = 1");
+      writer_->CheckFence(tx);
       tx.commit();
     } catch (...) {
       LOG_WARN("job store {}: {}", display_url_,
@@ -543,8 +505,14 @@ PostgresJobStore::~PostgresJobStore() {
 // ---------------------------------------------------------------------------------------------
 // The committer.
 
+void PostgresJobStore::Fence() { fenced_ = true; }
+
 Status PostgresJobStore::CommitBatch(const std::vector<GroupCommitQueue<Writer>::Pending*>& batch) {
   Writer& w = *writer_;
+  if (fenced_) {
+    return UnavailableError("this replica no longer holds the leader lease (epoch " +
+                            std::to_string(options_.fencing_epoch) + "); ask the leader");
+  }
   try {
     if (!w.conn.connected()) {
       // The server dropped the connection (restart, failover, network): reconnect, which
@@ -575,11 +543,21 @@ Status PostgresJobStore::CommitBatch(const std::vector<GroupCommitQueue<Writer>:
         p->result = CurrentExceptionStatus("write");
       }
     }
+    w.CheckFence(tx);
     tx.commit();
     return Status::Ok();
   } catch (...) {
     w.tx = nullptr;
     Status s = CurrentExceptionStatus("commit");
+    try {
+      throw;
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() == kFencedSqlState) {
+        fenced_ = true;  // for good: a deposed leader's store writes nothing more
+        LOG_ERROR("job store {}: {}", display_url_, s.ToString());
+      }
+    } catch (...) {
+    }
     // Start the next batch on a fresh connection (retaking the lock) rather than trust this one.
     if (s.code() == StatusCode::kUnavailable || !w.conn.connected()) w.conn.conn.reset();
     return s;

@@ -43,6 +43,15 @@ struct PostgresStoreOptions {
   // notice that the old daemon's connection is gone.
   Seconds lock_wait{5};
   const Clock* clock = nullptr;  // not owned; must outlive the store. nullptr: the system clock
+  // Replicas (leader_lease.h): the epoch of the leader lease this daemon holds. Above 0, Open
+  // takes no daemon lock (the lease decides who writes), and every write transaction ends by
+  // checking, in the same transaction, that the lease's epoch is still this one: writes of a
+  // deposed leader are refused by the server (kUnavailable), however late they arrive. 0: one
+  // daemon per database, held by the advisory lock.
+  std::int64_t fencing_epoch = 0;
+  // With a fencing epoch: the server ends a transaction of this daemon left idle this long (a
+  // leader cut off mid-transaction must not hold row locks its successor waits for).
+  Seconds idle_transaction_timeout{8};
 };
 
 // True for the connection strings that name a PostgreSQL store ("postgresql://", "postgres://").
@@ -64,6 +73,10 @@ class PostgresJobStore final : public JobStore {
   // no lock: for `baton export` while a daemon holds the database.
   static Result<std::vector<HistoryLine>> ReadHistory(const std::string& url, std::int64_t after,
                                                       int limit);
+
+  // Refuses every write from now on (kUnavailable) without sending it: this daemon lost the
+  // leader lease. A transaction already sent still meets the server's fence. Thread-safe.
+  void Fence();
 
   // Finishes every queued write, stops the committer, records a clean shutdown and closes the
   // connections. Callers must not be inside a method concurrently.
@@ -119,7 +132,8 @@ class PostgresJobStore final : public JobStore {
   std::vector<std::unique_ptr<Connection>> readers_;
   std::atomic<std::uint32_t> next_reader_{0};
 
-  bool opened_ = false;  // Init succeeded
+  bool opened_ = false;              // Init succeeded
+  std::atomic<bool> fenced_{false};  // Fence() was called, or the server's fence refused a write
   GroupCommitQueue<Writer> writes_;
 };
 

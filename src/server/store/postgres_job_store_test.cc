@@ -7,8 +7,10 @@
 #include <iostream>
 #include <memory>
 #include <pqxx/pqxx>
+#include <thread>
 
 #include "server/store/job_store_contract_test.h"
+#include "server/store/leader_lease.h"
 #include "server/store/testing/postgres_server.h"
 
 // libpqxx 6.4 leaks the libpq result of a statement that fails because the server dropped the
@@ -284,6 +286,69 @@ TEST_F(PostgresJobStoreTest, ReconnectsAfterTheServerDropsItsConnections) {
   o.url = backend_.url();
   o.lock_wait = Seconds(0);
   EXPECT_EQ(PostgresJobStore::Open(o).status().code(), StatusCode::kFailedPrecondition);
+}
+
+// Replicas (leader_lease.h): one holder at a time, a takeover only after expiry, a higher epoch
+// at each takeover, and the deposed holder's renewals refused.
+TEST_F(PostgresJobStoreTest, TheLeaderLeaseHasOneHolderAndEachTakeoverRaisesTheEpoch) {
+  LeaderLeaseOptions a_options{backend_.url(), "a", "http://a:8080", Seconds(1)};
+  LeaderLeaseOptions b_options{backend_.url(), "b", "http://b:8080", Seconds(1)};
+  auto a = LeaderLease::Open(a_options);
+  auto b = LeaderLease::Open(b_options);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+  auto first = (*a)->TryAcquire();
+  ASSERT_TRUE(first.ok() && first->has_value()) << first.status().ToString();
+  EXPECT_EQ(**first, 1);
+  auto refused = (*b)->TryAcquire();
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE(refused->has_value()) << "b took a live lease";
+  auto seen = (*b)->Read();
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->url, "http://a:8080");
+  EXPECT_TRUE(seen->live);
+  EXPECT_TRUE(*(*a)->Renew(1));
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the server's clock: expiry
+  auto second = (*b)->TryAcquire();
+  ASSERT_TRUE(second.ok() && second->has_value());
+  EXPECT_EQ(**second, 2);
+  auto renewed = (*a)->Renew(1);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_FALSE(*renewed) << "the deposed holder renewed";
+  // A clean stop hands over at once.
+  ASSERT_TRUE((*b)->Release(2).ok());
+  auto third = (*a)->TryAcquire();
+  ASSERT_TRUE(third.ok() && third->has_value());
+  EXPECT_EQ(**third, 3);
+}
+
+// The fence: a store opened at epoch 1 writes while epoch 1 holds the lease, and every write
+// after a takeover (epoch 2) is refused by the server, changing nothing.
+TEST_F(PostgresJobStoreTest, ADeposedLeadersWritesAreRefusedByTheServer) {
+  auto lease = LeaderLease::Open({backend_.url(), "a", "http://a:8080", Seconds(1)});
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  ASSERT_EQ(**(*lease)->TryAcquire(), 1);
+  PostgresStoreOptions o;
+  o.url = backend_.url();
+  o.clock = &clock_;
+  o.fencing_epoch = 1;
+  auto store = PostgresJobStore::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  NewJob job{"team-a", "before", R"({"gpus": 1})", "k1"};
+  ASSERT_TRUE((*store)->Submit(job).ok());
+
+  // Another replica takes over (the lease expired under a paused leader).
+  Sql("UPDATE baton_leader SET epoch = 2, holder = 'b'");
+  job.idempotency_key = "k2";
+  Result<SubmitResult> late = (*store)->Submit(job);
+  EXPECT_EQ(late.status().code(), StatusCode::kUnavailable) << late.status().ToString();
+  EXPECT_NE(late.status().message().find("superseded by epoch 2"), std::string::npos)
+      << late.status().ToString();
+  pqxx::connection c(backend_.url());
+  pqxx::nontransaction q(c);
+  EXPECT_EQ(q.exec1("SELECT COUNT(*) FROM jobs")[0].as<int>(), 1) << "a fenced write landed";
+  // And from then on the store does not even send one.
+  EXPECT_EQ((*store)->Submit(job).status().code(), StatusCode::kUnavailable);
 }
 
 TEST(PostgresUrlTest, RecognisesPostgresSchemes) {

@@ -25,6 +25,12 @@
 //    the node conditions the executor's resource manager reported since the last call (only
 //    executors with one, such as Slurm); the controller reads nodes before exits, so a job that
 //    died with its node is requeued by the node's failure rather than failed.
+//  * Replicas (several daemons on one store, server/store/leader_lease.h): a daemon that becomes
+//    the leader calls TakeOver with its lease epoch before its first Reattach, and every
+//    LaunchRequest carries that epoch. An executor that can fence refuses, from then on, any
+//    launch of an older epoch (a deposed leader that has not noticed yet), so the new leader's
+//    adoption sees every attempt that will ever run. Release (instead of StopAll) ends a leader's
+//    term: it forgets its jobs without stopping them, for the next leader to adopt.
 //  * NodeConditionChanged tells the executor baton's own verdict on a node (admin cordon/drain,
 //    health rules); executors with a resource manager mirror it there (Slurm: drain / resume).
 #pragma once
@@ -79,6 +85,8 @@ struct LaunchRequest {
   std::int64_t memory_mib = 0;
   // Inputs to stage first, in order (the local executor's stage command; others ignore it).
   std::vector<StageRequest> stage;
+  // The leader lease epoch of the daemon launching it (TakeOver); 0: a daemon without replicas.
+  std::int64_t epoch = 0;
 };
 
 // kLost: the job ended through no fault of its own (a node failed under it, the resource manager
@@ -117,12 +125,18 @@ class Executor {
   virtual void Kill(std::int64_t job) = 0;
   virtual bool Reattach(const LaunchRequest& request) = 0;
   virtual void FinishRecovery() {}
+  // This daemon leads at `epoch` from now on. kFailedPrecondition when the executor has already
+  // seen a newer epoch (this daemon is the deposed one). Executors that cannot fence accept.
+  virtual Status TakeOver(std::int64_t /*epoch*/) { return Status::Ok(); }
   virtual std::vector<ExitReport> Poll() = 0;
   virtual std::vector<NodeReport> PollNodes() { return {}; }
   virtual void NodeConditionChanged(const std::string& /*node*/, topo::NodeHealth /*health*/,
                                     const std::string& /*reason*/) {}
   // Stops everything still running (daemon shutdown in tests); jobs are not reported.
   virtual void StopAll() = 0;
+  // Forgets every job without stopping it: this daemon's leadership ended and the next leader
+  // adopts them. Executors whose jobs outlive the daemon anyway may keep StopAll's behaviour.
+  virtual void Release() { StopAll(); }
 };
 
 }  // namespace baton::server

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -230,6 +231,62 @@ int SpawnInGroup(std::vector<std::string>& argv, std::vector<std::string>& env,
   return err;
 }
 
+// The leader epoch file (executor.h, TakeOver): <log_dir>/leader.epoch, the newest epoch that
+// took this executor's machine over. Read and written under an exclusive flock, which a launch
+// holds until its processes exist, so a new leader's adoption (after its TakeOver) sees them.
+class EpochFile {
+ public:
+  EpochFile() = default;
+  EpochFile(EpochFile&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  EpochFile& operator=(EpochFile&&) = delete;
+  ~EpochFile() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+
+  // Opens (creating) and locks the file; `current` gets the epoch it holds (0: none yet).
+  static Result<EpochFile> Lock(const std::string& dir, std::int64_t* current) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    const std::string path = (fs::path(dir) / "leader.epoch").string();
+    EpochFile f;
+    f.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (f.fd_ < 0 || ::flock(f.fd_, LOCK_EX) != 0) {
+      return UnavailableError(fmt::format("cannot lock {}: {}", path, std::strerror(errno)));
+    }
+    char buf[32] = {};
+    ssize_t n = ::pread(f.fd_, buf, sizeof buf - 1, 0);
+    *current = n > 0 ? std::strtoll(buf, nullptr, 10) : 0;
+    return f;
+  }
+
+  Status Write(std::int64_t epoch) {
+    const std::string text = std::to_string(epoch) + "\n";
+    if (::ftruncate(fd_, 0) != 0 ||
+        ::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
+        ::fsync(fd_) != 0) {
+      return UnavailableError(
+          fmt::format("cannot write the leader epoch: {}", std::strerror(errno)));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Holds the epoch file for a launch of `epoch`: refused when a newer leader took over.
+Result<std::optional<EpochFile>> FenceLaunch(const std::string& dir, std::int64_t epoch) {
+  if (epoch <= 0) return std::optional<EpochFile>();  // a daemon without replicas
+  std::int64_t current = 0;
+  ASSIGN_OR_RETURN(EpochFile f, EpochFile::Lock(dir, &current));
+  if (current > epoch) {
+    return FailedPreconditionError(fmt::format(
+        "fenced: this daemon leads at epoch {}, but epoch {} has taken this machine over", epoch,
+        current));
+  }
+  return std::optional<EpochFile>(std::move(f));
+}
+
 }  // namespace
 
 LocalExecutor::LocalExecutor(LocalOptions options, const Clock& clock)
@@ -248,6 +305,8 @@ std::string LocalExecutor::JobDir(std::int64_t id) const {
 }
 
 Status LocalExecutor::Launch(const LaunchRequest& request) {
+  // First, and held until the ranks exist: a deposed leader neither starts nor kills anything.
+  ASSIGN_OR_RETURN(std::optional<EpochFile> fence, FenceLaunch(options_.log_dir, request.epoch));
   Kill(request.job);  // a relaunch (replacement) replaces the old ranks
   // ... and whatever earlier attempt a previous daemon left running: never two at once.
   KillRecorded(request.job, 0);
@@ -335,7 +394,8 @@ void LocalExecutor::StageExited(std::int64_t id, Job& job, int status,
   }
   LaunchRequest request = *std::move(job.staging);
   job.staging.reset();
-  if (Status st = StartRanks(request, job).status(); !st.ok()) {
+  Result<std::optional<EpochFile>> fence = FenceLaunch(options_.log_dir, request.epoch);
+  if (Status st = fence.ok() ? StartRanks(request, job).status() : fence.status(); !st.ok()) {
     report = ExitReport{id, ExitKind::kFailed, std::string(st.message())};
   }
 }
@@ -579,6 +639,24 @@ void LocalExecutor::FinishRecovery() {
         g);
   }
   KillGroupsAndWait(std::vector<pid_t>(groups.begin(), groups.end()));
+}
+
+Status LocalExecutor::TakeOver(std::int64_t epoch) {
+  std::int64_t current = 0;
+  ASSIGN_OR_RETURN(EpochFile f, EpochFile::Lock(options_.log_dir, &current));
+  if (current > epoch) {
+    return FailedPreconditionError(
+        fmt::format("epoch {} has already taken this machine over; this daemon's epoch {} is older",
+                    current, epoch));
+  }
+  return f.Write(epoch);
+}
+
+void LocalExecutor::Release() {
+  if (!jobs_.empty()) {
+    LOG_INFO("leaving {} job(s) running for the next leader to adopt", jobs_.size());
+  }
+  jobs_.clear();
 }
 
 void LocalExecutor::Kill(std::int64_t id) {

@@ -57,6 +57,10 @@ class LocalExecutor final : public Executor {
   ~LocalExecutor() override;
   std::string_view name() const override { return "local"; }
   bool OneHost() const override { return options_.host.empty(); }
+  // Writes the epoch to <log_dir>/leader.epoch; launches of older epochs are refused from then
+  // on (each launch reads the file under the same flock until its processes exist).
+  Status TakeOver(std::int64_t epoch) override;
+  void Release() override;
   Status Launch(const LaunchRequest& request) override;
   void Stop(std::int64_t job, Seconds grace) override;
   void Kill(std::int64_t job) override;

@@ -284,5 +284,49 @@ TEST_F(LocalAttemptTest, AReusedPidIsNeverTakenForARank) {
   EXPECT_TRUE(Alive(::getpid()));
 }
 
+// Replicas: once a new leader took the machine over (TakeOver at epoch 2), a launch of the
+// deposed leader (epoch 1) neither starts its ranks nor kills the new leader's attempt.
+TEST_F(LocalAttemptTest, ADeposedLeadersLaunchIsFencedAndKillsNothing) {
+  LocalExecutor next(Options(), clock_);
+  ASSERT_TRUE(next.TakeOver(2).ok());
+  LaunchRequest current = Request("sleep 30", 2);
+  current.epoch = 2;
+  ASSERT_TRUE(next.Launch(current).ok());
+  std::vector<pid_t> pids = RecordedPids(2, 2);
+  ASSERT_EQ(pids.size(), 2u);
+
+  LocalExecutor deposed(Options(), clock_);
+  LaunchRequest late = Request("exit 0", 3);
+  late.epoch = 1;
+  Status s = deposed.Launch(late);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("epoch 2 has taken this machine over"), std::string::npos) << s.ToString();
+  for (pid_t p : pids) EXPECT_TRUE(Alive(p)) << "the deposed leader killed the current attempt";
+  EXPECT_FALSE(fs::exists(dir_ / "logs" / "job-11" / "attempt-3.pids"));
+  // Nor can it take the machine back.
+  EXPECT_EQ(deposed.TakeOver(1).code(), StatusCode::kFailedPrecondition);
+  next.StopAll();
+}
+
+// The end of a leader's term leaves its ranks running for the next leader.
+TEST_F(LocalAttemptTest, ReleaseLeavesTheRanksRunning) {
+  std::vector<pid_t> pids;
+  {
+    LocalExecutor e(Options(), clock_);
+    ASSERT_TRUE(e.TakeOver(1).ok());
+    LaunchRequest r = Request("sleep 30");
+    r.epoch = 1;
+    ASSERT_TRUE(e.Launch(r).ok());
+    pids = RecordedPids(1, 2);
+    e.Release();
+  }  // destroyed: StopAll has nothing left to stop
+  ASSERT_EQ(pids.size(), 2u);
+  for (pid_t p : pids) EXPECT_TRUE(Alive(p)) << "a released rank was stopped";
+  LocalExecutor next(Options(), clock_);
+  ASSERT_TRUE(next.TakeOver(2).ok());
+  EXPECT_TRUE(next.Reattach(Request("sleep 30")));
+  next.StopAll();
+}
+
 }  // namespace
 }  // namespace baton::server

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/bounded_input.h"
+#include "core/strings.h"
 
 namespace baton::federation {
 namespace {
@@ -163,8 +164,12 @@ Result<Sites> ParseSites(std::string_view text, std::string_view source) {
                            {"url", "token_env", "regions", "price_per_gpu_hour", "datasets",
                             "cluster", "scheduler", "outages"}));
     ASSIGN_OR_RETURN(site.url, r.String(s, "url", where, true));
-    if (!Urlish(site.url)) {
-      return r.Error(s["url"], where + ".url", "expected an http:// or https:// URL");
+    // One URL, or a site's replicas separated by commas (docs/operations.md).
+    for (std::string_view u : Split(site.url, ',')) {
+      if (!Urlish(Trim(u))) {
+        return r.Error(s["url"], where + ".url",
+                       "expected an http:// or https:// URL (or several, separated by commas)");
+      }
     }
     ASSIGN_OR_RETURN(site.token_env, r.String(s, "token_env", where, false));
     ASSIGN_OR_RETURN(site.cluster, r.String(s, "cluster", where, false));

@@ -4,7 +4,8 @@
 //
 //   sites:
 //     shenzhen:
-//       url: https://sz.example.org:8443   # a `baton serve` (http or https)
+//       url: https://sz.example.org:8443   # a `baton serve` (http or https); its replicas:
+//                                          # their URLs separated by commas
 //       token_env: BATON_SITE_SZ_TOKEN     # the broker's token for it, from the environment
 //                                          # (the broker requires one per site)
 //       regions: [cn, cn-south]            # labels a job may require or exclude

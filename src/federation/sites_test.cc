@@ -89,8 +89,10 @@ TEST(SitesTest, FieldsAreChecked) {
     t.replace(t.find(from), from.size(), to);
     return Error(t);
   };
-  EXPECT_EQ(with("url: http://127.0.0.1:8082", "url: 127.0.0.1:8082"),
-            "sites.yaml:9: field 'sites.hefei.url': expected an http:// or https:// URL");
+  EXPECT_EQ(
+      with("url: http://127.0.0.1:8082", "url: 127.0.0.1:8082"),
+      "sites.yaml:9: field 'sites.hefei.url': expected an http:// or https:// URL (or several, "
+      "separated by commas)");
   EXPECT_EQ(with("    url: http://127.0.0.1:8082\n", ""),
             "sites.yaml:9: field 'sites.hefei.url': missing");
   EXPECT_EQ(with("gbps: 10,", "gbps: -1,"),

@@ -472,6 +472,43 @@ INSTANTIATE_TEST_SUITE_P(broker, HostileSiteTest,
 // A broker restarted on a fresh database numbers its jobs from 1 again: its idempotency keys
 // must not name the jobs an earlier broker made at the same site (409 there, and the job would be
 // refused). A broker restarted on its own database keeps its instance id.
+// A site with replicas (docs/operations.md): the broker's client for it gets past a dead replica
+// and a standby's redirect to the leader, within one call, and then goes to the leader first.
+TEST(SiteReplicasTest, CallsFindTheLeaderPastADeadReplicaAndAStandby) {
+  HealthySite leader;
+  httplib::Server standby;
+  const std::string leader_url = "http://127.0.0.1:" + std::to_string(leader.port());
+  standby.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    res.status = 307;
+    res.set_header("Location", leader_url + req.path);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  const int standby_port = standby.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { standby.listen_after_bind(); });
+  int dead_port = 0;
+  {
+    // A port bound and closed without listening: connections to it are refused.
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    dead_port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  SiteClient client("http://127.0.0.1:" + std::to_string(dead_port) +
+                        ", http://127.0.0.1:" + std::to_string(standby_port) + "," + leader_url,
+                    "healthy-site-token", Seconds(5));
+  EXPECT_TRUE(client.Health().ok());
+  Result<SiteJob> job = client.Submit("team-a", R"({"name": "x", "gpus": 8})", "key-1");
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(leader.jobs(), 1);
+  standby.stop();
+  serving.join();
+}
+
 TEST(BrokerRestartTest, AFreshDatabaseNeverCollidesWithAnEarlierBrokersKeys) {
   HealthySite site;
   std::string sites_yaml = fmt::format(R"(sites:

@@ -113,6 +113,26 @@ Answer Exchange(const std::string& url, httplib::Request req, Deadline deadline,
   return out;
 }
 
+// Exchange with the first of `urls` that leads, starting at `leader` (site_client.h).
+Answer ExchangeWithLeader(const std::vector<std::string>& urls, std::atomic<std::size_t>& leader,
+                          const httplib::Request& req, Deadline deadline, std::size_t max_bytes) {
+  const std::size_t first = leader.load() % urls.size();
+  Answer out;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    const std::size_t k = (first + i) % urls.size();
+    out = Exchange(urls[k], req, deadline, max_bytes);
+    const bool next =
+        urls.size() > 1 &&
+        (out.failure == CallFailure::kUnreachable ||
+         (out.failure == CallFailure::kNone && (out.status == 307 || out.status == 503)));
+    if (!next) {
+      leader = k;
+      return out;
+    }
+  }
+  return out;
+}
+
 // `tenant`: the tenant the broker acts for (the site's Baton-Tenant header); empty: none.
 httplib::Request MakeRequest(std::string method, std::string path, const std::string& token,
                              std::string_view tenant = {}) {
@@ -216,14 +236,19 @@ std::optional<TimePoint> ParseApiTime(std::string_view text) {
 }
 
 SiteClient::SiteClient(std::string url, std::string token, Seconds timeout)
-    : url_(std::move(url)), token_(std::move(token)), timeout_(timeout) {}
+    : url_(std::move(url)), token_(std::move(token)), timeout_(timeout) {
+  for (std::string_view u : Split(url_, ',')) {
+    if (!Trim(u).empty()) urls_.emplace_back(Trim(u));
+  }
+  if (urls_.empty()) urls_.push_back(url_);  // refused by the first call, naming it
+}
 
 WhatIfResult SiteClient::WhatIf(std::string_view tenant, std::string_view spec_json,
                                 Deadline deadline) const {
   WhatIfResult out;
   httplib::Request req = MakeRequest("POST", "/api/v1/whatif", token_, tenant);
   SetJsonBody(req, spec_json);
-  Answer res = Exchange(url_, std::move(req), deadline, kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_, std::move(req), deadline, kMaxAnswerBytes);
   auto fail = [&](CallFailure failure, std::string error) {
     out.failure = failure;
     out.error = "what-if: " + std::move(error);
@@ -276,7 +301,7 @@ Result<SiteJob> SiteClient::Submit(std::string_view tenant, std::string_view spe
   httplib::Request req = MakeRequest("POST", "/api/v1/jobs", token_, tenant);
   req.set_header("Idempotency-Key", std::string(key));
   SetJsonBody(req, spec_json);
-  Answer res = Exchange(url_, std::move(req), After(timeout_), kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_, std::move(req), After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("submit", res);
   if (res.status == 200 || res.status == 201) {
     ASSIGN_OR_RETURN(SiteJob job, ReadJob(res));
@@ -302,18 +327,19 @@ Result<SiteJob> SiteClient::Submit(std::string_view tenant, std::string_view spe
 Result<SiteJob> SiteClient::Get(std::string_view tenant, std::int64_t id) const {
   // One deadline for the job and, when it failed, its events.
   const Deadline deadline = After(timeout_);
-  Answer res =
-      Exchange(url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}", id), token_, tenant),
-               deadline, kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(
+      urls_, leader_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}", id), token_, tenant),
+      deadline, kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("get job", res);
   if (res.status == 404) return NotFoundError(fmt::format("the site has no job {}", id));
   if (res.status != 200) return UnavailableError("get job: " + ErrorMessage(res));
   ASSIGN_OR_RETURN(SiteJob job, ReadJob(res));
   if (job.state == "failed" || job.state == "cancelled") {
     // The reason is the job's last event.
-    Answer ev = Exchange(
-        url_, MakeRequest("GET", fmt::format("/api/v1/jobs/{}/events", id), token_, tenant),
-        deadline, kMaxAnswerBytes);
+    Answer ev = ExchangeWithLeader(
+        urls_, leader_,
+        MakeRequest("GET", fmt::format("/api/v1/jobs/{}/events", id), token_, tenant), deadline,
+        kMaxAnswerBytes);
     if (ev.failure == CallFailure::kNone && ev.status == 200) {
       Result<json> body = ParseAnswer(ev.body);
       if (body.ok() && body->is_object() && (*body)["events"].is_array() &&
@@ -332,7 +358,7 @@ Result<SiteJob> SiteClient::Cancel(std::string_view tenant, std::int64_t id) con
   httplib::Request req =
       MakeRequest("POST", fmt::format("/api/v1/jobs/{}:cancel", id), token_, tenant);
   SetJsonBody(req, "");
-  Answer res = Exchange(url_, std::move(req), After(timeout_), kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_, std::move(req), After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("cancel", res);
   if (res.status == 200 || res.status == 202) return ReadJob(res);
   if (res.status == 404) return SiteJob{.id = id, .state = "gone"};
@@ -346,15 +372,17 @@ Result<SiteJob> SiteClient::Cancel(std::string_view tenant, std::int64_t id) con
 }
 
 Status SiteClient::Health() const {
-  Answer res = Exchange(url_, MakeRequest("GET", "/healthz", ""), After(timeout_), kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_, MakeRequest("GET", "/healthz", ""),
+                                  After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("healthz", res);
   if (res.status != 200) return UnavailableError("healthz: " + ErrorMessage(res));
   return Status::Ok();
 }
 
 Result<std::int64_t> SiteClient::Gpus() const {
-  Answer res = Exchange(url_, MakeRequest("GET", "/api/v1/topology", token_, kTopologyTenant),
-                        After(timeout_), kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_,
+                                  MakeRequest("GET", "/api/v1/topology", token_, kTopologyTenant),
+                                  After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("topology", res);
   if (res.status != 200) return UnavailableError("topology: " + ErrorMessage(res));
   Result<json> body = ParseAnswer(res.body);

@@ -7,14 +7,16 @@
 // So a dead, slow or hostile site costs at most the deadline and the limit; no call retries (the
 // broker's loop does).
 //
-// Thread-safe: the object is immutable, calls share nothing.
+// Thread-safe: calls share only which of a site's replicas answered last (an atomic).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -63,7 +65,11 @@ class SiteClient {
   // a site's topology is the same for every tenant).
   static constexpr std::string_view kTopologyTenant = "federation";
 
-  // `url` is "http://host:port" or "https://host:port" (no path); `token` the bearer token, of a
+  // `url` is "http://host:port" or "https://host:port" (no path), or the URLs of a site's
+  // replicas separated by commas: each call goes to the one that answered last and moves on to
+  // the next after a refused or broken connection, a standby's redirect (307) or a 503, within
+  // the call's deadline (every call is safe to resend: reads, the what-if, a submit with an
+  // idempotency key, a cancel). `token` the bearer token, of a
   // principal with the broker role at the site. Every call about a job is made as the job's
   // `tenant` (the Baton-Tenant header): the site stores, limits and shows it as that tenant's.
   // `timeout` is the deadline of each call but the what-if, whose deadline the caller gives (one
@@ -103,8 +109,10 @@ class SiteClient {
 
  private:
   std::string url_;
+  std::vector<std::string> urls_;  // url_ split at commas
   std::string token_;
   Seconds timeout_;
+  mutable std::atomic<std::size_t> leader_{0};  // index into urls_ of the last to answer
 };
 
 // Why a what-if answer cannot be true of a site that last reported `capacity` GPUs (0: not

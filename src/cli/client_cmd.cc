@@ -216,7 +216,8 @@ void RegisterSubmit(CLI::App& app, int& exit_code) {
   cmd->add_option("--time", o->runtime_s, "Estimated run time in seconds (for backfill)");
   cmd->add_flag("--no-preempt", o->no_preempt, "The job may not be preempted");
   cmd->add_option("--idempotency-key", o->idempotency_key,
-                  "Key that makes a retried submission return the same job");
+                  "Key that makes a retried submission return the same job (default: a "
+                  "random one, so the client's own retries are safe)");
   cmd->callback([o, &exit_code] {
     std::string body, content_type = "application/json";
     const bool from_file = o->gpus.empty() && o->args.size() == 1;
@@ -292,7 +293,10 @@ void RegisterSubmit(CLI::App& app, int& exit_code) {
     }
     exit_code = WithClient(o->common, [&](const ApiClient& client) {
       std::map<std::string, std::string> headers;
-      if (!o->idempotency_key.empty()) headers["Idempotency-Key"] = o->idempotency_key;
+      // A key of its own when none is given, so that the client may resend the submission to
+      // another replica after a failover without running the job twice.
+      headers["Idempotency-Key"] =
+          o->idempotency_key.empty() ? GeneratedIdempotencyKey() : o->idempotency_key;
       Result<json> job = client.Post("/api/v1/jobs", body, content_type, headers);
       if (!job.ok()) return Fail(job.status());
       if (o->common.json_output) {

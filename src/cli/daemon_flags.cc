@@ -27,6 +27,20 @@ void AddDaemonFlags(CLI::App* cmd, DaemonFlags* flags, const std::string& what) 
   cmd->add_option("--max-event-streams-per-principal", flags->max_event_streams_per_principal,
                   "Live-update streams one token may hold; more get 429 (0: 4)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--lease-ttl", flags->lease_ttl_s,
+                  "Replicas on a --store: seconds a leader keeps the lease without renewing it; "
+                  "a standby takes over once it expires")
+      ->capture_default_str();
+  cmd->add_option("--lease-renew", flags->lease_renew_s,
+                  "Replicas: seconds between the leader's renewals (and a standby's tries); at "
+                  "most half the TTL")
+      ->capture_default_str();
+  cmd->add_option("--advertise-url", flags->advertise_url,
+                  "Replicas: the URL clients reach this daemon at, where standbys redirect them "
+                  "(default http://HOST:PORT of --listen)");
+  cmd->add_option("--replica-name", flags->replica_name,
+                  "Replicas: this daemon's name in the lease, unique among them (default: the "
+                  "advertised URL)");
 }
 
 Result<server::ServerOptions> ServerOptionsFrom(const DaemonFlags& flags) {
@@ -54,6 +68,10 @@ Result<server::ServerOptions> ServerOptionsFrom(const DaemonFlags& flags) {
   so.tls_key_path = flags.tls_key;
   so.max_event_streams = flags.max_event_streams;
   so.max_event_streams_per_principal = flags.max_event_streams_per_principal;
+  so.lease_ttl = Seconds(flags.lease_ttl_s);
+  so.lease_renew = Seconds(flags.lease_renew_s);
+  so.advertise_url = flags.advertise_url;
+  so.replica_name = flags.replica_name;
   return so;
 }
 

@@ -19,11 +19,16 @@ struct DaemonFlags {
   std::string log_format = "text";
   int max_event_streams = 0;                // 0: the server's default (ServerOptions)
   int max_event_streams_per_principal = 0;  // 0: the server's default
+  // Replicas on a PostgreSQL store (server/replica.h).
+  double lease_ttl_s = server::ServerOptions{}.lease_ttl.value();
+  double lease_renew_s = server::ServerOptions{}.lease_renew.value();
+  std::string advertise_url;
+  std::string replica_name;
 };
 
-// Adds --listen, --db, --store, --auth, --tls-cert, --tls-key, --log-format and the event-stream
-// caps to `cmd`, their
-// defaults being `flags`'s; `what` names what the store keeps ("the job store").
+// Adds --listen, --db, --store, --auth, --tls-cert, --tls-key, --log-format, the event-stream
+// caps and the replica flags (--lease-ttl, --lease-renew, --advertise-url, --replica-name) to
+// `cmd`, their defaults being `flags`'s; `what` names what the store keeps ("the job store").
 void AddDaemonFlags(CLI::App* cmd, DaemonFlags* flags, const std::string& what);
 
 // Applies the log format (and at least info level: a daemon reports what it does) and turns the

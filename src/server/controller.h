@@ -129,6 +129,10 @@ class Controller {
   // Reads the store's state (jobs queued or running when the daemon starts) and starts working.
   // `metrics` (not owned, outlives the controller) takes the controller's metrics.
   virtual Status Start(JobStore& /*store*/, Registry& /*metrics*/) { return Status::Ok(); }
+  // Called before Start by a daemon that leads replicas on one store (server/store/leader_lease.h)
+  // with its lease epoch: launches carry it and executors fence older ones (Executor::TakeOver),
+  // and Stop leaves running work for the next leader instead of stopping it.
+  virtual void SetLeaderEpoch(std::int64_t /*epoch*/) {}
   // Stops working; nothing is called on the store afterwards.
   virtual void Stop() {}
 

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "server/testing/child_daemon.h"
+#include "server/testing/rank_log.h"
 
 #ifndef BATON_SERVE_TEST_DAEMON
 #error "BATON_SERVE_TEST_DAEMON must name the daemon executable"
@@ -166,11 +167,7 @@ TEST(ServerCrashTest, LocalRanksNeverRunTwiceAcrossKill9) {
       << "principals:\n  - {name: ops, role: admin, token: crash-admin-token-0123456789}\n";
   const std::string ranks_log = (dir / "ranks.log").string();
   json spec = {{"name", "ranks"}, {"gpus", 2}, {"gpus_per_node", 2}};
-  spec["command"] = {
-      "/bin/sh", "-c",
-      "beat() { echo \"beat $BATON_JOB_ID $BATON_ATTEMPT $RANK $$ $(date +%s.%N)\" >> " +
-          ranks_log + "; }; i=0; while [ $i -lt 8 ]; do beat; i=$((i + 1)); sleep 0.05; done; " +
-          "echo \"end $BATON_JOB_ID $BATON_ATTEMPT $RANK $$ $(date +%s.%N)\" >> " + ranks_log};
+  spec["command"] = testing::RankLogCommand(ranks_log, 8);
   const std::string body = spec.dump();
   const std::vector<std::string> args = {
       "--topology", std::string(BATON_SOURCE_DIR) + "/tests/realjob/cluster.yaml",
@@ -249,60 +246,12 @@ TEST(ServerCrashTest, LocalRanksNeverRunTwiceAcrossKill9) {
     for (auto& c : clients) c.join();
   }
 
-  // What ran, from the ranks' own lines: per (job, rank), each process's first and last line.
-  struct Run {
-    double first = 0, last = 0;
-    int attempt = 0;
-    bool ended = false;
-  };
-  std::map<std::pair<std::int64_t, int>, std::map<long, Run>> runs;  // (job, rank) -> pid -> run
-  std::ifstream in(ranks_log);
-  std::string kind;
-  std::int64_t job = 0;
-  int attempt = 0, rank = 0;
-  long pid = 0;
-  double t = 0;
-  while (in >> kind >> job >> attempt >> rank >> pid >> t) {
-    auto [it, fresh] = runs[{job, rank}].try_emplace(pid, Run{t, t, attempt, false});
-    it->second.last = std::max(it->second.last, t);
-    it->second.first = std::min(it->second.first, t);
-    it->second.ended = it->second.ended || kind == "end";
-  }
-  // A job's command completed twice if two attempts each ended every rank (one rank of an attempt
-  // cut short at launch may end alone: these ranks do not wait for each other as DDP ranks do).
-  int overlaps = 0, completed_twice = 0, runs_total = 0;
-  std::set<std::int64_t> jobs_seen;
-  std::map<std::int64_t, std::map<int, std::set<int>>> ended_ranks;  // job -> attempt -> ranks
-  for (const auto& [key, by_pid] : runs) {
-    jobs_seen.insert(key.first);
-    std::vector<Run> list;
-    for (const auto& [p, r] : by_pid) {
-      list.push_back(r);
-      if (r.ended) ended_ranks[key.first][r.attempt].insert(key.second);
-    }
-    runs_total += static_cast<int>(list.size());
-    std::sort(list.begin(), list.end(),
-              [](const Run& a, const Run& b) { return a.first < b.first; });
-    for (std::size_t i = 1; i < list.size(); ++i) {
-      if (list[i].first <= list[i - 1].last) {
-        ++overlaps;
-        ADD_FAILURE() << "job " << key.first << " rank " << key.second << ": attempt "
-                      << list[i].attempt << " started at " << list[i].first << " while attempt "
-                      << list[i - 1].attempt << " ran until " << list[i - 1].last;
-      }
-    }
-  }
-  for (const auto& [job_id, by_attempt] : ended_ranks) {
-    int whole = 0;
-    for (const auto& [a, ranks] : by_attempt) whole += ranks.size() == 2;
-    if (whole > 1) {
-      ++completed_twice;
-      ADD_FAILURE() << "job " << job_id << ": " << whole << " attempts ran every rank to its end";
-    }
-  }
-  EXPECT_EQ(overlaps, 0);
-  EXPECT_EQ(completed_twice, 0);
-  EXPECT_EQ(jobs_seen.size(), acked.size()) << "every acknowledged job ran";
+  // What ran, from the ranks' own lines.
+  const testing::RankLogReport ran = testing::ReadRankLog(ranks_log, 2);
+  for (const std::string& o : ran.overlaps) ADD_FAILURE() << o;
+  for (const std::string& t : ran.completed_twice) ADD_FAILURE() << t;
+  EXPECT_EQ(ran.jobs.size(), acked.size()) << "every acknowledged job ran";
+  const int runs_total = ran.rank_processes;
   if (!::testing::Test::HasFailure()) {
     std::printf(
         "local crash test: %d kill -9 rounds, %zu acknowledged jobs, %d rank processes, 0 lost, "

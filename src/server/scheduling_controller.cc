@@ -286,6 +286,8 @@ SchedulingController::~SchedulingController() { Stop(); }
 
 Status SchedulingController::Start(JobStore& store, Registry& metrics) {
   if (store_ != nullptr) return FailedPreconditionError("the controller was already started");
+  // A new leader fences its predecessor's launches before it looks at what runs (Reload).
+  if (leader_epoch_ > 0) RETURN_IF_ERROR(executor_->TakeOver(leader_epoch_));
   store_ = &store;
   metrics_ = std::make_unique<Metrics>(metrics);
   // The history's run line goes before Reload's events reach a cycle: a fresh scheduler over
@@ -824,6 +826,7 @@ LaunchRequest SchedulingController::MakeLaunchRequest(JobId id, const sched::Gan
   const topo::Cluster& c = cluster();
   LaunchRequest req;
   req.job = id;
+  req.epoch = leader_epoch_;
   req.name = spec.name;
   req.tenant = spec.tenant;
   if (auto it = commands_.find(id); it != commands_.end()) req.command = it->second;
@@ -1318,7 +1321,11 @@ void SchedulingController::Loop() {
     UpdateForecast(now);
     ApplyDecisions(d, now);
   }
-  executor_->StopAll();
+  if (leader_epoch_ > 0) {
+    executor_->Release();  // the next leader adopts what runs
+  } else {
+    executor_->StopAll();
+  }
 }
 
 bool SchedulingController::UpdateForecast(TimePoint now) {

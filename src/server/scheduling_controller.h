@@ -100,6 +100,7 @@ class SchedulingController final : public Controller {
   ~SchedulingController() override;
 
   Status Start(JobStore& store, Registry& metrics) override;
+  void SetLeaderEpoch(std::int64_t epoch) override { leader_epoch_ = epoch; }
   void Stop() override;
 
   void OnJobSubmitted(const JobRecord& job) override;
@@ -317,6 +318,7 @@ class SchedulingController final : public Controller {
   // Held by the loop while it works (not while it waits), and by WhatIf: the scheduler and the
   // planner are used by one thread at a time.
   std::mutex work_mu_;
+  std::int64_t leader_epoch_ = 0;   // SetLeaderEpoch; 0: no replicas
   std::int64_t history_run_ = 0;    // this start's run in the history
   std::int64_t history_cycle_ = 0;  // cycles recorded in this run
 

@@ -4,7 +4,8 @@
 //   baton_serve_test_daemon --db baton.db --auth auth.yaml [--host 127.0.0.1] [--port 8080]
 //       [--port-file FILE] [--tls-cert PEM --tls-key PEM] [--log-level info] [--log-json]
 //       [--preset NAME | --topology FILE] [--executor dry-run|local] [--speedup N]
-//       [--log-dir DIR]
+//       [--log-dir DIR] [--store postgresql://... [--lease-ttl S] [--lease-renew S]
+//       [--replica-name NAME]]
 //
 // --port 0 picks a free port; --port-file receives it (written atomically) once listening.
 // Without --preset or --topology no scheduler runs (jobs stay queued); with one, a
@@ -75,6 +76,14 @@ int main(int argc, char** argv) {
       log_dir = value();
     } else if (arg == "--speedup") {
       speedup = std::atof(value().c_str());
+    } else if (arg == "--store") {
+      options.store = value();
+    } else if (arg == "--lease-ttl") {
+      options.lease_ttl = baton::Seconds(std::atof(value().c_str()));
+    } else if (arg == "--lease-renew") {
+      options.lease_renew = baton::Seconds(std::atof(value().c_str()));
+    } else if (arg == "--replica-name") {
+      options.replica_name = value();
     } else if (arg == "--log-json") {
       log_json = true;
     } else {

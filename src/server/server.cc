@@ -18,6 +18,8 @@
 #include "server/http/connection_guard.h"
 #include "server/http/http_server.h"
 #include "server/metrics.h"
+#include "server/replica.h"
+#include "server/stop_signals.h"
 #include "server/store/postgres_job_store.h"
 #include "server/store/sqlite_job_store.h"
 
@@ -29,6 +31,7 @@ struct Server::Impl {
   Controller* controller = nullptr;
   bool controller_started = false;
   std::unique_ptr<JobStore> store;
+  PostgresJobStore* replica_store = nullptr;  // `store`, when it is a leader's (fenced) store
   std::unique_ptr<Authenticator> auth;
   Registry metrics;
   std::unique_ptr<Api> api;
@@ -75,8 +78,8 @@ int Server::port() const { return impl_->port; }
 JobStore& Server::store() { return *impl_->store; }
 const std::vector<std::string>& Server::routes() const { return impl_->api->routes(); }
 
-Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
-                                               Controller* controller) {
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Controller* controller,
+                                               std::int64_t leader_epoch) {
   if (options.auth_config_path.empty()) {
     return InvalidArgumentError("an auth config file is required (principals and tokens)");
   }
@@ -156,8 +159,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
     PostgresStoreOptions store_options;
     store_options.url = options.store;
     store_options.group_commit = options.group_commit;
+    store_options.fencing_epoch = leader_epoch;
+    store_options.idle_transaction_timeout = options.lease_ttl;
     ASSIGN_OR_RETURN(auto postgres, PostgresJobStore::Open(store_options));
     store_name = postgres->display_url();
+    if (leader_epoch > 0) impl->replica_store = postgres.get();
     impl->store = std::move(postgres);
   } else {
     return InvalidArgumentError("the store must be a postgresql:// URL (or empty for SQLite)");
@@ -190,10 +196,12 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
   Controller& c = controller != nullptr ? *controller : impl->null_controller;
   impl->controller = &c;
   impl->api = std::make_unique<Api>(*impl->store, *impl->auth, c, impl->metrics, streams);
+  impl->api->set_leader_epoch(leader_epoch);
   impl->api->Register(http, options.max_body_bytes, impl->guard->Hooks());
   impl->guard->Start(impl->port);
 
   // Last, once nothing else can fail: the controller reloads the store and starts its thread.
+  if (leader_epoch > 0) c.SetLeaderEpoch(leader_epoch);
   RETURN_IF_ERROR(c.Start(*impl->store, impl->metrics));
   impl->controller_started = true;
   LOG_INFO("listening on {}://{}:{} ({} principals, body limit {} bytes)",
@@ -223,29 +231,20 @@ void Server::Shutdown() {
   impl_->http->stop();
 }
 
+void Server::Depose() {
+  if (impl_->replica_store != nullptr) impl_->replica_store->Fence();
+}
+
 Status RunServer(const ServerOptions& options, Controller* controller) {
-  sigset_t stop_signals, previous;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  // Blocked here, inherited by every thread started below, and taken only by sigtimedwait.
-  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
-  ::signal(SIGPIPE, SIG_IGN);
-
-  Result<std::unique_ptr<Server>> created = Server::Create(options, controller);
-  if (!created.ok()) {
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    return created.status();
-  }
-  std::unique_ptr<Server> server = std::move(created).value();
-
+  if (IsPostgresUrl(options.store)) return RunReplica(options, controller);
+  // Blocked here, inherited by every thread started below, and taken only by Wait.
+  StopSignals signals;
+  ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(options, controller));
   std::atomic<bool> done{false};
   std::thread waiter([&] {
     while (!done) {
-      timespec tick{0, 100'000'000};
-      int sig = sigtimedwait(&stop_signals, nullptr, &tick);
-      if (sig > 0) {
-        LOG_INFO("received {}: finishing requests in flight and shutting down", strsignal(sig));
+      if (std::string sig = signals.Wait(std::chrono::milliseconds(100)); !sig.empty()) {
+        LOG_INFO("received {}: finishing requests in flight and shutting down", sig);
         server->Shutdown();
         return;
       }
@@ -256,7 +255,6 @@ Status RunServer(const ServerOptions& options, Controller* controller) {
   waiter.join();
   server.reset();  // closes the store: pending writes finish, the WAL is checkpointed
   LOG_INFO("stopped");
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return served;
 }
 

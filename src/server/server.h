@@ -45,6 +45,15 @@ struct ServerOptions {
   int max_event_streams = 0;
   int max_event_streams_per_principal = 0;
   bool group_commit = true;
+  // Replicas (docs/operations.md): every daemon on one PostgreSQL store competes for the leader
+  // lease (store/leader_lease.h); the others are standbys that redirect to the leader until its
+  // lease expires. The lease lasts lease_ttl and the leader renews it every lease_renew.
+  // `advertise_url` is where clients reach this daemon (empty: http(s)://HOST:PORT, the machine's
+  // hostname for a wildcard HOST); `replica_name` names it in the lease (empty: advertise_url).
+  Seconds lease_ttl{8};
+  Seconds lease_renew{2};
+  std::string advertise_url;
+  std::string replica_name;
   // Called once the socket is bound, with the actual port, before requests are served.
   std::function<void(int port)> on_listening;
 };
@@ -55,8 +64,11 @@ class Server {
   // before the store is touched), then opens the store (logging what it found).
   // `controller` (not owned, may be null for NullController) must outlive the Server; it is
   // started (Controller::Start) last, and stopped by the destructor before the store closes.
+  // `leader_epoch` > 0: this daemon leads replicas on a PostgreSQL store at that lease epoch;
+  // the store fences its writes by it and the controller its launches (RunServer does this).
   static Result<std::unique_ptr<Server>> Create(const ServerOptions& options,
-                                                Controller* controller = nullptr);
+                                                Controller* controller = nullptr,
+                                                std::int64_t leader_epoch = 0);
   // Closes the store (which finishes pending writes). Serve must have returned (or never have
   // been called).
   ~Server();
@@ -71,6 +83,9 @@ class Server {
   // Thread-safe and idempotent; may be called before Serve. Stops accepting connections, lets
   // requests in flight finish, then makes Serve return.
   void Shutdown();
+  // This daemon lost the leader lease: its store refuses every write from now on (the server's
+  // fence refuses those already sent). Thread-safe; call Shutdown next.
+  void Depose();
 
  private:
   struct Impl;
@@ -79,8 +94,10 @@ class Server {
 };
 
 // The daemon: Create, serve until SIGTERM or SIGINT, shut down gracefully (stop accepting, finish
-// requests in flight, close the store). Blocks those signals in the calling thread before any
-// thread starts; call it from main() before creating other threads.
+// requests in flight, close the store). On a PostgreSQL store, one of the replicas (replica.h):
+// a standby until it takes the leader lease, then the daemon until it stops or loses the lease
+// (kUnavailable: a supervisor restarts it, as a standby). Blocks those signals in the calling
+// thread before any thread starts; call it from main() before creating other threads.
 Status RunServer(const ServerOptions& options, Controller* controller = nullptr);
 
 }  // namespace baton::server

@@ -1,9 +1,15 @@
 #include "cli/client/api_client.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "core/bounded_input.h"
 #include "core/strings.h"
@@ -70,11 +76,25 @@ Status ReadConfig(const std::string& path, bool must_exist, Endpoint& out) {
   return Status::Ok();
 }
 
+// The URLs of `e`: one, or several separated by commas (the replicas of one daemon).
+std::vector<std::string> Urls(const Endpoint& e) {
+  std::vector<std::string> out;
+  for (std::string_view u : Split(e.url, ',')) {
+    u = Trim(u);
+    while (u.ends_with('/')) u.remove_suffix(1);
+    if (!u.empty()) out.emplace_back(u);
+  }
+  return out;
+}
+
 Status CheckUrl(const Endpoint& e) {
-  std::string_view u = e.url;
-  if (!u.starts_with("http://") && !u.starts_with("https://")) {
-    return InvalidArgumentError("URL '" + Printable(u) + "' (from " + e.url_source +
-                                ") must start with http:// or https://");
+  std::vector<std::string> urls = Urls(e);
+  if (urls.empty()) return InvalidArgumentError("no URL (from " + e.url_source + ")");
+  for (std::string_view u : urls) {
+    if (!u.starts_with("http://") && !u.starts_with("https://")) {
+      return InvalidArgumentError("URL '" + Printable(u) + "' (from " + e.url_source +
+                                  ") must start with http:// or https://");
+    }
   }
   return Status::Ok();
 }
@@ -135,9 +155,16 @@ Result<Endpoint> ResolveEndpoint(const EndpointFlags& flags) {
   }
   const std::string path = flags.config.empty() ? DefaultConfigPath() : flags.config;
   if (!path.empty()) RETURN_IF_ERROR(ReadConfig(path, !flags.config.empty(), e));
-  while (e.url.ends_with('/')) e.url.pop_back();
   RETURN_IF_ERROR(CheckUrl(e));
   return e;
+}
+
+std::string GeneratedIdempotencyKey() {
+  unsigned char bytes[16] = {};
+  std::ifstream("/dev/urandom", std::ios::binary).read(reinterpret_cast<char*>(bytes), 16);
+  std::string key = "baton-";
+  for (unsigned char b : bytes) key += fmt::format("{:02x}", b);
+  return key;
 }
 
 int ExitCodeFor(const Status& status) {
@@ -164,23 +191,11 @@ ApiClient::ApiClient(Endpoint endpoint) : endpoint_(std::move(endpoint)) {}
 
 namespace {
 
-template <typename Send>
-Result<json> Exchange(const Endpoint& e, Send send) {
-  httplib::Client client(e.url);
-  if (!client.is_valid()) {
-    return InvalidArgumentError("URL '" + Printable(e.url) + "' (from " + e.url_source +
-                                ") is not one the client can use");
-  }
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(30, 0);
-  client.set_write_timeout(30, 0);
-  httplib::Headers headers;
-  if (!e.token.empty()) headers.emplace("Authorization", "Bearer " + e.token);
-  httplib::Result r = send(client, headers);
-  if (!r) {
-    return UnavailableError("cannot reach baton at " + e.url + " (from " + e.url_source +
-                            "): " + httplib::to_string(r.error()));
-  }
+// How long a client with several URLs keeps looking for the leader: a takeover takes the
+// lease TTL (8 s by default) plus a renew interval and the new leader's reload.
+constexpr auto kFailoverWindow = std::chrono::seconds(30);
+
+Result<json> Answer(const httplib::Result& r) {
   if (r->status < 200 || r->status >= 300) return ErrorFromAnswer(r);
   if (r->body.empty()) return json::object();
   Result<json> body = ParseJsonBounded(r->body, kAnswerLimits);
@@ -190,25 +205,94 @@ Result<json> Exchange(const Endpoint& e, Send send) {
   return body;
 }
 
+// scheme://host:port of a URL (the part a redirect must match).
+std::string Origin(std::string_view url) {
+  std::size_t start = url.find("://");
+  std::size_t slash = url.find('/', start == std::string_view::npos ? 0 : start + 3);
+  return std::string(url.substr(0, slash));
+}
+
 }  // namespace
 
+// Sends to the first URL that leads: a refused connection, a standby's 503 or a redirect to
+// another configured URL moves on; with several URLs, until kFailoverWindow has passed. A request
+// that may have reached a daemon (the connection broke after it was sent) is retried only when
+// `idempotent`: otherwise it is in doubt, and the error says so.
+Result<json> ApiClient::Exchange(const Send& send, bool idempotent) const {
+  const std::vector<std::string> urls = Urls(endpoint_);
+  const auto deadline = std::chrono::steady_clock::now() + kFailoverWindow;
+  Status last = UnavailableError("no URL");
+  for (int round = 0;; ++round) {
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      std::string url = urls[(preferred_ + i) % urls.size()];
+      for (int hop = 0; hop < 2; ++hop) {
+        httplib::Client client(url);
+        if (!client.is_valid()) {
+          return InvalidArgumentError("URL '" + Printable(url) + "' (from " + endpoint_.url_source +
+                                      ") is not one the client can use");
+        }
+        client.set_connection_timeout(5, 0);
+        client.set_read_timeout(30, 0);
+        client.set_write_timeout(30, 0);
+        httplib::Headers headers;
+        if (!endpoint_.token.empty()) headers.emplace("Authorization", "Bearer " + endpoint_.token);
+        httplib::Result r = send(client, headers);
+        if (!r) {
+          last = UnavailableError("cannot reach baton at " + url + " (from " +
+                                  endpoint_.url_source + "): " + httplib::to_string(r.error()));
+          if (r.error() != httplib::Error::Connection && !idempotent) {
+            return UnavailableError(last.message() +
+                                    "; the request may have been carried out (retry with the "
+                                    "same Idempotency-Key to be sure)");
+          }
+          break;
+        }
+        if ((r->status == 307 || r->status == 308) && r->has_header("Location")) {
+          const std::string target = Origin(r->get_header_value("Location"));
+          auto known = std::find_if(urls.begin(), urls.end(),
+                                    [&](const std::string& u) { return Origin(u) == target; });
+          if (known == urls.end()) {
+            return UnavailableError("baton at " + url + " is a standby; its leader is " +
+                                    Printable(target) + ", which is not among the URLs (from " +
+                                    endpoint_.url_source + "): add it");
+          }
+          url = *known;
+          continue;
+        }
+        if (r->status == 503 && urls.size() > 1) {
+          last = ErrorFromAnswer(r);
+          break;
+        }
+        preferred_ =
+            static_cast<std::size_t>(std::find(urls.begin(), urls.end(), url) - urls.begin()) %
+            urls.size();
+        return Answer(r);
+      }
+    }
+    if (urls.size() == 1 || std::chrono::steady_clock::now() >= deadline) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 200 * (round + 1))));
+  }
+}
+
 Result<json> ApiClient::Get(const std::string& path) const {
-  return Exchange(endpoint_,
-                  [&](httplib::Client& c, const httplib::Headers& h) { return c.Get(path, h); });
+  return Exchange([&](httplib::Client& c, const httplib::Headers& h) { return c.Get(path, h); },
+                  /*idempotent=*/true);
 }
 
 Result<json> ApiClient::Post(const std::string& path, const std::string& body,
                              const std::string& content_type,
                              const std::map<std::string, std::string>& headers) const {
-  return Exchange(endpoint_, [&](httplib::Client& c, httplib::Headers h) {
-    for (const auto& [k, v] : headers) h.emplace(k, v);
-    return c.Post(path, h, body, content_type);
-  });
+  return Exchange(
+      [&](httplib::Client& c, httplib::Headers h) {
+        for (const auto& [k, v] : headers) h.emplace(k, v);
+        return c.Post(path, h, body, content_type);
+      },
+      /*idempotent=*/headers.contains("Idempotency-Key"));
 }
 
 Result<json> ApiClient::Delete(const std::string& path) const {
-  return Exchange(endpoint_,
-                  [&](httplib::Client& c, const httplib::Headers& h) { return c.Delete(path, h); });
+  return Exchange([&](httplib::Client& c, const httplib::Headers& h) { return c.Delete(path, h); },
+                  /*idempotent=*/true);
 }
 
 }  // namespace baton::cli

@@ -4,6 +4,10 @@
 // every failure into a Status whose message is one line a person can act on.
 #pragma once
 
+#include <httplib.h>
+
+#include <cstddef>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,6 +20,7 @@ namespace baton::cli {
 
 // Where the daemon is and how to authenticate. `source` says where each came from, for errors.
 struct Endpoint {
+  // One URL, or the URLs of a daemon's replicas separated by commas: the client finds the leader.
   std::string url = "http://127.0.0.1:8080";
   std::string token;
   std::string url_source = "default";
@@ -48,6 +53,9 @@ enum ExitCode : int {
   kExitNotFound = 5,     // no such job or node (or not visible to this tenant)
 };
 
+// A random Idempotency-Key ("baton-" and 32 hex digits from /dev/urandom).
+std::string GeneratedIdempotencyKey();
+
 // Maps a Status from ApiClient (or from local parsing) to an exit code.
 int ExitCodeFor(const Status& status);
 
@@ -67,7 +75,11 @@ class ApiClient {
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
+  using Send = std::function<httplib::Result(httplib::Client&, httplib::Headers)>;
+  Result<nlohmann::json> Exchange(const Send& send, bool idempotent) const;
+
   Endpoint endpoint_;
+  mutable std::size_t preferred_ = 0;  // the URL that answered last (the leader, likely)
 };
 
 }  // namespace baton::cli

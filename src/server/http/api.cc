@@ -939,7 +939,12 @@ struct Api::Routes {
       probe.limit = 1;
       Result<JobPage> page = api.store_.List(probe);  // the store answers reads
       if (!page.ok()) return SendStatus(res, page.status());
-      SendJson(res, 200, json{{"status", "ok"}});
+      json body{{"status", "ok"}};
+      if (api.leader_epoch_ > 0) {
+        body["role"] = "leader";
+        body["epoch"] = api.leader_epoch_;
+      }
+      SendJson(res, 200, body);
     });
     // Admin only: the metrics carry tenant names (docs/auth.md).
     Add("GET", "/metrics", "/metrics", Access::kAdmin, [this](R, B, W res, P) {

@@ -61,6 +61,10 @@ class Api {
   // what the OpenAPI document must describe (server_test checks it does).
   const std::vector<std::string>& routes() const { return route_names_; }
 
+  // The leader lease epoch this daemon holds (replica.h), which /healthz reports; 0: no replicas.
+  // Set before Register.
+  void set_leader_epoch(std::int64_t epoch) { leader_epoch_ = epoch; }
+
  private:
   struct Routes;
   JobStore& store_;
@@ -73,6 +77,7 @@ class Api {
   Family<Counter>& telemetry_;
   EventStreams streams_;  // dashboard event streams (http/dashboard.h)
   std::vector<std::string> route_names_;
+  std::int64_t leader_epoch_ = 0;
 };
 
 }  // namespace baton::server

@@ -383,7 +383,10 @@ std::string_view OpenApiJson() {
     "/healthz": {
       "get": {"summary": "Liveness: the daemon serves and its store answers", "operationId": "healthz", "security": [],
               "responses": {"200": {"description": "Healthy", "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}}}}},
+                "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]},
+                  "role": {"type": "string", "enum": ["leader", "standby"], "description": "Replicas on PostgreSQL only (docs/operations.md)"},
+                  "epoch": {"type": "integer", "description": "The leader lease epoch: the leader's own, or the one a standby last saw"},
+                  "leader": {"type": "string", "nullable": true, "description": "A standby: the URL of the leader, null while none holds a live lease"}}}}}},
                             "503": {"$ref": "#/components/responses/Error"}}}
     },
     "/metrics": {

@@ -82,6 +82,14 @@ class ChildDaemon {
     return status;
   }
 
+  // Whether the daemon has exited (reaping it); its wait status in `status`.
+  bool Exited(int* status) {
+    if (pid_ <= 0) return true;
+    if (::waitpid(pid_, status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    return true;
+  }
+
   // What the daemon has written so far.
   std::string Log() const {
     std::ifstream in(log_);

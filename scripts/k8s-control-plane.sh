@@ -7,7 +7,7 @@
 # that creates pods there creates it first).
 #
 #   k8s-control-plane.sh build             build etcd, kube-apiserver and kwok once into
-#                                          $BATON_K8S_CACHE/<versions>-<hash of go.sum>/ (default
+#                                          $BATON_K8S_CACHE/<versions>-<hash>/ (default
 #                                          /var/cache/baton-k8s); when they are there, print the
 #                                          folder and build nothing. Needs Go 1.26 and the module proxy.
 #   k8s-control-plane.sh bin-dir           print that folder; exit 1 when it is not built
@@ -43,16 +43,19 @@ module_version() {  # module_version GO_MOD MODULE
   awk -v m="$2" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1"
 }
 
-# The cache key: the three versions a person reads, then a hash of both go.mod and go.sum so any
-# change to what is pinned builds anew.
+# The cache key: the three versions a person reads, then a hash of what is pinned (go.mod, go.sum),
+# etcd's entry point and build_recipe, so a change to any of them builds anew. Raise build_recipe
+# when cmd_build changes what it makes (flags, stages).
+build_recipe=1
 bin_dir() {
   local kube etcd kwok sum
   kube=$(module_version "$mod/go.mod" k8s.io/kubernetes)
   etcd=$(module_version "$mod/go.mod" go.etcd.io/etcd/server/v3)
   kwok=$(module_version "$mod/kwok/go.mod" sigs.k8s.io/kwok)
   [[ -n $kube && -n $etcd && -n $kwok ]] || die "cannot read the pinned versions from $mod"
-  sum=$(cat "$mod/go.mod" "$mod/go.sum" "$mod/kwok/go.mod" "$mod/kwok/go.sum" |
-        sha256sum | cut -c1-12)
+  sum=$({ echo "recipe $build_recipe"
+          cat "$mod/go.mod" "$mod/go.sum" "$mod/etcd/main.go" "$mod/kwok/go.mod" "$mod/kwok/go.sum"
+        } | sha256sum | cut -c1-12)
   echo "$cache_root/kube-$kube-etcd-$etcd-kwok-$kwok-$sum"
 }
 

@@ -2,7 +2,9 @@
 # Installs everything baton needs to build, test and demo: Debian 12 packages (python3-torch for
 # the real training jobs of examples/ and tests/realjob, run with /usr/bin/python3), and the
 # dashboard's npm packages pinned in web/package-lock.json. Idempotent; run as root (or through
-# sudo). Nothing is downloaded at build time.
+# sudo). Nothing is downloaded at build time. The Kubernetes test control plane
+# (scripts/k8s-control-plane.sh) is built apart, once, from Go modules through the Go module proxy,
+# with Go 1.26 (Debian 12 ships an older one; without Go its test skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   libpq-dev libpqxx-dev postgresql curl
+  openssl python3-yaml
   slurmctld slurmd slurm-client munge
   chromium
   python3-torch

@@ -230,6 +230,7 @@ Status RunReplica(const ServerOptions& options_in, Controller* controller) {
     }).detach();
   };
 
+  options.on_listening = nullptr;  // called once, above: the port is the standby's
   Result<std::unique_ptr<Server>> created = Server::Create(options, controller, epoch);
   if (!created.ok()) {
     stop_keeper = true;

@@ -54,7 +54,8 @@ struct ServerOptions {
   Seconds lease_renew{2};
   std::string advertise_url;
   std::string replica_name;
-  // Called once the socket is bound, with the actual port, before requests are served.
+  // Called once the socket is bound, with the actual port, before requests are served (a replica:
+  // once, when its standby listens; the leader it may become serves on the same port).
   std::function<void(int port)> on_listening;
 };
 

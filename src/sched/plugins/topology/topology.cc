@@ -329,12 +329,20 @@ PluginStatus TopologyPlugin::Propose(const PluginContext& ctx, const JobInfo& jo
     for (const auto& d : c.nvlink_domains())
       largest = std::max<std::int64_t>(largest, d.counts.total);
   }
+  // At the core and above the candidate is the whole cluster, which is what a user is told (a
+  // cluster without a core tier has no "core" to name).
+  const bool whole = required >= topo::Level::kCore;
   if (largest < job.spec.gpus) {
-    return PluginStatus::Unresolvable(fmt::format(
-        "no {} has {} GPUs (largest has {})", topo::LevelName(required), job.spec.gpus, largest));
+    return PluginStatus::Unresolvable(
+        whole ? fmt::format("the whole cluster has {} GPUs, fewer than {}", largest, job.spec.gpus)
+              : fmt::format("no {} has {} GPUs (largest has {})", topo::LevelName(required),
+                            job.spec.gpus, largest));
   }
-  return PluginStatus::Unschedulable(fmt::format("no {} has {} free GPUs in tasks of {}",
-                                                 topo::LevelName(required), job.spec.gpus, g));
+  return PluginStatus::Unschedulable(
+      whole ? fmt::format("fewer than {} GPUs free in the whole cluster in tasks of {}",
+                          job.spec.gpus, g)
+            : fmt::format("no {} has {} free GPUs in tasks of {}", topo::LevelName(required),
+                          job.spec.gpus, g));
 }
 
 }  // namespace baton::sched

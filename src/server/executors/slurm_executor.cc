@@ -187,7 +187,8 @@ std::string HostfileText(const LaunchRequest& request) {
 }
 
 std::string BatchScript(const LaunchRequest& request, std::string_view master_addr,
-                        std::string_view hostfile) {
+                        std::string_view hostfile, std::string_view work_dir,
+                        std::string_view name) {
   // Per node: its index in baton's order and how many ranks it runs.
   std::vector<std::pair<std::string, int>> nodes;
   for (const RankAssignment& r : request.ranks) {
@@ -213,15 +214,30 @@ std::string BatchScript(const LaunchRequest& request, std::string_view master_ad
       cases);
   std::string command;
   for (const std::string& arg : request.command) command += " " + ShellQuote(arg);
+  std::string fence;
+  if (request.epoch > 0 && !work_dir.empty()) {
+    const std::string epoch_file = ShellQuote((fs::path(work_dir) / "leader.epoch").string());
+    const std::string adopted =
+        ShellQuote((fs::path(work_dir) / (std::string(name) + ".adopted")).string());
+    fence = fmt::format(
+        "baton_epoch=$(cat {0} 2>/dev/null || echo 0)\n"
+        "if [ \"$baton_epoch\" -gt {1} ] && [ ! -e {2} ]; then\n"
+        "  echo \"baton: fenced: submitted by the leader of epoch {1}, but epoch $baton_epoch "
+        "leads now and did not adopt this batch job; nothing started\" >&2\n"
+        "  exit 75\n"
+        "fi\n",
+        epoch_file, request.epoch, adopted);
+  }
   return fmt::format(
       "#!/bin/bash\n"
       "# baton job {} ({}, tenant {}): {} ranks on {} nodes, placed by baton, in rank order.\n"
+      "{}"
       "export MASTER_ADDR={} MASTER_PORT={} WORLD_SIZE={} BATON_JOB_ID={} BATON_ATTEMPT={}\n"
       "export BATON_HOSTFILE={} SLURM_HOSTFILE={}\n"
       "{}"
       "exec srun --distribution=arbitrary --ntasks={} --kill-on-bad-exit=1 bash -c {} "
       "baton-rank{}\n",
-      request.job, request.name, request.tenant, request.ranks.size(), nodes.size(),
+      request.job, request.name, request.tenant, request.ranks.size(), nodes.size(), fence,
       ShellQuote(master_addr), request.master_port, request.ranks.size(), request.job,
       request.attempt, ShellQuote(hostfile), ShellQuote(hostfile),
       request.checkpoint_dir.empty()
@@ -383,10 +399,38 @@ bool SlurmExecutor::Reattach(const LaunchRequest& request) {
   }
   const SlurmJob* newest = NewestWithPrefix(*jobs, JobPrefix(request.job));
   if (newest == nullptr) return false;
+  if (epoch_ > 0) {
+    // Its batch script may not have started yet: it must run though a newer leader took over.
+    std::ofstream(fs::path(options_.work_dir) / (newest->name + ".adopted")) << epoch_ << "\n";
+  }
   t.name = newest->name;
   t.slurm_id = newest->id;
   jobs_[request.job] = std::move(t);
   return true;
+}
+
+Status SlurmExecutor::TakeOver(std::int64_t epoch) {
+  // On the storage every node sees (work_dir): the batch scripts read it (BatchScript).
+  std::error_code ec;
+  fs::create_directories(options_.work_dir, ec);
+  const fs::path file = fs::path(options_.work_dir) / "leader.epoch";
+  std::int64_t current = 0;
+  if (std::ifstream in(file); in) in >> current;
+  if (current > epoch) {
+    return FailedPreconditionError(
+        fmt::format("epoch {} has already taken {} over; this daemon's epoch {} is older", current,
+                    options_.work_dir, epoch));
+  }
+  const fs::path tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << epoch << "\n";
+    if (!out.flush()) return UnavailableError("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) return UnavailableError("cannot write " + file.string() + ": " + ec.message());
+  epoch_ = epoch;
+  return Status::Ok();
 }
 
 std::string SlurmExecutor::JobPrefix(std::int64_t job) const {
@@ -476,7 +520,7 @@ Status SlurmExecutor::Submit(std::int64_t job) {
   std::string hostfile = (dir / (name + ".hosts")).string();
   std::string script = (dir / (name + ".sbatch")).string();
   std::ofstream(hostfile) << HostfileText(request);
-  std::ofstream(script) << BatchScript(request, master_addr, hostfile);
+  std::ofstream(script) << BatchScript(request, master_addr, hostfile, options_.work_dir, name);
   auto fail = [&](std::string message) {
     std::lock_guard lock(mu_);
     if (auto it = jobs_.find(job); it != jobs_.end() && it->second.name == name) {

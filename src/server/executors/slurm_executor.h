@@ -111,8 +111,13 @@ bool IsTerminalSlurmState(std::string_view state);
 
 // The batch script for a launch. `master_addr` is the rank-0 node's address (NodeAddr), and
 // `hostfile` the path of the file listing one node per rank in rank order (see HostfileText).
+// A launch with a leader epoch (executor.h) and a `work_dir` first checks WORK_DIR/leader.epoch:
+// when a newer leader has taken over (SlurmExecutor::TakeOver) and did not adopt this batch job
+// (WORK_DIR/NAME.adopted, written by Reattach), it starts nothing and exits 75 (the late sbatch of
+// a deposed leader).
 std::string BatchScript(const LaunchRequest& request, std::string_view master_addr,
-                        std::string_view hostfile);
+                        std::string_view hostfile, std::string_view work_dir = {},
+                        std::string_view name = {});
 std::string HostfileText(const LaunchRequest& request);
 // The sbatch argv for the batch job `name`, ending with the script path.
 std::vector<std::string> SbatchArgs(const LaunchRequest& request, const SlurmOptions& options,
@@ -129,6 +134,9 @@ class SlurmExecutor final : public Executor {
   void Stop(std::int64_t job, Seconds grace) override;
   void Kill(std::int64_t job) override;
   bool Reattach(const LaunchRequest& request) override;
+  // Writes the epoch to WORK_DIR/leader.epoch, which every batch script of an older epoch reads
+  // before it starts anything (BatchScript); Reattach marks what this leader adopts.
+  Status TakeOver(std::int64_t epoch) override;
   std::vector<ExitReport> Poll() override;
   std::vector<NodeReport> PollNodes() override;
   void NodeConditionChanged(const std::string& node, topo::NodeHealth health,
@@ -172,6 +180,7 @@ class SlurmExecutor final : public Executor {
   Status RunOp(const Op& op);
   Status Follow();
   std::string JobPrefix(std::int64_t job) const;  // "<prefix>-<job>-"
+  std::int64_t epoch_ = 0;                        // TakeOver's; 0: no replicas
 
   const SlurmOptions options_;
   const Clock& clock_;

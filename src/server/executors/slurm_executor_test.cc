@@ -169,6 +169,42 @@ TEST(SlurmLaunchTest, BatchScriptGivesEachRankItsEnvironment) {
             "MASTER_ADDR=10.0.0.6 MASTER_PORT=29512 CUDA=5 ARG=it's quoted\n");
 }
 
+// Replicas: the batch job a deposed leader submits after a newer leader took over starts
+// nothing; one the new leader adopted, or one of the current epoch, runs.
+TEST(SlurmLaunchTest, ABatchJobOfADeposedLeaderStartsNothing) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("baton_slurm_fence_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "srun") << "#!/bin/bash\necho ranks started\n";
+  std::filesystem::permissions(dir / "srun", std::filesystem::perms::owner_all);
+  LaunchRequest r;
+  r.job = 7;
+  r.attempt = 2;
+  r.epoch = 1;
+  r.command = {"true"};
+  r.ranks = {{0, "n01", 0, 0, 0}};
+  auto run = [&] {
+    std::ofstream(dir / "job.sbatch")
+        << BatchScript(r, "n01", "/tmp/hosts", dir.string(), "baton-7-2");
+    return RunCommand({"bash", (dir / "job.sbatch").string()},
+                      {{"PATH", dir.string() + ":" + std::getenv("PATH")}}, Seconds(10));
+  };
+  auto same = run();  // no epoch file yet: nobody took over
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->out, "ranks started\n");
+  std::ofstream(dir / "leader.epoch") << "2\n";
+  auto fenced = run();
+  ASSERT_TRUE(fenced.ok());
+  EXPECT_EQ(fenced->exit_code, 75);
+  EXPECT_EQ(fenced->out, "") << "the deposed leader's batch job started its ranks";
+  EXPECT_NE(fenced->err.find("epoch 2 leads now"), std::string::npos) << fenced->err;
+  std::ofstream(dir / "baton-7-2.adopted") << "2\n";
+  auto adopted = run();
+  ASSERT_TRUE(adopted.ok());
+  EXPECT_EQ(adopted->out, "ranks started\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CommandTest, CapturesOutputExitCodeAndTimesOut) {
   auto r = RunCommand({"bash", "-c", "echo out; echo err >&2; exit 7"}, {}, Seconds(10));
   ASSERT_TRUE(r.ok());

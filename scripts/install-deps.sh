@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
-  libpq-dev libpqxx-dev postgresql curl
+  libpq-dev libpqxx-dev postgresql curl ccache
   openssl python3-yaml
   slurmctld slurmd slurm-client munge
   chromium

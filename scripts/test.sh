@@ -12,6 +12,12 @@ echo "== format check"
 git ls-files -- 'src/*.cc' 'src/*.h' 'bench/*.cc' 'fuzz/*.cc' | xargs -r clang-format --dry-run --Werror
 
 echo "== build (dev: clang, ASan + UBSan, fuzz targets)"
+# Through ccache (installed by install-deps.sh): a second run, or a clone elsewhere on the same
+# machine, recompiles only what changed. Paths are hashed relative to the clone.
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+fi
 cmake --preset dev >/dev/null
 cmake --build --preset dev
 

@@ -399,7 +399,10 @@ std::string ProfileToYaml(const SystemProfile& p) {
     out +=
         "band:  # the uncertainty band: per cell (GPU family/parallelism/sequence/size/reach), "
         "this\n"
-        "       # quantile of |leave-one-source-out residual| (profile.h, BandModel)\n";
+        "       # quantile of |cross-validated residual|, each row's worse of its leave-one-source-"
+        "out\n"
+        "       # and leave-one-stack-out folds (profile.h, BandModel; calibrate.h, "
+        "WorseOfFolds)\n";
     out += fmt::format("  quantile: {:g}\n", p.band.quantile);
     out += "  cells:\n";
     for (const BandCell& c : p.band.cells) {

@@ -108,6 +108,8 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     std::string_view src = Trim(get("source"));
     r.group = ToLower(src.substr(0, std::min(src.find(' '), src.size())));
   }
+  r.stack = std::string(Trim(get("stack")));
+  if (r.stack.empty()) r.stack = r.group;
   r.assumptions = std::string(get("assumptions"));
   r.network = std::string(get("network"));
   auto base = FindModel(Trim(get("model")));

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
 #include "perf/calibrate.h"
@@ -646,6 +648,40 @@ TEST(ValidationTest, TpImplColumnIsReadAndChecked) {
   const PublishedRun megatron = ParseOne(header + row + "megatron\n");
   EXPECT_FALSE(megatron.training.dtensor_tp);
   ExpectRefusedNaming(header + row + "deepspeed\n", "tp_impl");
+}
+
+// The stack column names the software stack a row trained on (leave-one-stack-out CV); a blank
+// or absent one takes the group, so a user's own file is one stack unless it says otherwise.
+TEST(ValidationTest, StackColumnDefaultsToTheGroup) {
+  std::string header =
+      "id,source,group,stack,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,"
+      "gpus,gpu,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,"
+      "flash_attention\n";
+  std::string row =
+      ",llama3-8b,8,32,4096,32,8,14336,8192,128256,8,1,8,H100-SXM,RoCE 400G per GPU,1,1,8,1,1,"
+      "none,no,3,bf16,iteration_time_s,1,yes\n";
+  const PublishedRun named = ParseOne(header + "x,Src page,lab,torchtitan" + row);
+  EXPECT_EQ(named.group, "lab");
+  EXPECT_EQ(named.stack, "torchtitan");
+  const PublishedRun blank = ParseOne(header + "x,Src page,lab," + row);
+  EXPECT_EQ(blank.stack, "lab");
+  // Every dev-table row names one of the stacks data/published/README.md lists, and a stack spans
+  // sources (dgxc's NeMo rows train on Megatron-Core like NeMo's own tables; its MaxText and
+  // Paxml rows on JAX).
+  auto runs = LoadPublishedTables(DevTables(SourceDir() + "/data/published"));
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const std::set<std::string> stacks = {
+      "megatron-lm-2022", "megatron-deepspeed", "llama3", "megatron-core", "jax",
+      "torchtitan",       "pytorch-fsdp"};
+  std::map<std::string, std::set<std::string>> groups_of;
+  for (const PublishedRun& r : *runs) {
+    EXPECT_TRUE(stacks.contains(r.stack)) << r.id << ": stack '" << r.stack << "'";
+    groups_of[r.stack].insert(r.group);
+  }
+  EXPECT_EQ(groups_of["megatron-core"],
+            (std::set<std::string>{"dgxc", "megatron-bridge", "megatron-lm", "nemo-2407",
+                                   "nemo-longseq"}));
+  EXPECT_EQ(groups_of["jax"], std::set<std::string>{"dgxc"});
 }
 
 // fms-fsdp's README runs its 7B and 13B models as HSDP (one 8-GPU node per shard group); the

@@ -704,16 +704,19 @@ std::string FormatModels(bool json) {
 // calibrated constants it takes.
 std::string FormatGpus(bool json) {
   nlohmann::json j = nlohmann::json::array();
-  std::string out = fmt::format("{:<10} {:<9} {:>10} {:>10} {:>8} {:>9} {:>12}\n", "gpu", "family",
-                                "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM TB/s", "NVLink GB/s");
+  std::string out =
+      fmt::format("{:<10} {:<9} {:>4} {:>10} {:>10} {:>8} {:>9} {:>12}\n", "gpu", "family", "SMs",
+                  "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM TB/s", "NVLink GB/s");
   for (const topo::GpuSpec& g : topo::BuiltinGpus()) {
     const double bf16 = g.bf16.value() / 1e12, fp8 = g.fp8.value() / 1e12;
     const double hbm_tbps = g.hbm_bandwidth.value() / 1e12;
     const double nvlink = g.nvlink_per_direction.value() / 1e9;
-    out += fmt::format("{:<10} {:<9} {:>10.0f} {:>10.0f} {:>8.1f} {:>9.2f} {:>12.0f}\n", g.name,
-                       g.family, bf16, fp8, ToGiB(g.hbm), hbm_tbps, nvlink);
+    out += fmt::format("{:<10} {:<9} {:>4} {:>10.0f} {:>10.0f} {:>8.1f} {:>9.2f} {:>12.0f}\n",
+                       g.name, topo::GpuFamilyName(g.family), g.sm_count, bf16, fp8, ToGiB(g.hbm),
+                       hbm_tbps, nvlink);
     j.push_back({{"name", g.name},
-                 {"family", g.family},
+                 {"family", std::string(topo::GpuFamilyName(g.family))},
+                 {"sm_count", g.sm_count},
                  {"bf16_tflops", bf16},
                  {"fp8_tflops", fp8},
                  {"hbm_gib", ToGiB(g.hbm)},

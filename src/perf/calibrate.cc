@@ -51,7 +51,7 @@ Result<double> FitAttention(const std::vector<AttentionPoint>& points, std::stri
   std::vector<P> pts;
   for (const AttentionPoint& a : points) {
     auto gpu = topo::FindGpu(a.gpu);
-    if (!gpu.ok() || (*gpu)->family != family) continue;
+    if (!gpu.ok() || topo::GpuFamilyName((*gpu)->family) != family) continue;
     double peak = (*gpu)->Peak(topo::Dtype::kBf16).value() / 1e12;
     // The estimator's convention (estimator.cc): a causal block of L runs like a full one of L/2.
     pts.push_back({a.causal ? a.seq / 2.0 : double(a.seq), double(a.head_dim), peak, a.tflops});

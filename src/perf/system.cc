@@ -114,10 +114,22 @@ double DefaultNicGbps(std::string_view gpu_name) {
   return gpu_name.starts_with("A100") ? 200.0 : 400.0;
 }
 
-Calibration DefaultCalibration(std::string_view gpu_family) {
-  const FamilyProfile* f = ActiveProfile().Find(gpu_family);
+Calibration DefaultCalibration(topo::GpuFamily family) {
+  const FamilyProfile* f = ActiveProfile().Find(topo::GpuFamilyName(family));
   return f != nullptr ? f->calib : Calibration{};
 }
+
+namespace {
+
+Status CheckFamily(const topo::GpuSpec& gpu) {
+  if (gpu.family != topo::GpuFamily::kUnknown) return Status::Ok();
+  return InvalidArgumentError(fmt::format(
+      "gpu_types.{}.family: not given; the planner's constants are per GPU family (ampere, "
+      "hopper or blackwell) and it will not price '{}' as one it is not",
+      gpu.name, gpu.name));
+}
+
+}  // namespace
 
 Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
   if (cluster.shapes().empty() || cluster.nodes().empty()) {
@@ -125,6 +137,7 @@ Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
   }
   const topo::NodeShape& shape = cluster.shapes()[0];
   if (shape.gpu == nullptr) return InvalidArgumentError("system: node shape has no GPU type");
+  RETURN_IF_ERROR(CheckFamily(*shape.gpu));
   SystemSpec s;
   s.name = cluster.name();
   s.gpu = *shape.gpu;
@@ -166,6 +179,7 @@ Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
 
 Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
   ASSIGN_OR_RETURN(const topo::GpuSpec* gpu, topo::FindGpu(d.gpu));
+  RETURN_IF_ERROR(CheckFamily(*gpu));
   if (d.gpus <= 0) return InvalidArgumentError(fmt::format("system.gpus: {} must be > 0", d.gpus));
   if (d.gpus_per_node <= 0 || d.gpus_per_node > topo::kMaxGpusPerNode) {
     return InvalidArgumentError(

@@ -493,7 +493,7 @@ Result<ValidationRow> ValidateRunWithProfile(const PublishedRun& run,
 
 std::string_view GpuFamilyOf(const PublishedRun& run) {
   auto gpu = topo::FindGpu(run.system.gpu);
-  return gpu.ok() ? std::string_view((*gpu)->family) : std::string_view("?");
+  return gpu.ok() ? topo::GpuFamilyName((*gpu)->family) : std::string_view("?");
 }
 
 Result<std::vector<PublishedRun>> LoadPublishedTables(std::string_view paths) {

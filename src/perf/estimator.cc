@@ -723,8 +723,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // torchtitan's per-op checkpointing saves the reduce-scatters' outputs (its _save_list) but not
   // the all-gathers', which the backward reruns: their forward cost counts again. With torchao's
   // tensorwise fp8 the all-gathers of both passes move fp8 (fp8_tp_gather above; the forward's
-  // alone, without the casts on 1 / tp of the tokens, was measured and left out by the fifth
-  // pass: in-sample p90 11.2 -> 11.4 %; all four with their casts: 11.0 -> 10.6 %, CV 8.3 -> 8.0).
+  // alone, without the casts on 1 / tp of the tokens, was measured against it and left out:
+  // docs/perf/calibration-log.md).
   double comm_fwd_tp = stage_layers * tp_layer;
   double dt_bwd = 0, dt_ops_rc = 0;
   if (dtensor_tp) {

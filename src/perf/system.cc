@@ -13,7 +13,8 @@ namespace baton::perf {
 // The constants now live in the built-in profile (profiles/builtin.yaml), the least-squares fit
 // of `baton plan calibrate` on every dev table in data/published (README.md gives the command).
 // What each one means and where its starting value and bounds come from (the values quoted
-// below are the hand fits the calibration started from, before issue 13's second pass):
+// below are the hand fits the calibration started from; docs/perf/calibration-log.md dates them
+// and gives what the fits made of them):
 //  * gemm_peak_fraction: the best large fp16/bf16 GEMM throughput cuBLAS reaches, as a fraction
 //    of the dense peak (A100: ~250-265 of 312 TF in NVIDIA's and the Megatron papers' GEMM
 //    sweeps; H100 SXM: ~700-750 of 989 TF), then fitted jointly with gemm_half_dim and

@@ -65,7 +65,7 @@ int ScanHopper(const std::string& source_dir) {
   std::map<double, Best> best;
   for (double overlap : {0.0, 0.25, 0.5, 0.75}) {
     for (int g100 = 58; g100 <= 72; ++g100) {
-      Calibration c = DefaultCalibration("hopper");
+      Calibration c = DefaultCalibration(baton::topo::GpuFamily::kHopper);
       c.tp_overlap_fraction = overlap;
       c.gemm_peak_fraction = g100 / 100.0;
       auto rep = RunValidation(hopper, &c);

@@ -1,9 +1,11 @@
 // Fits the built-in profile on the dev tables and cross-validates it, linking only the planner
 // (so it builds in minutes where the CLI needs the whole tree). Does what
 //   baton plan calibrate --attention DIR/attention.csv --out OUT.yaml
-//   baton plan validate --cv source
+//   baton plan validate --cv source,stack
 // do, with the same library calls, and prints both reports.
 //   fit_profile DATA_DIR OUT.yaml [--no-cv]
+//   fit_profile DATA_DIR --bands   (the band's choice: coverage under leave-one-source-out and
+//   leave-one-stack-out, and the median band, for each set of residuals and quantile)
 //   fit_profile DATA_DIR --validate [PROFILE.yaml]   (only `baton plan validate`'s report)
 //   fit_profile DATA_DIR --search MODEL GPUS GPU GBS [PROFILE.yaml]   (top 3 plans, as
 //   `baton plan search` ranks them)
@@ -19,6 +21,7 @@
 //   the set such a constant is chosen on)
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -221,6 +224,52 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (std::strcmp(argv[2], "--bands") == 0) {
+    // How the band is chosen: both protocols' folds once, then for each set of residuals the band
+    // may be built from and each quantile of kBandQuantiles, the coverage of held-out rows under
+    // either protocol (overall / mean over units) and the median band printed for the rows.
+    auto runs = LoadPublishedTables(DevTables(dir));
+    auto attention = LoadAttentionTable(dir + "/attention.csv");
+    if (!runs.ok() || !attention.ok()) {
+      fmt::print(stderr, "{}\n", (!runs.ok() ? runs.status() : attention.status()).ToString());
+      return 1;
+    }
+    CalibrateOptions o;
+    o.bands = false;
+    auto by_source = CrossValidate(*runs, BuiltinProfile(), &*attention, o, CvUnit::kSource);
+    auto by_stack = CrossValidate(*runs, BuiltinProfile(), &*attention, o, CvUnit::kStack);
+    if (!by_source.ok() || !by_stack.ok()) {
+      fmt::print(stderr, "{}\n",
+                 (!by_source.ok() ? by_source.status() : by_stack.status()).ToString());
+      return 1;
+    }
+    const CvReport worse = WorseOfFolds(*by_source, *by_stack);
+    const std::pair<const char*, const CvReport*> choices[] = {
+        {"source folds", &*by_source}, {"stack folds", &*by_stack}, {"worse of both", &worse}};
+    fmt::print("cv error: source {:.1f}%, stack {:.1f}%\n", 100 * by_source->mae,
+               100 * by_stack->mae);
+    for (const auto& [name, residuals] : choices) {
+      for (double q : kBandQuantiles) {
+        BandCoverage(q, *residuals, &*by_source);
+        BandCoverage(q, *residuals, &*by_stack);
+        const BandModel band = BuildBandModel(*residuals, q);
+        std::vector<double> widths;
+        for (std::size_t i = 0; i < by_source->rows.size(); ++i) {
+          const ValidationRow& row = by_source->rows[i];
+          if (IsMemoryMetric(row.run.metric)) continue;
+          widths.push_back(BandRelative(band, BandQuestionOf(row), by_source->beyond[i]));
+        }
+        std::sort(widths.begin(), widths.end());
+        fmt::print(
+            "band from {:<14} q {:.2f}: coverage source {:3.0f}% (mean {:3.0f}%), stack {:3.0f}% "
+            "(mean {:3.0f}%); median band +-{:.1f}%\n",
+            name, q, 100 * by_source->coverage, 100 * by_source->source_coverage,
+            100 * by_stack->coverage, 100 * by_stack->source_coverage,
+            widths.empty() ? 0.0 : 100 * widths[widths.size() / 2]);
+      }
+    }
+    return 0;
+  }
   if (std::strcmp(argv[2], "--validate") == 0) {
     auto runs = LoadPublishedTables(DevTables(dir));
     if (!runs.ok()) {
@@ -296,8 +345,9 @@ int main(int argc, char** argv) {
   CalibrateOptions opts;
   opts.name = "builtin";
   opts.bands = cv;
-  CvReport report;
-  auto fitted = CalibrateProfile(*runs, BuiltinProfile(), &*attention, opts, &report);
+  CvReport report, stack_report;
+  auto fitted =
+      CalibrateProfile(*runs, BuiltinProfile(), &*attention, opts, &report, &stack_report);
   if (!fitted.ok()) {
     fmt::print(stderr, "{}\n", fitted.status().ToString());
     return 1;
@@ -306,7 +356,7 @@ int main(int argc, char** argv) {
   if (after.ok()) {
     fmt::print("{}", FormatValidationReport(*after));
   }
-  if (cv) fmt::print("{}", FormatCvReport(report));
+  if (cv) fmt::print("{}\n{}", FormatCvReport(report), FormatCvReport(stack_report));
   std::ofstream(argv[2]) << ProfileToYaml(*fitted);
   fmt::print("wrote {}\n", argv[2]);
   return 0;

@@ -4,7 +4,7 @@
   python3 data/published/convert_2024.py ../shared/data/published data/published
 
 reads runs-2024.csv and attention-kernels.csv from the first folder and writes
-runs-2024.csv (runs.csv's columns plus group, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak,
+runs-2024.csv (runs.csv's columns plus group, stack, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak,
 tp_overlap and assumptions) and attention.csv (FlashAttention-2 forward+backward kernel rates)
 into the second. Every blank the source leaves is either filled by a rule below, which the row's
 `assumptions` cell names, or left blank for the validation to search over (mbs, vp, recompute),
@@ -16,7 +16,7 @@ import sys
 
 SRC, DST = sys.argv[1], sys.argv[2]
 
-OUT_COLS = ("id,source,group,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
+OUT_COLS = ("id,source,group,stack,model,params_b,layers,hidden,heads,kv_heads,ffn,ffn_kind,seq,vocab,"
             "gbs,mbs,gpus,gpu,hbm_gib,power_w,network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,"
             "fsdp_group,dtype,metric,value,confidence,flash_attention,dp_overlap,pp_p2p,"
             "mfu_attention,flops,mfu_peak,tp_overlap,grads,fp8_recipe,compiled,cp_attention,"
@@ -46,6 +46,17 @@ def group_of(src, rid):
     return "other"
 
 
+# The software stack a group's rows trained on, for leave-one-stack-out cross-validation
+# (`baton plan validate --cv stack`): NeMo, Megatron-Bridge, the Megatron-LM README and dgxc's
+# NeMo recipes all run Megatron-Core; dgxc's MaxText and Paxml recipes run JAX/XLA.
+def stack_of(grp, rid):
+    if grp == "dgxc":
+        return "jax" if rid.startswith(("dgxc-maxtext", "dgxc-pax")) else "megatron-core"
+    return {"nemo-2407": "megatron-core", "nemo-longseq": "megatron-core",
+            "megatron-bridge": "megatron-core", "megatron-lm": "megatron-core",
+            "torchtitan": "torchtitan", "ibm-fsdp": "pytorch-fsdp"}.get(grp, grp)
+
+
 def clean(s):
     return s.replace(",", ";").replace("\n", " ").replace('"', "'").strip()
 
@@ -64,7 +75,8 @@ def convert(r, skipped):
     notes = r["notes"]
     a = []  # assumptions
     o = {c: "" for c in OUT_COLS}
-    o.update(id=rid, source=clean(src)[:160], group=grp, confidence="secondary")
+    o.update(id=rid, source=clean(src)[:160], group=grp, stack=stack_of(grp, rid),
+             confidence="secondary")
     name = r["model"]
     o["model"] = clean(name)
     base = re.sub(r"\s*\(.*", "", name).replace("_", "-").replace("LLAMA", "Llama")

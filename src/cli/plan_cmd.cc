@@ -471,8 +471,16 @@ Status RunValidate(const PlanOptions& o) {
   ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedTables(RunsFor(o)));
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
   if (!o.cv.empty()) {
-    if (o.cv != "source") {
-      return InvalidArgumentError(fmt::format("cv: '{}' is not 'source'", Printable(o.cv)));
+    bool want_source = false, want_stack = false;
+    for (std::string_view u : Split(o.cv, ',')) {
+      if (Trim(u) == "source") {
+        want_source = true;
+      } else if (Trim(u) == "stack") {
+        want_stack = true;
+      } else {
+        return InvalidArgumentError(
+            fmt::format("cv: '{}' is not 'source', 'stack' or 'source,stack'", Printable(o.cv)));
+      }
     }
     std::vector<perf::AttentionPoint> attention;
     std::string att = o.attention_file;
@@ -483,34 +491,51 @@ Status RunValidate(const PlanOptions& o) {
       ASSIGN_OR_RETURN(attention, perf::LoadAttentionTable(att));
     }
     perf::CalibrateOptions copts;
-    ASSIGN_OR_RETURN(perf::CvReport cv,
-                     perf::CrossValidate(runs, profile, att.empty() ? nullptr : &attention, copts));
+    const std::vector<perf::AttentionPoint>* att_points = att.empty() ? nullptr : &attention;
+    // Both protocols are fitted whichever is printed: the band `plan calibrate` builds takes each
+    // row's worse fold (WorseOfFolds), so its coverage on either needs both.
+    ASSIGN_OR_RETURN(perf::CvReport by_source,
+                     perf::CrossValidate(runs, profile, att_points, copts, perf::CvUnit::kSource));
+    ASSIGN_OR_RETURN(perf::CvReport by_stack,
+                     perf::CrossValidate(runs, profile, att_points, copts, perf::CvUnit::kStack));
+    const perf::CvReport residuals = perf::WorseOfFolds(by_source, by_stack);
     // The coverage of the band the profile prints (its quantile), or of the one `plan calibrate`
     // would choose for a profile without band cells.
     if (profile.band.quantile > 0) {
-      perf::BandCoverage(profile.band.quantile, &cv);
+      perf::BandCoverage(profile.band.quantile, residuals, &by_source);
+      perf::BandCoverage(profile.band.quantile, residuals, &by_stack);
     } else {
-      perf::ChooseBandQuantile(&cv);
+      perf::CvReport* const protocols[] = {&by_source, &by_stack};
+      perf::ChooseBandQuantile(residuals, protocols);
     }
+    std::vector<const perf::CvReport*> shown;
+    if (want_source) shown.push_back(&by_source);
+    if (want_stack) shown.push_back(&by_stack);
     if (o.json) {
-      nlohmann::json j;
-      for (const auto& g : cv.groups) {
-        j["groups"].push_back({{"group", g.group},
-                               {"rows", g.rows},
-                               {"mae", g.mae},
-                               {"max", g.max},
-                               {"band_coverage", g.coverage}});
+      nlohmann::json out;
+      for (const perf::CvReport* cv : shown) {
+        nlohmann::json j;
+        for (const auto& g : cv->groups) {
+          j["groups"].push_back({{"group", g.group},
+                                 {"rows", g.rows},
+                                 {"mae", g.mae},
+                                 {"max", g.max},
+                                 {"band_coverage", g.coverage}});
+        }
+        for (const auto& r : cv->rows) j["rows"].push_back(RowJson(r));
+        j["mae"] = cv->mae;
+        j["max"] = cv->max;
+        j["band_coverage"] = cv->coverage;
+        j["band_coverage_mean_over_units"] = cv->source_coverage;
+        j["band_quantile"] = cv->band_quantile;
+        out[std::string(perf::CvUnitName(cv->unit))] = std::move(j);
       }
-      for (const auto& r : cv.rows) j["rows"].push_back(RowJson(r));
-      j["mae"] = cv.mae;
-      j["max"] = cv.max;
-      j["band_coverage"] = cv.coverage;
-      j["band_coverage_mean_over_sources"] = cv.source_coverage;
-      j["band_quantile"] = cv.band_quantile;
-      fmt::print("{}\n", j.dump(2));
+      fmt::print("{}\n", out.dump(2));
       return Status::Ok();
     }
-    fmt::print("{}", perf::FormatCvReport(cv));
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      fmt::print("{}{}", i > 0 ? "\n" : "", perf::FormatCvReport(*shown[i]));
+    }
     return Status::Ok();
   }
   ASSIGN_OR_RETURN(perf::ValidationReport rep, perf::RunValidationWithProfile(runs, profile));
@@ -550,17 +575,23 @@ Status RunCalibrate(const PlanOptions& o) {
   for (std::string_view f : Split(o.families, ',')) {
     if (!Trim(f).empty()) copts.families.emplace_back(Trim(f));
   }
-  perf::CvReport cv;
-  ASSIGN_OR_RETURN(
-      perf::SystemProfile fitted,
-      perf::CalibrateProfile(runs, start, attention.empty() ? nullptr : &attention, copts, &cv));
+  perf::CvReport cv, stack_cv;
+  ASSIGN_OR_RETURN(perf::SystemProfile fitted,
+                   perf::CalibrateProfile(runs, start, attention.empty() ? nullptr : &attention,
+                                          copts, &cv, &stack_cv));
   ASSIGN_OR_RETURN(perf::ValidationReport rep, perf::RunValidationWithProfile(runs, fitted));
   std::ofstream out(o.out_file);
   out << perf::ProfileToYaml(fitted);
   if (!out) return InvalidArgumentError(fmt::format("out: cannot write '{}'", o.out_file));
   fmt::print("fitted {} runs; in-sample: mean |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%\n",
              rep.perf_rows, 100 * rep.perf_mae, 100 * rep.perf_p90, 100 * rep.perf_max);
-  if (copts.bands) fmt::print("{}", perf::FormatCvReport(cv));
+  if (copts.bands) {
+    fmt::print("{}", perf::FormatCvReport(cv));
+    // A user's file without a stack column is one stack per source: the same folds again.
+    if (stack_cv.groups.size() != cv.groups.size()) {
+      fmt::print("\n{}", perf::FormatCvReport(stack_cv));
+    }
+  }
   fmt::print("wrote {}\n", o.out_file);
   return Status::Ok();
 }
@@ -673,16 +704,19 @@ std::string FormatModels(bool json) {
 // calibrated constants it takes.
 std::string FormatGpus(bool json) {
   nlohmann::json j = nlohmann::json::array();
-  std::string out = fmt::format("{:<10} {:<9} {:>10} {:>10} {:>8} {:>9} {:>12}\n", "gpu", "family",
-                                "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM TB/s", "NVLink GB/s");
+  std::string out =
+      fmt::format("{:<10} {:<9} {:>4} {:>10} {:>10} {:>8} {:>9} {:>12}\n", "gpu", "family", "SMs",
+                  "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM TB/s", "NVLink GB/s");
   for (const topo::GpuSpec& g : topo::BuiltinGpus()) {
     const double bf16 = g.bf16.value() / 1e12, fp8 = g.fp8.value() / 1e12;
     const double hbm_tbps = g.hbm_bandwidth.value() / 1e12;
     const double nvlink = g.nvlink_per_direction.value() / 1e9;
-    out += fmt::format("{:<10} {:<9} {:>10.0f} {:>10.0f} {:>8.1f} {:>9.2f} {:>12.0f}\n", g.name,
-                       g.family, bf16, fp8, ToGiB(g.hbm), hbm_tbps, nvlink);
+    out += fmt::format("{:<10} {:<9} {:>4} {:>10.0f} {:>10.0f} {:>8.1f} {:>9.2f} {:>12.0f}\n",
+                       g.name, topo::GpuFamilyName(g.family), g.sm_count, bf16, fp8, ToGiB(g.hbm),
+                       hbm_tbps, nvlink);
     j.push_back({{"name", g.name},
-                 {"family", g.family},
+                 {"family", std::string(topo::GpuFamilyName(g.family))},
+                 {"sm_count", g.sm_count},
                  {"bf16_tflops", bf16},
                  {"fp8_tflops", fp8},
                  {"hbm_gib", ToGiB(g.hbm)},
@@ -768,7 +802,9 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
                   "The data folder (default: $BATON_DATA_DIR, else the source tree's "
                   "data/published, found from any directory)");
   val->add_option("--cv", val_opts->cv,
-                  "'source': leave-one-source-out cross-validation of `plan calibrate`");
+                  "'source', 'stack' or 'source,stack': leave-one-source-out or "
+                  "leave-one-stack-out cross-validation of `plan calibrate`, with the band's "
+                  "coverage of the held-out rows");
   val->add_option("--attention", val_opts->attention_file,
                   "Attention kernel table for --cv (default: attention.csv in the data folder)");
   val->add_option("--profile", val_opts->profile, "System profile YAML (default: built-in)");

@@ -174,6 +174,29 @@ Status ForEachFileLine(const std::string& path, std::string_view what, const Lin
   return Status::Ok();
 }
 
+Status ForEachStreamLine(std::istream& in, std::string_view source, const LineLimits& limits,
+                         const LineVisitor& visit) {
+  using Traits = std::char_traits<char>;
+  std::string line;
+  int line_no = 0;
+  while (in.peek() != Traits::eof()) {
+    if (static_cast<std::size_t>(line_no) >= limits.max_lines) {
+      return TooManyLines(source, line_no + 1, limits.max_lines);
+    }
+    ++line_no;
+    line.clear();
+    for (int ch = in.get(); ch != Traits::eof() && ch != '\n'; ch = in.get()) {
+      if (line.size() >= limits.max_line_bytes) {
+        return LineTooLong(source, line_no, limits.max_line_bytes);
+      }
+      line.push_back(static_cast<char>(ch));
+    }
+    RETURN_IF_ERROR(VisitLine(line, line_no, visit));
+  }
+  if (in.bad()) return InternalError(std::string(source) + ": read error");
+  return Status::Ok();
+}
+
 Status ForEachTextLine(std::string_view text, std::string_view source, const LineLimits& limits,
                        const LineVisitor& visit) {
   int line_no = 0;

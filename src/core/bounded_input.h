@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ using LineVisitor = std::function<Status(int line_no, std::string_view line)>;
 // Internal on a read error, or `visit`'s own.
 Status ForEachFileLine(const std::string& path, std::string_view what, const LineLimits& limits,
                        const LineVisitor& visit);
+// The same over a stream (a trace handed in as std::istream): never more than
+// limits.max_line_bytes + 1 bytes of a line are taken from `in`. `source` names it in errors.
+Status ForEachStreamLine(std::istream& in, std::string_view source, const LineLimits& limits,
+                         const LineVisitor& visit);
 // The same over text already in memory; `source` names it in errors.
 Status ForEachTextLine(std::string_view text, std::string_view source, const LineLimits& limits,
                        const LineVisitor& visit);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,30 @@ TEST(LineBoundsTest, RefusesTooManyLinesAndDevZero) {
       << st.message();
   Collect("/nonexistent/x.csv", {}, &st);
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
+}
+
+// A stream is read the same way, and a long line is refused having taken no more than the limit
+// and one byte from the stream (std::getline would have taken the whole line first).
+TEST(LineBoundsTest, StreamsAreBoundedLineByLine) {
+  std::istringstream ok("h\r\n\nlast");
+  std::vector<std::string> lines;
+  Status st = ForEachStreamLine(ok, "s", {}, [&](int, std::string_view line) {
+    lines.emplace_back(line);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(lines, (std::vector<std::string>{"h", "", "last"}));
+  std::istringstream endless("a,b\n" + std::string(1 << 20, 'x'));
+  st = ForEachStreamLine(endless, "trace.csv", {.max_line_bytes = 1024},
+                         [](int, std::string_view) { return Status::Ok(); });
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("trace.csv:2: line longer than 1024 bytes"), std::string::npos)
+      << st.message();
+  EXPECT_LE(static_cast<std::size_t>(endless.tellg()), 4u + 1024u + 1u);
+  std::istringstream many("1\n2\n3\n");
+  st = ForEachStreamLine(many, "m", {.max_lines = 2},
+                         [](int, std::string_view) { return Status::Ok(); });
+  EXPECT_NE(st.message().find("m:3: more than 2 lines"), std::string::npos) << st.message();
 }
 
 TEST(LineBoundsTest, AVisitorErrorStopsTheReading) {

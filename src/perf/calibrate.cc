@@ -51,7 +51,7 @@ Result<double> FitAttention(const std::vector<AttentionPoint>& points, std::stri
   std::vector<P> pts;
   for (const AttentionPoint& a : points) {
     auto gpu = topo::FindGpu(a.gpu);
-    if (!gpu.ok() || (*gpu)->family != family) continue;
+    if (!gpu.ok() || topo::GpuFamilyName((*gpu)->family) != family) continue;
     double peak = (*gpu)->Peak(topo::Dtype::kBf16).value() / 1e12;
     // The estimator's convention (estimator.cc): a causal block of L runs like a full one of L/2.
     pts.push_back({a.causal ? a.seq / 2.0 : double(a.seq), double(a.head_dim), peak, a.tflops});
@@ -414,16 +414,23 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
   return p;
 }
 
+std::string_view CvUnitName(CvUnit unit) { return unit == CvUnit::kStack ? "stack" : "source"; }
+
+const std::string& CvKey(const PublishedRun& run, CvUnit unit) {
+  return unit == CvUnit::kStack ? run.stack : run.group;
+}
+
 Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const SystemProfile& start,
                                const std::vector<AttentionPoint>* attention,
-                               const CalibrateOptions& options) {
+                               const CalibrateOptions& options, CvUnit unit) {
   std::vector<std::string> groups;
   for (const PublishedRun& r : runs) {
-    if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) {
-      groups.push_back(r.group);
+    if (std::find(groups.begin(), groups.end(), CvKey(r, unit)) == groups.end()) {
+      groups.push_back(CvKey(r, unit));
     }
   }
   CvReport cv;
+  cv.unit = unit;
   CalibrateOptions fit_opts = options;
   fit_opts.bands = false;
   SystemProfile prior = start;
@@ -437,13 +444,13 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
   for (const std::string& g : groups) {
     std::vector<PublishedRun> train;
     for (const PublishedRun& r : runs) {
-      if (r.group != g) train.push_back(r);
+      if (CvKey(r, unit) != g) train.push_back(r);
     }
     ASSIGN_OR_RETURN(SystemProfile fitted, FitProfile(train, prior, attention, fit_opts));
     CvGroup cg;
     cg.group = g;
     for (const PublishedRun& r : runs) {
-      if (r.group != g) continue;
+      if (CvKey(r, unit) != g) continue;
       ASSIGN_OR_RETURN(ValidationRow row, ValidateRunWithProfile(r, fitted));
       // Reach against the fold's envelope: what EstimateBand would have said with this profile.
       double mfu = row.estimate.feasible() ? row.estimate.mfu : 0.0;
@@ -469,10 +476,13 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
 }
 
 std::string FormatCvReport(const CvReport& cv) {
-  std::string out = "leave-one-source-out cross-validation (fit on every other source group):\n";
+  const std::string_view unit = CvUnitName(cv.unit);
+  std::string out = fmt::format(
+      "leave-one-{}-out cross-validation (fit on every other {}{}):\n", unit, unit,
+      cv.unit == CvUnit::kStack ? ": a stack is every source that trained on it" : " group");
   const bool banded = cv.band_quantile > 0;
-  out += fmt::format("{:<18} {:>5} {:>8} {:>8}{}\n", "held-out group", "rows", "mean", "max",
-                     banded ? "  band coverage" : "");
+  out += fmt::format("{:<18} {:>5} {:>8} {:>8}{}\n", fmt::format("held-out {}", unit), "rows",
+                     "mean", "max", banded ? "  band coverage" : "");
   for (const CvGroup& g : cv.groups) {
     out +=
         fmt::format("{:<18} {:>5} {:>7.1f}% {:>7.1f}%", g.group, g.rows, 100 * g.mae, 100 * g.max);
@@ -482,16 +492,15 @@ std::string FormatCvReport(const CvReport& cv) {
                      100 * cv.max);
   out += banded ? fmt::format("  {:>12.0f}%\n", 100 * cv.coverage) : "\n";
   if (banded) {
-    out += fmt::format("mean over sources                            {:>12.0f}%\n",
+    out += fmt::format("{:<45}{:>12.0f}%\n", fmt::format("mean over {}s", unit),
                        100 * cv.source_coverage);
     out += fmt::format(
         "band coverage: the share of held-out rows whose published value lies inside the band\n"
         "[x / (1 + r), x (1 + r)] printed for them, r the {:.0f}th percentile of |residual| of "
         "the\n"
-        "other sources' held-out rows in the finest cell with {} rows from {} sources (GPU "
-        "family,\n"
+        "other {}s' held-out rows in the finest cell with {} rows from {} sources (GPU family,\n"
         "parallelism, sequence, size; inside or beyond the fold's validated envelope)\n",
-        100 * cv.band_quantile, kMinBandRows, kMinBandSources);
+        100 * cv.band_quantile, unit, kMinBandRows, kMinBandSources);
   }
   return out;
 }
@@ -507,7 +516,26 @@ BandQuestion BandQuestionOf(const ValidationRow& row) {
           row.run.model.TotalParams() / 1e9, row.run.system.gpus};
 }
 
-BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view exclude_group) {
+CvReport WorseOfFolds(const CvReport& a, const CvReport& b) {
+  std::map<std::string_view, std::size_t> in_b;
+  for (std::size_t i = 0; i < b.rows.size(); ++i) in_b[b.rows[i].run.id] = i;
+  CvReport out;
+  out.unit = a.unit;
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    auto it = in_b.find(a.rows[i].run.id);
+    if (it != in_b.end() && BandResidual(b.rows[it->second]) > BandResidual(a.rows[i])) {
+      out.rows.push_back(b.rows[it->second]);
+      out.beyond.push_back(b.beyond[it->second]);
+    } else {
+      out.rows.push_back(a.rows[i]);
+      out.beyond.push_back(a.beyond[i]);
+    }
+  }
+  return out;
+}
+
+BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view exclude,
+                         CvUnit exclude_unit) {
   struct Cell {
     std::vector<double> residuals;
     std::set<std::string> sources;
@@ -515,7 +543,9 @@ BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view e
   std::map<std::string, Cell> cells;
   for (std::size_t i = 0; i < cv.rows.size(); ++i) {
     const ValidationRow& row = cv.rows[i];
-    if (!IsPerf(row.run) || (!exclude_group.empty() && row.run.group == exclude_group)) continue;
+    if (!IsPerf(row.run) || (!exclude.empty() && CvKey(row.run, exclude_unit) == exclude)) {
+      continue;
+    }
     const double d = BandResidual(row);
     BandQuestion q = BandQuestionOf(row);
     std::set<std::string> keys;
@@ -543,14 +573,14 @@ BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view e
   return band;
 }
 
-void BandCoverage(double quantile, CvReport* cv) {
+void BandCoverage(double quantile, const CvReport& residuals, CvReport* cv) {
   int covered_all = 0, rows_all = 0;
   for (CvGroup& g : cv->groups) {
-    const BandModel band = BuildBandModel(*cv, quantile, g.group);
+    const BandModel band = BuildBandModel(residuals, quantile, g.group, cv->unit);
     int covered = 0, rows = 0;
     for (std::size_t i = 0; i < cv->rows.size(); ++i) {
       const ValidationRow& row = cv->rows[i];
-      if (row.run.group != g.group || !IsPerf(row.run)) continue;
+      if (CvKey(row.run, cv->unit) != g.group || !IsPerf(row.run)) continue;
       ++rows;
       if (BandResidual(row) <= BandRelative(band, BandQuestionOf(row), cv->beyond[i])) ++covered;
     }
@@ -570,21 +600,49 @@ void BandCoverage(double quantile, CvReport* cv) {
   cv->band_quantile = quantile;
 }
 
-double ChooseBandQuantile(CvReport* cv) {
+void BandCoverage(double quantile, CvReport* cv) { BandCoverage(quantile, *cv, cv); }
+
+double ChooseBandQuantile(const CvReport& residuals, std::span<CvReport* const> protocols) {
+  auto reached = [&](double q) {
+    bool all = true;
+    for (CvReport* cv : protocols) {
+      BandCoverage(q, residuals, cv);
+      all =
+          all && cv->coverage >= kBandTargetCoverage && cv->source_coverage >= kBandTargetCoverage;
+    }
+    return all;
+  };
   for (double q : kBandQuantiles) {
-    BandCoverage(q, cv);
-    if (cv->coverage >= kBandTargetCoverage && cv->source_coverage >= kBandTargetCoverage) return q;
+    if (reached(q)) return q;
   }
-  return std::end(kBandQuantiles)[-1];
+  const double last = std::end(kBandQuantiles)[-1];
+  reached(last);
+  return last;
+}
+
+double ChooseBandQuantile(CvReport* cv) {
+  const CvReport residuals = *cv;
+  CvReport* const one[] = {cv};
+  return ChooseBandQuantile(residuals, one);
 }
 
 Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
                                        const SystemProfile& start,
                                        const std::vector<AttentionPoint>* attention,
-                                       const CalibrateOptions& options, CvReport* cv_out) {
+                                       const CalibrateOptions& options, CvReport* cv_out,
+                                       CvReport* stack_cv_out) {
   ASSIGN_OR_RETURN(SystemProfile p, FitProfile(runs, start, attention, options));
   if (!options.bands) return p;
   ASSIGN_OR_RETURN(CvReport cv, CrossValidate(runs, start, attention, options));
+  const bool stacks_are_sources = std::all_of(
+      runs.begin(), runs.end(), [](const PublishedRun& r) { return r.stack == r.group; });
+  CvReport stack_cv;
+  if (stacks_are_sources) {
+    stack_cv = cv;
+    stack_cv.unit = CvUnit::kStack;
+  } else {
+    ASSIGN_OR_RETURN(stack_cv, CrossValidate(runs, start, attention, options, CvUnit::kStack));
+  }
   // Bands: cross-validated mean |error| per family and sequence range.
   const double edges[] = {8192, 32768, 131072, 1048576};
   for (FamilyProfile& f : p.families) {
@@ -617,15 +675,19 @@ Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
       f.bands.push_back(b);
     }
   }
-  BandModel band = BuildBandModel(cv, ChooseBandQuantile(&cv));
+  const CvReport residuals = WorseOfFolds(cv, stack_cv);
+  CvReport* const protocols[] = {&cv, &stack_cv};
+  BandModel band = BuildBandModel(residuals, ChooseBandQuantile(residuals, protocols));
   if (band.Find("any/any/any/any/any") != nullptr) {
     p.band = std::move(band);
   } else {
     // Too few rows or sources for a band of their own (a user's handful of runs): the start's
     // band is kept, and no coverage is reported for a band the rows could not build.
     cv.band_quantile = 0;
+    stack_cv.band_quantile = 0;
   }
   if (cv_out != nullptr) *cv_out = std::move(cv);
+  if (stack_cv_out != nullptr) *stack_cv_out = std::move(stack_cv);
   return p;
 }
 

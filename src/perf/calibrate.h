@@ -1,9 +1,10 @@
 // Calibration as a procedure: least-squares fits of the estimator's free constants to measured
 // runs (the published tables, or a user's own), per GPU family, written as a SystemProfile; and
-// leave-one-source-out cross-validation of that procedure. Used by `baton plan calibrate` and
-// `baton plan validate --cv source`.
+// cross-validation of that procedure, leaving out one source or one software stack at a time.
+// Used by `baton plan calibrate` and `baton plan validate --cv source|stack`.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,16 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
 // among `runs` (every row, memory rows included).
 void SetEnvelope(const std::vector<PublishedRun>& runs, FamilyProfile* f);
 
+// What a cross-validation fold leaves out: one source (the group: a paper, a vendor's table) or
+// one software stack (PublishedRun::stack: every source of Megatron-Core, of JAX, ...). Leaving a
+// stack out asks what a user of a stack outside the tables asks.
+enum class CvUnit { kSource, kStack };
+std::string_view CvUnitName(CvUnit unit);  // "source", "stack"
+// The run's fold key under `unit`: its group or its stack.
+const std::string& CvKey(const PublishedRun& run, CvUnit unit);
+
 struct CvGroup {
-  std::string group;
+  std::string group;  // the held-out source or stack
   int rows = 0;
   double mae = 0;
   double max = 0;
@@ -91,6 +100,7 @@ struct CvGroup {
   double coverage = 0;
 };
 struct CvReport {
+  CvUnit unit = CvUnit::kSource;
   std::vector<CvGroup> groups;
   std::vector<ValidationRow> rows;  // every row, predicted by the fit that never saw its group
   // Per row of `rows`: whether it lay beyond the envelope of its fold's training runs.
@@ -105,51 +115,66 @@ struct CvReport {
   double source_coverage = 0;
   double band_quantile = 0;
 };
-// Leave-one-source-out: for each group, fit on the others and predict it. Each fold starts the
-// fitted constants (CalibrationFields' fitted_on_runs) from their priors, Calibration's defaults,
-// not from `start`: a start fitted on every source (the built-in profile) would carry the held-out
-// source into its own prediction, through constants only it informs (torchtitan's rowwise fp8
-// rate) and through the local minimum the descent settles in. `start` supplies the rest. With
+// Leave-one-out by `unit`: for each source (or stack), fit on the others and predict it. Each fold
+// starts the fitted constants (CalibrationFields' fitted_on_runs) from their priors, Calibration's
+// defaults, not from `start`: a start fitted on every source (the built-in profile) would carry the
+// held-out source into its own prediction, through constants only it informs (torchtitan's rowwise
+// fp8 rate) and through the local minimum the descent settles in. `start` supplies the rest. With
 // options.prior_is_start (a user's runs, which `start` has not seen) the folds start from `start`.
 Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const SystemProfile& start,
                                const std::vector<AttentionPoint>* attention,
-                               const CalibrateOptions& options);
+                               const CalibrateOptions& options, CvUnit unit = CvUnit::kSource);
 std::string FormatCvReport(const CvReport& cv);
 
 // max(predicted / published, published / predicted) - 1: the smallest band that holds the row.
 double BandResidual(const ValidationRow& row);
+// The residuals the band is built from: per row (matched by id), the fold of `a` or of `b` whose
+// estimate missed it more, with that fold's reach. Leave-one-source-out and leave-one-stack-out
+// folds each miss rows the other gets right; the band has to hold either question.
+CvReport WorseOfFolds(const CvReport& a, const CvReport& b);
 // The band model of CV residuals (BandModel): every performance row of `cv` counted in each cell
 // of its BandCellKeys (with its own parallelism kind and with "*"), each cell's
 // ceil((n + 1) quantile)-th smallest residual; cells with fewer than kMinBandRows rows or
-// kMinBandSources groups dropped.
-// `exclude_group`, when not empty, leaves that group's rows out.
-BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view exclude_group = {});
-// Fills cv->groups[].coverage, cv->coverage and cv->band_quantile: for each group, the band model
-// built without its rows (from the other groups' residuals), and the fraction of its performance
-// rows whose published value lies inside the band EstimateBand would print for them, each row's
-// reach taken against its own fold's envelope (cv->beyond, a profile fitted without the group).
-// The other groups' residuals come from folds that did see the held-out group (one level of
-// cross-validation, not nested: a nested one costs a fit per pair of groups).
+// kMinBandSources sources (groups, whatever the protocol) dropped. `exclude`, when not empty,
+// leaves out the rows whose CvKey under `exclude_unit` it is.
+BandModel BuildBandModel(const CvReport& cv, double quantile, std::string_view exclude = {},
+                         CvUnit exclude_unit = CvUnit::kSource);
+// Fills cv->groups[].coverage, cv->coverage and cv->band_quantile: for each held-out unit of cv
+// (a source or a stack, cv->unit), the band model built from `residuals` without that unit's
+// rows, and the fraction of its performance rows whose published value lies inside the band
+// EstimateBand would print for them, each row's estimate and reach taken from its own fold in
+// cv (a profile fitted without the unit). The other units' residuals come from folds that did
+// see the held-out unit (one level of cross-validation, not nested: a nested one costs a fit per
+// pair of units).
+void BandCoverage(double quantile, const CvReport& residuals, CvReport* cv);
+// The same with the band built from cv's own residuals.
 void BandCoverage(double quantile, CvReport* cv);
 // The question a validation row asks of the band.
 BandQuestion BandQuestionOf(const ValidationRow& row);
-// The quantiles the band is chosen from and the coverage it must reach under
-// leave-one-source-out: issue 28's acceptance (the band holds >= 80 % of the runs of sources the
-// constants were not fitted on), over all held-out rows and on average over the sources (so one
-// large source cannot carry it). CalibrateProfile takes the smallest quantile of the grid whose
-// BandCoverage reaches both (the largest when none does).
+// The quantiles the band is chosen from and the coverage it must reach: issue 28's acceptance
+// (the band holds >= 80 % of the runs of sources and of stacks the constants were not fitted
+// on), over all held-out rows and on average over the held-out units (so one large source cannot
+// carry it). CalibrateProfile takes the smallest quantile of the grid whose BandCoverage reaches
+// both under every protocol (the largest when none does).
 inline constexpr double kBandQuantiles[] = {0.8, 0.85, 0.9, 0.95};
 inline constexpr double kBandTargetCoverage = 0.8;
-// The smallest of kBandQuantiles whose BandCoverage reaches kBandTargetCoverage overall and per
-// source on average (the largest when none does), leaving cv's coverage figures for it.
+// The smallest of kBandQuantiles whose BandCoverage (band from `residuals`) reaches
+// kBandTargetCoverage overall and per held-out unit on average in every report of `protocols`
+// (the largest when none does), leaving their coverage figures for it.
+double ChooseBandQuantile(const CvReport& residuals, std::span<CvReport* const> protocols);
+// The same for one report, the band from its own residuals.
 double ChooseBandQuantile(CvReport* cv);
 
-// Fit, then (options.bands) cross-validate to fill the band model (BuildBandModel at
-// ChooseBandQuantile; with fewer than kMinBandRows performance rows, `start`'s band is kept) and
-// each family's per-sequence bands (read only for a profile without band cells).
+// Fit, then (options.bands) cross-validate, leaving out one source and then one stack, to fill
+// the band model (BuildBandModel of WorseOfFolds at ChooseBandQuantile; with fewer than
+// kMinBandRows performance rows, `start`'s band is kept) and each family's per-sequence bands
+// (read only for a profile without band cells). When every run's stack is its group the two
+// protocols coincide and the stack folds are not fitted again. `cv_out` and `stack_cv_out`, when
+// not null, receive the two reports with their coverage.
 Result<SystemProfile> CalibrateProfile(const std::vector<PublishedRun>& runs,
                                        const SystemProfile& start,
                                        const std::vector<AttentionPoint>* attention,
-                                       const CalibrateOptions& options, CvReport* cv_out);
+                                       const CalibrateOptions& options, CvReport* cv_out,
+                                       CvReport* stack_cv_out = nullptr);
 
 }  // namespace baton::perf

@@ -264,6 +264,51 @@ TEST(CalibrateTest, BandCoverageHoldsEachGroupOut) {
   EXPECT_DOUBLE_EQ(cv.coverage, 0.0);
 }
 
+// The band's residuals take each row's worse fold, and leave-one-stack-out coverage holds a whole
+// stack out of the band it is measured against: three sources of stack "a" that every fold gets
+// right, three of stack "b" that only their own stack's absence exposes.
+TEST(CalibrateTest, BandCoverageHoldsEachStackOutOfTheWorseFolds) {
+  CvReport by_source, by_stack;
+  by_stack.unit = CvUnit::kStack;
+  for (int s = 0; s < 6; ++s) {
+    const std::string source = "s" + std::to_string(s);
+    const std::string stack = s < 3 ? "a" : "b";
+    for (int i = 0; i < 10; ++i) {
+      ValidationRow row = BandRow(source, 0.05);
+      row.run.id = source + "-" + std::to_string(i);
+      row.run.stack = stack;
+      by_source.rows.push_back(row);
+      by_source.beyond.push_back(false);
+      if (stack == "b") {
+        row.predicted = 1.3;
+        row.error = 0.3;
+      }
+      by_stack.rows.push_back(row);
+      by_stack.beyond.push_back(false);
+    }
+    by_source.groups.push_back({source, 10});
+  }
+  by_stack.groups = {{"a", 30}, {"b", 30}};
+  const CvReport worse = WorseOfFolds(by_source, by_stack);
+  ASSERT_EQ(worse.rows.size(), 60u);
+  EXPECT_NEAR(BandResidual(worse.rows[0]), 0.05, 1e-12);
+  EXPECT_NEAR(BandResidual(worse.rows[59]), 0.3, 1e-12);
+  EXPECT_EQ(CvKey(worse.rows[59].run, CvUnit::kStack), "b");
+  // Stack "a" held out meets the band of stack "b"'s residuals (0.3) and is inside it; stack "b"
+  // held out meets stack "a"'s 0.05 and is outside.
+  BandCoverage(0.9, worse, &by_stack);
+  EXPECT_DOUBLE_EQ(by_stack.groups[0].coverage, 1.0);
+  EXPECT_DOUBLE_EQ(by_stack.groups[1].coverage, 0.0);
+  EXPECT_DOUBLE_EQ(by_stack.coverage, 0.5);
+  EXPECT_NE(FormatCvReport(by_stack).find("held-out stack"), std::string::npos);
+  // Leave-one-source-out rows are inside a band built from the worse folds, which the source
+  // folds' own residuals (0.05 everywhere) would not say of stack "b"'s rows under its folds.
+  BandCoverage(0.9, worse, &by_source);
+  EXPECT_DOUBLE_EQ(by_source.coverage, 1.0);
+  CvReport* const both[] = {&by_source, &by_stack};
+  EXPECT_DOUBLE_EQ(ChooseBandQuantile(worse, both), std::end(kBandQuantiles)[-1]);
+}
+
 // docs/perf/calibration.md's example: a user's runs with catalogue model names in place of
 // shapes parse, and `plan calibrate --runs` on them (the built-in profile as the start and
 // prior) fits them no worse than the built-in profile did.

@@ -617,7 +617,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // at most min(transfer, GEMM). tp_overlap_fraction is the share of that ceiling each overlap
   // achieves (SMs lent to the comm kernels, gaps between chunks), no longer a share of the whole
   // transfer. (TE's default methods exactly, ring exchange over tp steps for the all-gathers and
-  // a 4-way pipeline for the forward reduce-scatters, were measured and left out: README.)
+  // a 4-way pipeline for the forward reduce-scatters, were measured and left out:
+  // docs/perf/calibration-log.md.)
   // A profile whose overlap hides nothing (A100's 0: Megatron-LM ran there without TE's overlap)
   // runs none of it and pays none of its costs.
   const bool te_ub = plan.tp_comm_overlap && plan.sequence_parallel && plan.tp > 1 &&
@@ -646,12 +647,15 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     auto bulk = [&](double gemm) { return exposed(coll, gemm, c.tp_overlap_fraction); };
     // The pipelined reduce-scatters keep their SMs from the GEMM beside them for its whole run
     // (set_sm_margin): Transformer Engine's defaults (initialize_ub: num_sm 16, set_sm_margin for
-    // every method but the ring exchange, TE 2.x) take 16 of H100's 132 SMs from the
-    // projection's and fc2's forward GEMMs, which then take 132 / 116 of their time. (NeMo's
-    // per-model H100 configs, tp_overlap_configs/userbuffers.py, give the projection 24 and fc2
-    // 16: measured, README. The ring exchanges move data by copy engine; the bulk overlaps'
-    // few SMs were left out, README.)
-    const double sm_margin = (132.0 / (132 - 16) - 1) * (g_o + g_out);
+    // every method but the ring exchange, TE 2.x) take 16 of the GPU's SMs (H100: 132) from the
+    // projection's and fc2's forward GEMMs, which then take sms / (sms - 16) of their time.
+    // (NeMo's per-model H100 configs, tp_overlap_configs/userbuffers.py, give the projection 24
+    // and fc2 16, and the bulk overlaps' few SMs: measured and left out,
+    // docs/perf/calibration-log.md. The ring exchanges move data by copy engine.) A declared GPU
+    // without an SM count takes H100's, the part TE's default was set on.
+    constexpr double kTeCommSms = 16;
+    const double sms = ctx.system.gpu.sm_count > 0 ? ctx.system.gpu.sm_count : 132.0;
+    const double sm_margin = (sms / (sms - kTeCommSms) - 1) * (g_o + g_out);
     tp_layer = split(g_qkv) + split(g_o) + split(g_in) + split(g_out) + sm_margin;
     te_ub_bwd = split(g_o) + split(g_out) + 2 * bulk(g_qkv) + 2 * bulk(g_in);
   }
@@ -719,8 +723,8 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // torchtitan's per-op checkpointing saves the reduce-scatters' outputs (its _save_list) but not
   // the all-gathers', which the backward reruns: their forward cost counts again. With torchao's
   // tensorwise fp8 the all-gathers of both passes move fp8 (fp8_tp_gather above; the forward's
-  // alone, without the casts on 1 / tp of the tokens, was measured and left out by the fifth
-  // pass: in-sample p90 11.2 -> 11.4 %; all four with their casts: 11.0 -> 10.6 %, CV 8.3 -> 8.0).
+  // alone, without the casts on 1 / tp of the tokens, was measured against it and left out:
+  // docs/perf/calibration-log.md).
   double comm_fwd_tp = stage_layers * tp_layer;
   double dt_bwd = 0, dt_ops_rc = 0;
   if (dtensor_tp) {

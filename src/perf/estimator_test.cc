@@ -497,13 +497,42 @@ TEST(EstimatorTest, BadInputNamesTheField) {
   EXPECT_NE(e.status().message().find("training.dtype"), std::string::npos);
 }
 
+// A GPU type a cluster declares without a family has no calibrated constants: the planner refuses
+// it naming the field to add, where it once priced it as Hopper without a word.
+TEST(EstimatorTest, SystemFromClusterRefusesAGpuOfNoFamily) {
+  auto build = [](topo::GpuFamily family) {
+    topo::ClusterBuilder b("lab");
+    topo::GpuSpec h20;
+    h20.name = "H20";
+    h20.family = family;
+    h20.bf16 = TFlops(148);
+    h20.hbm = GiB(96);
+    topo::NodeShape shape;
+    shape.name = "s";
+    shape.gpu = *b.AddGpuType(h20);
+    shape.nic_bandwidth = Gbps(400);
+    auto id = *b.AddShape(shape);
+    EXPECT_TRUE(b.AddNode("n0", id).ok());
+    return std::move(b.Build()).value();
+  };
+  auto refused = SystemFromCluster(build(topo::GpuFamily::kUnknown));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("gpu_types.H20.family"), std::string::npos)
+      << refused.status().ToString();
+  auto hopper = SystemFromCluster(build(topo::GpuFamily::kHopper));
+  ASSERT_TRUE(hopper.ok()) << hopper.status().ToString();
+  EXPECT_EQ(hopper->calib.gemm_peak_fraction,
+            DefaultCalibration(topo::GpuFamily::kHopper).gemm_peak_fraction);
+}
+
 TEST(EstimatorTest, SystemFromClusterReadsTheTiers) {
   auto cluster = topo::BuildPreset("superpod-h100");
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   auto sys = SystemFromCluster(*cluster, 1024);
   ASSERT_TRUE(sys.ok()) << sys.status().ToString();
   EXPECT_EQ(sys->gpus, 1024);
-  EXPECT_EQ(sys->gpu.family, "hopper");
+  EXPECT_EQ(sys->gpu.family, topo::GpuFamily::kHopper);
   ASSERT_GE(sys->tier_count, 2);
   EXPECT_EQ(sys->tiers[0].level, topo::Level::kNode);
   EXPECT_EQ(sys->tiers[0].gpus, 8);

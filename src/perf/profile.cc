@@ -399,7 +399,10 @@ std::string ProfileToYaml(const SystemProfile& p) {
     out +=
         "band:  # the uncertainty band: per cell (GPU family/parallelism/sequence/size/reach), "
         "this\n"
-        "       # quantile of |leave-one-source-out residual| (profile.h, BandModel)\n";
+        "       # quantile of |cross-validated residual|, each row's worse of its leave-one-source-"
+        "out\n"
+        "       # and leave-one-stack-out folds (profile.h, BandModel; calibrate.h, "
+        "WorseOfFolds)\n";
     out += fmt::format("  quantile: {:g}\n", p.band.quantile);
     out += "  cells:\n";
     for (const BandCell& c : p.band.cells) {
@@ -437,7 +440,7 @@ Status InstallProfileFile(const std::string& path) {
 }
 
 void ApplyProfile(const SystemProfile& p, SystemSpec* system) {
-  const FamilyProfile* f = p.Find(system->gpu.family);
+  const FamilyProfile* f = p.Find(topo::GpuFamilyName(system->gpu.family));
   if (f != nullptr) system->calib = f->calib;
 }
 
@@ -553,15 +556,16 @@ UncertaintyBand BandFromCells(const SystemProfile& p, const BandQuestion& q, dou
 UncertaintyBand SeqBandEstimate(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
                                 int gpus, double mfu) {
   UncertaintyBand b;
+  const std::string_view family = topo::GpuFamilyName(s.gpu.family);
   const FamilyProfile* exact = nullptr;
   for (const FamilyProfile& f : p.families) {
-    if (f.family == s.gpu.family) exact = &f;
+    if (f.family == family) exact = &f;
   }
-  const FamilyProfile* f = exact != nullptr ? exact : p.Find(s.gpu.family);
+  const FamilyProfile* f = exact != nullptr ? exact : p.Find(family);
   if (f == nullptr || f->bands.empty()) {
     b.relative = 0.25;
     b.extrapolated = true;
-    b.why = fmt::format("no validated runs for {}", s.gpu.family);
+    b.why = fmt::format("no validated runs for {}", family);
     return b;
   }
   // The band of the sequence range the run falls in; beyond the last band, the last one.
@@ -574,8 +578,7 @@ UncertaintyBand SeqBandEstimate(const SystemProfile& p, const ModelSpec& m, cons
   }
   std::vector<std::string> why;
   if (exact == nullptr || f->runs == 0) {
-    why.push_back(
-        fmt::format("{} has no validated runs (constants from {})", s.gpu.family, f->family));
+    why.push_back(fmt::format("{} has no validated runs (constants from {})", family, f->family));
   }
   if (f->gpus_max > 0 && gpus > 2 * f->gpus_max) {
     why.push_back(fmt::format("{} GPUs > 2 x the largest validated run ({:g})", gpus, f->gpus_max));
@@ -612,14 +615,17 @@ UncertaintyBand SeqBandEstimate(const SystemProfile& p, const ModelSpec& m, cons
 UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
                              int gpus, double mfu) {
   if (p.band.cells.empty()) return SeqBandEstimate(p, m, s, gpus, mfu);
-  return BandFromCells(p, {s.gpu.family, "*", m.seq, m.TotalParams() / 1e9, gpus}, mfu);
+  return BandFromCells(
+      p, {topo::GpuFamilyName(s.gpu.family), "*", m.seq, m.TotalParams() / 1e9, gpus}, mfu);
 }
 
 UncertaintyBand EstimateBand(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
                              const ParallelPlan& plan, double mfu) {
   if (p.band.cells.empty()) return SeqBandEstimate(p, m, s, plan.gpus(), mfu);
-  return BandFromCells(
-      p, {s.gpu.family, ParallelismKind(plan), m.seq, m.TotalParams() / 1e9, plan.gpus()}, mfu);
+  return BandFromCells(p,
+                       {topo::GpuFamilyName(s.gpu.family), ParallelismKind(plan), m.seq,
+                        m.TotalParams() / 1e9, plan.gpus()},
+                       mfu);
 }
 
 }  // namespace baton::perf

@@ -83,11 +83,12 @@ struct BandQuestion {
 // The band's data: per cell, the `quantile` of |cross-validated residual| over the performance
 // rows in it, a residual being max(estimate / published, published / estimate) - 1, i.e. the
 // smallest r for which the published value lies in the band printed, [x / (1 + r), x (1 + r)].
-// The residuals come from leave-one-source-out folds (CrossValidate), so the band is the error on
-// a source the constants never saw. A cell is GPU family / parallelism kind / sequence range /
-// model size / reach ("inside" or "beyond" the envelope of the fold's training runs; beyond is
-// how far extrapolations really missed). Only cells with kMinBandRows rows from kMinBandSources
-// sources are kept.
+// The residuals come from cross-validation folds (CrossValidate), each row's worse of the fold
+// that left its source out and the one that left its software stack out (WorseOfFolds), so the
+// band is the error on a source, or a stack, the constants never saw. A cell is GPU family /
+// parallelism kind / sequence range / model size / reach ("inside" or "beyond" the envelope of the
+// fold's training runs; beyond is how far extrapolations really missed). Only cells with
+// kMinBandRows rows from kMinBandSources sources are kept.
 struct BandCell {
   std::string key;  // "hopper/fsdp/<=8k/<20B/inside", "any/any/any/any/beyond", ...
   double relative = 0;

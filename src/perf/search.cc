@@ -274,7 +274,7 @@ Result<SearchResult> Search(const ModelSpec& model, const TrainingSpec& training
 
 void MarkBeyondEnvelope(const SystemProfile& p, const ModelSpec& m, const SystemSpec& s,
                         SearchResult* r) {
-  const FamilyProfile* f = p.Find(s.gpu.family);
+  const FamilyProfile* f = p.Find(topo::GpuFamilyName(s.gpu.family));
   r->mfu_reached = f == nullptr ? 0.0 : f->MfuReached(m.TotalParams() / 1e9);
   for (RankedPlan& plan : r->top) {
     plan.beyond_envelope = r->mfu_reached > 0 && plan.estimate.mfu > r->mfu_reached;

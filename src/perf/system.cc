@@ -13,7 +13,8 @@ namespace baton::perf {
 // The constants now live in the built-in profile (profiles/builtin.yaml), the least-squares fit
 // of `baton plan calibrate` on every dev table in data/published (README.md gives the command).
 // What each one means and where its starting value and bounds come from (the values quoted
-// below are the hand fits the calibration started from, before issue 13's second pass):
+// below are the hand fits the calibration started from; docs/perf/calibration-log.md dates them
+// and gives what the fits made of them):
 //  * gemm_peak_fraction: the best large fp16/bf16 GEMM throughput cuBLAS reaches, as a fraction
 //    of the dense peak (A100: ~250-265 of 312 TF in NVIDIA's and the Megatron papers' GEMM
 //    sweeps; H100 SXM: ~700-750 of 989 TF), then fitted jointly with gemm_half_dim and
@@ -114,10 +115,22 @@ double DefaultNicGbps(std::string_view gpu_name) {
   return gpu_name.starts_with("A100") ? 200.0 : 400.0;
 }
 
-Calibration DefaultCalibration(std::string_view gpu_family) {
-  const FamilyProfile* f = ActiveProfile().Find(gpu_family);
+Calibration DefaultCalibration(topo::GpuFamily family) {
+  const FamilyProfile* f = ActiveProfile().Find(topo::GpuFamilyName(family));
   return f != nullptr ? f->calib : Calibration{};
 }
+
+namespace {
+
+Status CheckFamily(const topo::GpuSpec& gpu) {
+  if (gpu.family != topo::GpuFamily::kUnknown) return Status::Ok();
+  return InvalidArgumentError(fmt::format(
+      "gpu_types.{}.family: not given; the planner's constants are per GPU family (ampere, "
+      "hopper or blackwell) and it will not price '{}' as one it is not",
+      gpu.name, gpu.name));
+}
+
+}  // namespace
 
 Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
   if (cluster.shapes().empty() || cluster.nodes().empty()) {
@@ -125,6 +138,7 @@ Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
   }
   const topo::NodeShape& shape = cluster.shapes()[0];
   if (shape.gpu == nullptr) return InvalidArgumentError("system: node shape has no GPU type");
+  RETURN_IF_ERROR(CheckFamily(*shape.gpu));
   SystemSpec s;
   s.name = cluster.name();
   s.gpu = *shape.gpu;
@@ -166,6 +180,7 @@ Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus) {
 
 Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
   ASSIGN_OR_RETURN(const topo::GpuSpec* gpu, topo::FindGpu(d.gpu));
+  RETURN_IF_ERROR(CheckFamily(*gpu));
   if (d.gpus <= 0) return InvalidArgumentError(fmt::format("system.gpus: {} must be > 0", d.gpus));
   if (d.gpus_per_node <= 0 || d.gpus_per_node > topo::kMaxGpusPerNode) {
     return InvalidArgumentError(

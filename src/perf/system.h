@@ -127,10 +127,11 @@ struct Calibration {
   // ran it (data/published/runs-2024.csv column attn_kernel); 1 before any fit.
   double cudnn_attention_speedup = 1.0;
 };
-// The built-in profile's constants for a GPU family (src/perf/profiles/builtin.yaml, compiled in;
-// "ampere", "hopper", "blackwell"; an unknown family takes Hopper's), or those of the profile
-// installed with InstallProfile (profile.h).
-Calibration DefaultCalibration(std::string_view gpu_family);
+// The built-in profile's constants for a GPU family (src/perf/profiles/builtin.yaml, compiled in),
+// or those of the profile installed with InstallProfile (profile.h); a profile without the
+// family gives Hopper's (SystemProfile::Find), and the band then says so. kUnknown never gets
+// here: SystemFromCluster and SystemFromShort refuse a GPU without a family.
+Calibration DefaultCalibration(topo::GpuFamily family);
 
 inline constexpr int kMaxTiers = 6;
 
@@ -170,6 +171,8 @@ double DefaultNicGbps(std::string_view gpu_name);
 
 // From a topology: GPU type from the (first) node shape, tiers from the NVLink domain and switch
 // structure, bandwidth/latency from Cluster::Link. `gpus` = 0 means every GPU of the cluster.
+// A GPU type declared without a family (gpu_types.NAME.family) is refused, naming that field:
+// the constants are per family and another family's would be a guess.
 Result<SystemSpec> SystemFromCluster(const topo::Cluster& cluster, int gpus = 0);
 
 // The short description: GPUs per node, NVLink GB/s per direction (0 = the GPU's catalogue

@@ -108,6 +108,8 @@ Result<PublishedRun> ParseRow(const std::map<std::string, std::string_view>& f) 
     std::string_view src = Trim(get("source"));
     r.group = ToLower(src.substr(0, std::min(src.find(' '), src.size())));
   }
+  r.stack = std::string(Trim(get("stack")));
+  if (r.stack.empty()) r.stack = r.group;
   r.assumptions = std::string(get("assumptions"));
   r.network = std::string(get("network"));
   auto base = FindModel(Trim(get("model")));
@@ -491,7 +493,7 @@ Result<ValidationRow> ValidateRunWithProfile(const PublishedRun& run,
 
 std::string_view GpuFamilyOf(const PublishedRun& run) {
   auto gpu = topo::FindGpu(run.system.gpu);
-  return gpu.ok() ? std::string_view((*gpu)->family) : std::string_view("?");
+  return gpu.ok() ? topo::GpuFamilyName((*gpu)->family) : std::string_view("?");
 }
 
 Result<std::vector<PublishedRun>> LoadPublishedTables(std::string_view paths) {

@@ -64,7 +64,11 @@ struct PublishedRun {
   bool mfu_peak_bf16 = false;       // MFU against the bf16 peak even for fp8 runs (torchtitan)
   bool recompute_published = true;  // false: the validation takes the fastest that fits
   std::string group;                // the source family, for cross-validation
-  std::string assumptions;          // what was assumed for the fields the source leaves blank
+  // The software stack the run trained on ("megatron-core", "torchtitan", "jax", ...; column
+  // `stack`, blank: the group), for leave-one-stack-out cross-validation: rows of one stack share
+  // its kernels and schedules whichever source published them.
+  std::string stack;
+  std::string assumptions;  // what was assumed for the fields the source leaves blank
 };
 
 // The limits every CSV the planner reads is held to, row by row while reading (ForEachFileLine):
@@ -74,7 +78,7 @@ inline constexpr LineLimits kPerfCsvLimits{.max_line_bytes = std::size_t{16} << 
                                            .max_lines = 100'000};
 
 // Parses the table; errors name the file, line and column. Tables may carry the optional
-// columns group, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak, tp_overlap, tp_impl and
+// columns group, stack, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak, tp_overlap, tp_impl and
 // assumptions (data/published/README.md); a table without `group` takes the first word of `source`.
 Result<std::vector<PublishedRun>> ParsePublishedRuns(std::string_view csv, std::string_view source);
 Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& path);

@@ -16,21 +16,27 @@ namespace {
 // HBM sizes are what the driver reports (nvidia-smi "MiB" totals: A100 40960 / 81920, H100 and
 // H800 81559, H200 143771), so "80 GB" parts hold about 80 GiB; B200 and GB200 use the datasheet
 // GB figures until a measured total is at hand.
+// SMs: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020); H100 SXM5 132
+// (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022), the H800 and H200 the same die and
+// SM count; B200 148, 74 of each die's 80 enabled (Chips and Cheese, "Nvidia's B200: Keeping the
+// CUDA Juggernaut Rolling", 2025), GB200's GPUs the same part.
+constexpr GpuFamily kAmpere = GpuFamily::kAmpere, kHopper = GpuFamily::kHopper,
+                    kBlackwell = GpuFamily::kBlackwell;
 const std::array<GpuSpec, 7> kGpus = {{
-    {"A100-40GB", "a100", "NVIDIA-A100-SXM4-40GB", "ampere", TFlops(19.5), TFlops(156), TFlops(312),
-     TFlops(0), MiB(40960), GBps(1555), GBps(300)},
-    {"A100-80GB", "a100", "NVIDIA-A100-SXM4-80GB", "ampere", TFlops(19.5), TFlops(156), TFlops(312),
-     TFlops(0), MiB(81920), GBps(2039), GBps(300)},
-    {"H100-SXM", "h100", "NVIDIA-H100-80GB-HBM3", "hopper", TFlops(66.9), TFlops(494.7),
-     TFlops(989.4), TFlops(1978.9), MiB(81559), GBps(3350), GBps(450)},
-    {"H800", "h800", "NVIDIA-H800", "hopper", TFlops(66.9), TFlops(494.7), TFlops(989.4),
-     TFlops(1978.9), MiB(81559), GBps(3350), GBps(200)},
-    {"H200", "h200", "NVIDIA-H200", "hopper", TFlops(66.9), TFlops(494.7), TFlops(989.4),
-     TFlops(1978.9), MiB(143771), GBps(4800), GBps(450)},
-    {"B200", "b200", "NVIDIA-B200", "blackwell", TFlops(75), TFlops(1100), TFlops(2250),
-     TFlops(4500), GB(180), GBps(7700), GBps(900)},
-    {"GB200", "gb200", "NVIDIA-GB200", "blackwell", TFlops(80), TFlops(1250), TFlops(2500),
-     TFlops(5000), GB(186), GBps(8000), GBps(900)},
+    {"A100-40GB", "a100", "NVIDIA-A100-SXM4-40GB", kAmpere, TFlops(19.5), TFlops(156), TFlops(312),
+     TFlops(0), MiB(40960), GBps(1555), GBps(300), 108},
+    {"A100-80GB", "a100", "NVIDIA-A100-SXM4-80GB", kAmpere, TFlops(19.5), TFlops(156), TFlops(312),
+     TFlops(0), MiB(81920), GBps(2039), GBps(300), 108},
+    {"H100-SXM", "h100", "NVIDIA-H100-80GB-HBM3", kHopper, TFlops(66.9), TFlops(494.7),
+     TFlops(989.4), TFlops(1978.9), MiB(81559), GBps(3350), GBps(450), 132},
+    {"H800", "h800", "NVIDIA-H800", kHopper, TFlops(66.9), TFlops(494.7), TFlops(989.4),
+     TFlops(1978.9), MiB(81559), GBps(3350), GBps(200), 132},
+    {"H200", "h200", "NVIDIA-H200", kHopper, TFlops(66.9), TFlops(494.7), TFlops(989.4),
+     TFlops(1978.9), MiB(143771), GBps(4800), GBps(450), 132},
+    {"B200", "b200", "NVIDIA-B200", kBlackwell, TFlops(75), TFlops(1100), TFlops(2250),
+     TFlops(4500), GB(180), GBps(7700), GBps(900), 148},
+    {"GB200", "gb200", "NVIDIA-GB200", kBlackwell, TFlops(80), TFlops(1250), TFlops(2500),
+     TFlops(5000), GB(186), GBps(8000), GBps(900), 148},
 }};
 
 struct Alias {
@@ -67,6 +73,28 @@ Result<Dtype> ParseDtype(std::string_view name) {
   }
   return InvalidArgumentError("unknown dtype '" + Printable(name) +
                               "' (expected fp32, tf32, bf16, fp16 or fp8)");
+}
+
+std::string_view GpuFamilyName(GpuFamily f) {
+  switch (f) {
+    case GpuFamily::kAmpere:
+      return "ampere";
+    case GpuFamily::kHopper:
+      return "hopper";
+    case GpuFamily::kBlackwell:
+      return "blackwell";
+    case GpuFamily::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+Result<GpuFamily> ParseGpuFamily(std::string_view name) {
+  for (GpuFamily f : {GpuFamily::kAmpere, GpuFamily::kHopper, GpuFamily::kBlackwell}) {
+    if (EqualsIgnoreCase(Trim(name), GpuFamilyName(f))) return f;
+  }
+  return InvalidArgumentError("unknown GPU family '" + Printable(name) +
+                              "' (expected ampere, hopper or blackwell)");
 }
 
 FlopsPerSecond GpuSpec::Peak(Dtype d) const {

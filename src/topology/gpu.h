@@ -17,11 +17,21 @@ enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8 };
 std::string_view DtypeName(Dtype d);
 Result<Dtype> ParseDtype(std::string_view name);
 
+// The architecture generation of a GPU. The performance model's calibrated constants are per
+// family (perf::FamilyProfile), so a GPU of no known family has none: the planner refuses it
+// rather than price it as another generation.
+enum class GpuFamily { kUnknown, kAmpere, kHopper, kBlackwell };
+
+// "ampere", "hopper", "blackwell"; "unknown" for kUnknown.
+std::string_view GpuFamilyName(GpuFamily f);
+// The family a name gives, case-insensitively; InvalidArgument listing the names otherwise.
+Result<GpuFamily> ParseGpuFamily(std::string_view name);
+
 struct GpuSpec {
   std::string name;           // catalogue name: "H100-SXM"
   std::string slurm_type;     // gres type: "h100"
   std::string product_label;  // nvidia.com/gpu.product as GPU Feature Discovery writes it
-  std::string family;         // "ampere", "hopper", "blackwell"
+  GpuFamily family = GpuFamily::kUnknown;
   FlopsPerSecond fp32;
   FlopsPerSecond tf32;
   FlopsPerSecond bf16;  // also fp16
@@ -29,6 +39,7 @@ struct GpuSpec {
   Bytes hbm;
   BytesPerSecond hbm_bandwidth;
   BytesPerSecond nvlink_per_direction;  // per GPU, to the rest of its NVLink domain
+  int sm_count = 0;                     // streaming multiprocessors; 0 = not known
 
   // Peak dense FLOP/s for a dtype; zero when unsupported.
   FlopsPerSecond Peak(Dtype d) const;

@@ -13,7 +13,34 @@ TEST(GpuCatalogTest, HasTheSevenIssueTypes) {
     EXPECT_GT((*g)->bf16.value(), 0);
     EXPECT_GT((*g)->hbm.value(), 0);
     EXPECT_GT((*g)->nvlink_per_direction.value(), 0);
+    EXPECT_NE((*g)->family, GpuFamily::kUnknown) << name;
+    EXPECT_GT((*g)->sm_count, 0) << name;
   }
+}
+
+TEST(GpuCatalogTest, FamiliesAndSmCounts) {
+  const struct {
+    const char* gpu;
+    GpuFamily family;
+    int sms;
+  } kCases[] = {{"A100-80GB", GpuFamily::kAmpere, 108},
+                {"H100-SXM", GpuFamily::kHopper, 132},
+                {"H200", GpuFamily::kHopper, 132},
+                {"B200", GpuFamily::kBlackwell, 148}};
+  for (const auto& c : kCases) {
+    const GpuSpec& g = **FindGpu(c.gpu);
+    EXPECT_EQ(g.family, c.family) << c.gpu;
+    EXPECT_EQ(g.sm_count, c.sms) << c.gpu;
+    EXPECT_EQ(*ParseGpuFamily(GpuFamilyName(c.family)), c.family);
+  }
+  EXPECT_EQ(*ParseGpuFamily(" Hopper"), GpuFamily::kHopper);
+  EXPECT_EQ(GpuFamilyName(GpuFamily::kUnknown), "unknown");
+  auto bad = ParseGpuFamily("volta");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'volta'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("ampere, hopper or blackwell"), std::string::npos);
+  // A GPU declared outside the catalogue has no family until it says one.
+  EXPECT_EQ(GpuSpec{}.family, GpuFamily::kUnknown);
 }
 
 TEST(GpuCatalogTest, AliasesAndPeaks) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <tuple>
 
+#include "core/bounded_input.h"
 #include "core/strings.h"
 
 namespace baton::sim {
@@ -35,47 +36,42 @@ template <typename Row>
 Status ReadCsv(std::istream& in, std::string_view file, const OpenbLimits& limits,
                std::span<const std::string_view> required, std::map<std::string, int>* columns,
                Row row) {
-  std::string line;
-  std::size_t number = 0;
   bool header = true;
   std::size_t width = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (number > limits.max_lines) {
-      return InvalidArgumentError(fmt::format("{}: more than {} lines", file, limits.max_lines));
-    }
-    if (line.size() > limits.max_line_bytes) {
-      return InvalidArgumentError(
-          fmt::format("{}:{}: line longer than {} bytes", file, number, limits.max_line_bytes));
-    }
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (Trim(line).empty()) continue;
-    auto fields = SplitOpenbCsv(line);
-    if (header) {
-      header = false;
-      width = fields.size();
-      for (std::size_t i = 0; i < fields.size(); ++i) {
-        if (!columns->emplace(std::string(fields[i]), static_cast<int>(i)).second) {
-          return InvalidArgumentError(
-              fmt::format("{}:{}: column '{}' appears twice", file, number, Printable(fields[i])));
+  // Line by line with each line bounded before it is held (ForEachStreamLine): a trace that is
+  // one endless line (/dev/zero) is refused at its first line, not read into memory.
+  Status read = ForEachStreamLine(
+      in, file, {.max_line_bytes = limits.max_line_bytes, .max_lines = limits.max_lines},
+      [&](int number, std::string_view line) -> Status {
+        if (Trim(line).empty()) return Status::Ok();
+        auto fields = SplitOpenbCsv(line);
+        if (header) {
+          header = false;
+          width = fields.size();
+          for (std::size_t i = 0; i < fields.size(); ++i) {
+            if (!columns->emplace(std::string(fields[i]), static_cast<int>(i)).second) {
+              return InvalidArgumentError(fmt::format("{}:{}: column '{}' appears twice", file,
+                                                      number, Printable(fields[i])));
+            }
+          }
+          for (std::string_view r : required) {
+            if (!columns->contains(std::string(r))) {
+              return InvalidArgumentError(
+                  fmt::format("{}:{}: header lacks column '{}'", file, number, r));
+            }
+          }
+          return Status::Ok();
         }
-      }
-      for (std::string_view r : required) {
-        if (!columns->contains(std::string(r))) {
+        if (fields.size() != width) {
           return InvalidArgumentError(
-              fmt::format("{}:{}: header lacks column '{}'", file, number, r));
+              fmt::format("{}:{}: expected {} fields (as the header), found {}", file, number,
+                          width, fields.size()));
         }
-      }
-      continue;
-    }
-    if (fields.size() != width) {
-      return InvalidArgumentError(fmt::format("{}:{}: expected {} fields (as the header), found {}",
-                                              file, number, width, fields.size()));
-    }
-    Status s = row(fields);
-    if (!s.ok()) return s.WithPrefix(fmt::format("{}:{}", file, number));
-  }
-  if (in.bad()) return InternalError(fmt::format("{}: read error", file));
+        Status s = row(fields);
+        if (!s.ok()) return s.WithPrefix(fmt::format("{}:{}", file, number));
+        return Status::Ok();
+      });
+  RETURN_IF_ERROR(read);
   if (header) return InvalidArgumentError(fmt::format("{}: empty (no header)", file));
   return Status::Ok();
 }

@@ -71,6 +71,16 @@ TEST(OpenbTest, ErrorsNameFileLineAndField) {
   EXPECT_NE(err("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n" + std::string(5000, 'a') + "\n")
                 .find("longer"),
             std::string::npos);
+  // A row is bounded before it is read: an endless line is refused having taken no more than the
+  // limit from the stream, where std::getline held all of it (/dev/zero grew without end).
+  std::istringstream endless("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n" +
+                             std::string(1 << 20, 'a'));
+  auto pods = ReadOpenbPods(endless, "zero.csv");
+  ASSERT_FALSE(pods.ok());
+  EXPECT_NE(pods.status().message().find("zero.csv:2: line longer than 4096 bytes"),
+            std::string::npos)
+      << pods.status().ToString();
+  EXPECT_LE(static_cast<std::size_t>(endless.tellg()), std::size_t{44 + 4096 + 1});
 }
 
 TEST(OpenbTest, ClusterDeclaresUnknownGpuModels) {

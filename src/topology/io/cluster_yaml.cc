@@ -247,11 +247,12 @@ class Loader {
   }
 
   // The open catalogue: `gpu_types: {NAME: {memory_gib, fp32_tflops, tf32_tflops, bf16_tflops,
-  // fp8_tflops, hbm_gbps, nvlink_gbps}}`, every figure optional (0: unknown).
+  // fp8_tflops, hbm_gbps, nvlink_gbps, sm_count, family}}`, every figure optional (0: unknown);
+  // `family` (ampere, hopper, blackwell) is what the planner needs to estimate on the type.
   Status LoadGpuTypes(ClusterBuilder& b, const Yaml& root) {
     static constexpr std::string_view kFields[] = {"memory_gib",  "fp32_tflops", "tf32_tflops",
                                                    "bf16_tflops", "fp8_tflops",  "hbm_gbps",
-                                                   "nvlink_gbps"};
+                                                   "nvlink_gbps", "sm_count",    "family"};
     Yaml types = root["gpu_types"];
     if (!types.IsDefined()) return Status::Ok();
     if (!types.IsMap()) return Error(types.Mark(), "gpu_types", "expected a map name -> GPU type");
@@ -275,6 +276,14 @@ class Loader {
       spec.fp8 = TFlops(fp8);
       spec.hbm_bandwidth = GBps(hbm);
       spec.nvlink_per_direction = GBps(nvlink);
+      ASSIGN_OR_RETURN(std::int64_t sms, Int(t, "sm_count", 0, 1 << 16, 0));
+      spec.sm_count = static_cast<int>(sms);
+      if (Yaml f = t["family"]; f.IsDefined()) {
+        auto family = f.IsScalar() ? ParseGpuFamily(f.Scalar())
+                                   : Result<GpuFamily>(InvalidArgumentError("expected a name"));
+        if (!family.ok()) return Error(f.Mark(), "family", family.status().message());
+        spec.family = *family;
+      }
       auto added = b.AddGpuType(std::move(spec));
       if (!added.ok()) return At(kv.first.Mark(), "gpu_types", added.status());
     }
@@ -695,10 +704,16 @@ std::string ExportClusterYaml(const Cluster& c) {
   for (const auto& g : c.declared_gpus()) {
     fmt::format_to(std::back_inserter(types),
                    "  {}: {{memory_gib: {}, fp32_tflops: {}, tf32_tflops: {}, bf16_tflops: {}, "
-                   "fp8_tflops: {}, hbm_gbps: {}, nvlink_gbps: {}}}\n",
+                   "fp8_tflops: {}, hbm_gbps: {}, nvlink_gbps: {}",
                    YamlQuote(g->name), ToGiB(g->hbm), ToTFlops(g->fp32), ToTFlops(g->tf32),
                    ToTFlops(g->bf16), ToTFlops(g->fp8), ToGBps(g->hbm_bandwidth),
                    ToGBps(g->nvlink_per_direction));
+    // Written only when known, so a file that never said them reads back to the same bytes.
+    if (g->sm_count > 0) fmt::format_to(std::back_inserter(types), ", sm_count: {}", g->sm_count);
+    if (g->family != GpuFamily::kUnknown) {
+      fmt::format_to(std::back_inserter(types), ", family: {}", GpuFamilyName(g->family));
+    }
+    types += "}\n";
   }
   if (!types.empty()) {
     // Declared types come before the shapes that name them.

@@ -6,6 +6,10 @@
 //
 //   name: my-cluster
 //   fabric: fat-tree            # fat-tree | rail-optimized | dragonfly+ | custom (default)
+//   gpu_types:                  # GPUs outside the catalogue; every figure optional (0: unknown)
+//     H20: {memory_gib: 96, fp32_tflops: 44, tf32_tflops: 74, bf16_tflops: 148, fp8_tflops: 296,
+//           hbm_gbps: 4000, nvlink_gbps: 450, sm_count: 78,
+//           family: hopper}     # ampere | hopper | blackwell: the planner refuses a type without
 //   shapes:                     # name -> node shape
 //     hgx-h100: {gpu: H100-SXM, gpus: 8, cpus: 224, memory_gib: 2048, numa_nodes: 2,
 //                gpus_per_pcie_switch: 2, nics: 8, nic_gbps: 400,

@@ -156,6 +156,31 @@ TEST(ClusterYamlTest, DeclaresGpuTypesOutsideTheCatalogue) {
   EXPECT_NE(twice.status().message().find("twice"), std::string::npos);
 }
 
+// A declared type may say its family and SM count (the planner needs the family to estimate on
+// it); they export and read back, and a family outside the three is refused naming the field.
+TEST(ClusterYamlTest, DeclaredGpuTypesCarryFamilyAndSmCount) {
+  constexpr std::string_view kText =
+      "name: lab\ngpu_types:\n  H20: {memory_gib: 96, bf16_tflops: 148, family: hopper, "
+      "sm_count: 78}\nshapes:\n  s: {gpu: H20, gpus: 8}\nnodes:\n  - {names: n1, shape: s}\n";
+  auto c = LoadClusterYaml(kText, "lab.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const GpuSpec& h20 = *c->shape_of(NodeId(0)).gpu;
+  EXPECT_EQ(h20.family, GpuFamily::kHopper);
+  EXPECT_EQ(h20.sm_count, 78);
+  const std::string yaml = ExportClusterYaml(*c);
+  EXPECT_NE(yaml.find("sm_count: 78, family: hopper}"), std::string::npos) << yaml;
+  auto back = LoadClusterYaml(yaml, "export.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->shape_of(NodeId(0)).gpu->family, GpuFamily::kHopper);
+  auto volta = LoadClusterYaml(
+      "name: v\ngpu_types:\n  V100: {family: volta}\nshapes:\n  s: {gpu: V100, gpus: 8}\n"
+      "nodes:\n  - {names: n1, shape: s}\n",
+      "v.yaml");
+  ASSERT_FALSE(volta.ok());
+  EXPECT_NE(volta.status().message().find("family"), std::string::npos);
+  EXPECT_NE(volta.status().message().find("'volta'"), std::string::npos);
+}
+
 constexpr std::string_view kHead =
     "name: t\nshapes:\n  s: {gpu: H100, gpus: 8}\nnodes:\n  - {names: \"n[1-4]\", shape: s}\n";
 

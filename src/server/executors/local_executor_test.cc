@@ -300,7 +300,8 @@ TEST_F(LocalAttemptTest, ADeposedLeadersLaunchIsFencedAndKillsNothing) {
   late.epoch = 1;
   Status s = deposed.Launch(late);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
-  EXPECT_NE(s.message().find("epoch 2 has taken this machine over"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("epoch 2 has taken this machine over"), std::string::npos)
+      << s.ToString();
   for (pid_t p : pids) EXPECT_TRUE(Alive(p)) << "the deposed leader killed the current attempt";
   EXPECT_FALSE(fs::exists(dir_ / "logs" / "job-11" / "attempt-3.pids"));
   // Nor can it take the machine back.

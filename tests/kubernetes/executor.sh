@@ -93,15 +93,19 @@ cat >"$work/auth.yaml" <<EOF
 principals:
   - {name: ops, role: admin, token: "$token"}
 EOF
-"$baton" serve --executor kubernetes --kubeconfig "$work/plane/kubeconfig-baton" \
-  --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" --log-dir "$work/logs" \
-  >"$work/serve.log" 2>&1 &
-serve_pid=$!
-wait_listening "$work/serve.log" "$serve_pid"
+serve() {  # serve LOG: starts baton serve as baton's ServiceAccount; sets serve_pid and BATON_URL
+  "$baton" serve --executor kubernetes --kubeconfig "$work/plane/kubeconfig-baton" \
+    --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" --log-dir "$work/logs" \
+    >"$1" 2>&1 &
+  serve_pid=$!
+  wait_listening "$1" "$serve_pid" || return 1
+  local port
+  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$1" | head -1)
+  export BATON_URL="http://127.0.0.1:$port" BATON_TOKEN=$token
+}
+serve "$work/serve.log"
 check "baton serve --executor kubernetes starts" 0 $? "$(grep -m1 'cluster kubernetes' "$work/serve.log")" \
   "cluster kubernetes: 4 nodes, 32 GPUs; executor kubernetes"
-port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-export BATON_URL="http://127.0.0.1:$port" BATON_TOKEN=$token
 
 # pod NAME GROUP SIZE [OWNED]: a pod of gang GROUP of SIZE pods asking for 8 GPUs, created as admin.
 pod() {
@@ -172,6 +176,40 @@ code="$(pod done-0 done 2 owned) $(pod done-1 done 2 owned)"
 check "gang 'done' created" 0 0 "$code" "^201 201$"
 v=$(job_state done 30 "succeeded")
 check "every pod Succeeded: the job succeeds" 0 0 "$v" "^[0-9]+ succeeded$"
+
+# A gang of 3 while 2 nodes are free: a queued job.
+code="$(pod big-0 big 3 owned) $(pod big-1 big 3 owned) $(pod big-2 big 3 owned)"
+v=$(job_state big 10 "queued")
+check "gang 'big' (3 nodes, 2 free) waits as a queued job" 0 0 "$code $v" "^201 201 201 [0-9]+ queued$"
+big=${v%% *}
+
+# baton restarted: it adopts the running gang by its pods' baton.io/job annotation, binds nothing
+# twice, and its job stays running.
+kill -TERM "$serve_pid"; wait "$serve_pid" 2>/dev/null
+check "baton serve stops on SIGTERM" 0 $?
+serve "$work/serve2.log"
+check "baton serve starts again" 0 $?
+v=$(job_state train 10 "running")
+check "the running gang's job is still running" 0 0 "$v" "^1 running$"
+for _ in $(seq 20); do grep -q "job 1 adopted" "$work/serve2.log" && break; sleep 0.25; done
+check "its pods are adopted, not bound again" 0 0 \
+  "$(grep -c 'adopted: 2 bound pods' "$work/serve2.log") $(grep -c 'job 1 bound' "$work/serve2.log")" "^1 0$"
+
+v=$(job_state big 10 "queued")
+check "the queued gang is the same job, once" 0 0 "$v" "^$big queued$"
+
+# A pod of the running gang deleted by somebody else: its job fails naming it, baton deletes the
+# gang's other pod, and the queued gang takes the freed nodes.
+code=$(api DELETE /api/v1/namespaces/jobs/pods/train-1)
+v=$(job_state train 30 "failed")
+check "a deleted pod fails its gang's job" 0 0 "$code $v" "^200 1 failed$"
+check "its event names the pod" 0 0 "$("$baton" job 1 2>&1)" "pod jobs/train-1 (was|is being) deleted"
+v=$(pods_say "print('train-0' in pods)" 30 "False")
+check "the gang's other pod is deleted" 0 0 "$v" "^False$"
+v=$(pods_say "node = $node_of; print(' '.join(node(n) != '-' and 'bound' or 'pending' for n in ('big-0', 'big-1', 'big-2')))" 30 "bound bound bound")
+check "the queued gang is bound once nodes free up" 0 0 "$v" "^bound bound bound$"
+v=$(job_state big 30 "succeeded")
+check "and succeeds" 0 0 "$v" "^$big succeeded$"
 
 # A gang whose rank 1 fails: the job fails naming it, and baton deletes rank 0.
 code="$(pod bad-0 bad 2) $(pod bad-1 bad 2)"

@@ -324,11 +324,9 @@ void KubernetesExecutor::Release() {
 void KubernetesExecutor::StopAll() { Release(); }
 
 Status KubernetesExecutor::Launch(const LaunchRequest& request) {
+  // The gang may not be known yet: a daemon restarted with the job queued places it before its
+  // worker has listed the pods again. The bind waits for that listing (Settled).
   std::lock_guard lock(mu_);
-  if (gang_of_job_.find(request.job) == gang_of_job_.end()) {
-    return FailedPreconditionError(
-        fmt::format("kubernetes executor: job {} is no gang of pods baton knows", request.job));
-  }
   Tracked& t = jobs_[request.job];
   t = Tracked{};
   t.request = request;
@@ -336,6 +334,10 @@ Status KubernetesExecutor::Launch(const LaunchRequest& request) {
   ops_.push_back({Op::kBind, request.job, {}, Seconds(0)});
   wake_.notify_one();
   return Status::Ok();
+}
+
+bool KubernetesExecutor::Settled() const {
+  return listed_once_ && asked_.empty() && submissions_.empty();
 }
 
 void KubernetesExecutor::Stop(std::int64_t job, Seconds grace) {
@@ -620,7 +622,7 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
   // Reattached jobs nothing was found for, once the answers on gangs are in: gone.
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Tracked& t = it->second;
-    if (t.reattached && !t.bound && !t.bind_pending && asked_.empty() && submissions_.empty()) {
+    if (t.reattached && !t.bound && !t.bind_pending && Settled()) {
       exits_.push_back({it->first, ExitKind::kFailed,
                         "no pod of the job is left in the cluster (found after a restart)"});
       it = jobs_.erase(it);
@@ -661,6 +663,8 @@ void KubernetesExecutor::Worker() {
       wake_.wait_for(lock, wait, [&] { return stopping_ || !ops_.empty(); });
       if (stopping_) return;
       ops.swap(ops_);
+      for (Op& op : deferred_) ops.push_back(std::move(op));
+      deferred_.clear();
     }
     bool unavailable = false;
     while (!ops.empty()) {
@@ -677,8 +681,21 @@ void KubernetesExecutor::Worker() {
         auto t = jobs_.find(op.job);
         auto g = gang_of_job_.find(op.job);
         if (t == jobs_.end() || !t->second.bind_pending) continue;  // killed meanwhile
+        if (t->second.stop_requested) {
+          // Stopped (preempted, cancelled) before its pods were bound: they stay pending for
+          // its next launch.
+          exits_.push_back({op.job, ExitKind::kStopped, "stopped before its pods were bound"});
+          jobs_.erase(t);
+          continue;
+        }
         if (g == gang_of_job_.end()) {
-          exits_.push_back({op.job, ExitKind::kFailed, "its pods are gone"});
+          if (!Settled()) {
+            deferred_.push_back(std::move(op));
+            continue;
+          }
+          exits_.push_back({op.job, ExitKind::kFailed,
+                            "no pending gang of pods is left for the job (deleted, or bound "
+                            "before and ended)"});
           jobs_.erase(t);
           continue;
         }
@@ -726,6 +743,7 @@ void KubernetesExecutor::Worker() {
     backoff = 0;
     std::lock_guard lock(mu_);
     Follow(pods);
+    listed_once_ = true;
     if (nodes_listed) FollowNodes(nodes);
   }
 }

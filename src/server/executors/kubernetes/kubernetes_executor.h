@@ -164,6 +164,9 @@ class KubernetesExecutor final : public Executor {
   // Looks at the listing: new gangs to submit, exits of bound jobs. Under mu_.
   void Follow(const std::vector<KubePod>& pods);
   void FollowNodes(const std::vector<KubeNode>& nodes);
+  // Every pending gang of the latest listing has the controller's answer: a job whose gang is
+  // still unknown has none. Under mu_.
+  bool Settled() const;
 
   const KubernetesOptions options_;
   std::unique_ptr<kube::KubeClient> client_;  // worker thread only
@@ -173,6 +176,8 @@ class KubernetesExecutor final : public Executor {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::deque<Op> ops_;
+  std::vector<Op> deferred_;  // binds waiting for Settled, retried after each listing
+  bool listed_once_ = false;
   std::map<std::int64_t, Tracked> jobs_;
   std::vector<Submission> submissions_;
   std::map<std::string, KubeGang> asked_;            // key -> gang, handed to the controller

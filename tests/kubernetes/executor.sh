@@ -31,27 +31,13 @@ cleanup() {
 trap cleanup EXIT
 
 "$plane" start "$work/plane" >/dev/null || { echo "FAIL: starting the control plane"; exit 1; }
-server=$(cat "$work/plane/server")
 admin=$(cat "$work/plane/admin.token")
 
-# api METHOD PATH [BODY-FILE [CONTENT-TYPE]] as admin: prints the HTTP status; the body is in $work/out.
-api() {
-  local args=(-sS -o "$work/out" -w '%{http_code}' --cacert "$work/plane/ca.crt"
-              -H "Authorization: Bearer $admin" -X "$1")
-  [[ -n ${3:-} ]] && args+=(--data-binary "@$3" -H "Content-Type: ${4:-application/json}")
-  curl "${args[@]}" "$server$2"
-}
-json() { /usr/bin/python3 -c "import json, sys; d = json.load(open('$work/out')); $1"; }
+source "$src/tests/kubernetes/lib.sh"  # api, json, ready_nodes
 
 out=$("$plane" add-nodes "$work/plane" 4 2>&1)
 check "add-nodes 4" 0 $? "$out" "added 4 nodes"
-ready=0
-for _ in $(seq 100); do
-  api GET "/api/v1/nodes?labelSelector=type%3Dkwok" >/dev/null
-  ready=$(json 'print(sum(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])) for n in d["items"]))')
-  [[ $ready == 4 ]] && break
-  sleep 0.3
-done
+ready=$(ready_nodes "$admin" 4)
 check "kwok makes the 4 nodes Ready" 0 0 "$ready" "^4$"
 
 # baton's namespace, ServiceAccount and RBAC from deploy/kubernetes/ (not its Deployment: baton
@@ -76,7 +62,7 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.yaml"))):
         print("%s\t%s\t%s/%s" % (path, body, o["kind"], o["metadata"]["name"]))
 EOF
 codes=""
-while IFS=$'\t' read -r path body _; do codes+="$(api POST "$path" "$body") "; done <"$work/objects.tsv"
+while IFS=$'\t' read -r path body _; do codes+="$(api "$admin" POST "$path" "$body") "; done <"$work/objects.tsv"
 check "baton's RBAC applied" 0 0 "$codes" "^(201 )+$"
 
 cat >"$work/ns.json" <<'EOF'
@@ -85,7 +71,7 @@ EOF
 cat >"$work/sa.json" <<'EOF'
 {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
 EOF
-code="$(api POST /api/v1/namespaces "$work/ns.json") $(api POST /api/v1/namespaces/jobs/serviceaccounts "$work/sa.json")"
+code="$(api "$admin" POST /api/v1/namespaces "$work/ns.json") $(api "$admin" POST /api/v1/namespaces/jobs/serviceaccounts "$work/sa.json")"
 check "namespace jobs" 0 0 "$code" "^201 201$"
 
 token=$(new_token admin)
@@ -119,14 +105,14 @@ pod() {
           "containers": [{"name": "train", "image": "trainer",
                           "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
 EOF
-  api POST /api/v1/namespaces/jobs/pods "$work/pod-$1.json"
+  api "$admin" POST /api/v1/namespaces/jobs/pods "$work/pod-$1.json"
 }
 # pods_say PYTHON-EXPR SECONDS PATTERN: polls the jobs namespace's pods until the expression (over
 # `pods`, name -> pod) prints something matching PATTERN; echoes the last value.
 pods_say() {
   local v=""
   for _ in $(seq $(($2 * 4))); do
-    api GET /api/v1/namespaces/jobs/pods >/dev/null
+    api "$admin" GET /api/v1/namespaces/jobs/pods >/dev/null
     v=$(json "pods = {p['metadata']['name']: p for p in d['items']}; $1" 2>&1)
     grep -qE -- "$3" <<<"$v" && break
     sleep 0.25
@@ -200,7 +186,7 @@ check "the queued gang is the same job, once" 0 0 "$v" "^$big queued$"
 
 # A pod of the running gang deleted by somebody else: its job fails naming it, baton deletes the
 # gang's other pod, and the queued gang takes the freed nodes.
-code=$(api DELETE /api/v1/namespaces/jobs/pods/train-1)
+code=$(api "$admin" DELETE /api/v1/namespaces/jobs/pods/train-1)
 v=$(job_state train 30 "failed")
 check "a deleted pod fails its gang's job" 0 0 "$code $v" "^200 1 failed$"
 check "its event names the pod" 0 0 "$("$baton" job 1 2>&1)" "pod jobs/train-1 (was|is being) deleted"
@@ -216,7 +202,7 @@ code="$(pod bad-0 bad 2) $(pod bad-1 bad 2)"
 v=$(pods_say "print(pods['bad-0']['status'].get('phase'), pods['bad-1']['status'].get('phase'))" 30 "Running Running")
 check "gang 'bad' runs" 0 0 "$code $v" "^201 201 Running Running$"
 echo '{"status": {"phase": "Failed", "reason": "Error", "message": "exit code 3"}}' >"$work/fail.json"
-code=$(api PATCH /api/v1/namespaces/jobs/pods/bad-1/status "$work/fail.json" application/merge-patch+json)
+code=$(api "$admin" PATCH /api/v1/namespaces/jobs/pods/bad-1/status "$work/fail.json" application/merge-patch+json)
 v=$(job_state bad 30 "failed")
 check "a pod Failed: the job fails" 0 0 "$code $v" "^200 [0-9]+ failed$"
 id=${v%% *}

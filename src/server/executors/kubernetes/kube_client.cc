@@ -315,6 +315,31 @@ Result<KubeAnswer> KubeClient::Delete(const std::string& path, const json& body)
   return Send("DELETE", path, body);
 }
 
+Status KubeClient::List(const std::string& path, const std::function<void(const json&)>& visit,
+                        int page_size, int max_pages) {
+  const std::string what = path.substr(0, path.find('?'));
+  std::string next;
+  for (int page = 0; page < max_pages; ++page) {
+    std::string url = fmt::format("{}{}limit={}", path,
+                                  path.find('?') == std::string::npos ? '?' : '&', page_size);
+    if (!next.empty()) url += "&continue=" + QueryEscape(next);
+    ASSIGN_OR_RETURN(KubeAnswer a, Get(url));
+    if (a.status != 200) return UnavailableError(fmt::format("listing {}: {}", what, a.Message()));
+    auto items = a.body.is_object() ? a.body.find("items") : a.body.end();
+    if (!a.body.is_object() || items == a.body.end() || !items->is_array()) {
+      return UnavailableError(fmt::format("listing {}: the answer has no items", what));
+    }
+    for (const json& item : *items) visit(item);
+    next.clear();
+    if (auto meta = a.body.find("metadata"); meta != a.body.end() && meta->is_object()) {
+      if (auto c = meta->find("continue"); c != meta->end() && c->is_string()) next = *c;
+    }
+    if (next.empty()) return Status::Ok();
+  }
+  return ResourceExhaustedError(
+      fmt::format("listing {}: more than {} pages of {}", what, max_pages, page_size));
+}
+
 Result<KubeAnswer> KubeClient::Send(const std::string& method, const std::string& path,
                                     const json& body) {
   httplib::Request req;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -72,6 +73,11 @@ class KubeClient {
   Result<KubeAnswer> Get(const std::string& path);
   Result<KubeAnswer> Post(const std::string& path, const nlohmann::json& body);
   Result<KubeAnswer> Delete(const std::string& path, const nlohmann::json& body = nullptr);
+  // Every item of a list ("/api/v1/pods?fieldSelector=..."), a page of `page_size` at a time
+  // (limit / continue), handed to `visit` in order. kUnavailable when a page is not a list
+  // answer; ResourceExhausted past `max_pages`.
+  Status List(const std::string& path, const std::function<void(const nlohmann::json&)>& visit,
+              int page_size = 500, int max_pages = 1000);
 
   const KubeConfig& config() const { return config_; }
 

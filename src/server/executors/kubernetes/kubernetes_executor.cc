@@ -19,7 +19,6 @@ constexpr std::string_view kGroupLabel = "scheduling.x-k8s.io/pod-group";
 constexpr std::string_view kGangSize = "baton.io/gang-size";
 constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 constexpr int kMaxGangPods = 4096;
-constexpr int kMaxListPages = 1000;
 
 const json* At(const json& j, std::string_view key) {
   if (!j.is_object()) return nullptr;
@@ -279,26 +278,17 @@ KubeGrouping GroupPendingPods(std::span<const KubePod> pods) {
 Result<topo::Cluster> KubernetesCluster(const kube::KubeConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<kube::KubeClient> client, kube::KubeClient::Create(config));
   std::vector<topo::K8sNode> nodes;
-  std::string next;
-  for (int page = 0; page < kMaxListPages; ++page) {
-    std::string path = "/api/v1/nodes?limit=500";
-    if (!next.empty()) path += "&continue=" + kube::QueryEscape(next);
-    ASSIGN_OR_RETURN(kube::KubeAnswer a, client->Get(path));
-    if (a.status != 200) {
-      return UnavailableError(fmt::format("{}: listing nodes: {}", config.source, a.Message()));
+  Status bad;
+  Status listed = client->List("/api/v1/nodes", [&](const json& item) {
+    Result<KubeNode> n = ParseNode(item);
+    if (n.ok()) {
+      nodes.push_back(std::move(n->node));
+    } else if (bad.ok()) {
+      bad = n.status();
     }
-    const json* items = At(a.body, "items");
-    if (items == nullptr || !items->is_array()) {
-      return UnavailableError(fmt::format("{}: listing nodes: no items", config.source));
-    }
-    for (const json& item : *items) {
-      ASSIGN_OR_RETURN(KubeNode n, ParseNode(item));
-      nodes.push_back(std::move(n.node));
-    }
-    const json* meta = At(a.body, "metadata");
-    next = meta != nullptr ? Str(*meta, "continue") : "";
-    if (next.empty()) break;
-  }
+  });
+  if (listed.ok()) listed = bad;
+  if (!listed.ok()) return UnavailableError(config.source + ": " + listed.message());
   return topo::ImportK8sNodes("kubernetes", nodes);
 }
 
@@ -411,46 +401,19 @@ void KubernetesExecutor::Submitted(const std::string& key, const Result<std::int
 }
 
 Status KubernetesExecutor::ListPods(std::vector<KubePod>* pods) {
-  std::string next;
-  for (int page = 0; page < kMaxListPages; ++page) {
-    std::string path = "/api/v1/pods?limit=500&fieldSelector=" +
-                       kube::QueryEscape("spec.schedulerName=" + options_.scheduler_name);
-    if (!next.empty()) path += "&continue=" + kube::QueryEscape(next);
-    ASSIGN_OR_RETURN(kube::KubeAnswer a, client_->Get(path));
-    if (a.status != 200) return UnavailableError("listing pods: " + a.Message());
-    const json* items = At(a.body, "items");
-    if (items == nullptr || !items->is_array()) {
-      return UnavailableError("listing pods: no items");
-    }
-    for (const json& item : *items) {
-      Result<KubePod> p = ParsePod(item);
-      if (p.ok()) pods->push_back(std::move(p).value());
-    }
-    const json* meta = At(a.body, "metadata");
-    next = meta != nullptr ? Str(*meta, "continue") : "";
-    if (next.empty()) return Status::Ok();
-  }
-  return ResourceExhaustedError(fmt::format("listing pods: more than {} pages", kMaxListPages));
+  return client_->List("/api/v1/pods?fieldSelector=" +
+                           kube::QueryEscape("spec.schedulerName=" + options_.scheduler_name),
+                       [&](const json& item) {
+                         Result<KubePod> p = ParsePod(item);
+                         if (p.ok()) pods->push_back(std::move(p).value());
+                       });
 }
 
 Status KubernetesExecutor::ListNodes(std::vector<KubeNode>* nodes) {
-  std::string next;
-  for (int page = 0; page < kMaxListPages; ++page) {
-    std::string path = "/api/v1/nodes?limit=500";
-    if (!next.empty()) path += "&continue=" + kube::QueryEscape(next);
-    ASSIGN_OR_RETURN(kube::KubeAnswer a, client_->Get(path));
-    if (a.status != 200) return UnavailableError("listing nodes: " + a.Message());
-    const json* items = At(a.body, "items");
-    if (items == nullptr || !items->is_array()) return UnavailableError("listing nodes: no items");
-    for (const json& item : *items) {
-      Result<KubeNode> n = ParseNode(item);
-      if (n.ok()) nodes->push_back(std::move(n).value());
-    }
-    const json* meta = At(a.body, "metadata");
-    next = meta != nullptr ? Str(*meta, "continue") : "";
-    if (next.empty()) return Status::Ok();
-  }
-  return ResourceExhaustedError(fmt::format("listing nodes: more than {} pages", kMaxListPages));
+  return client_->List("/api/v1/nodes", [&](const json& item) {
+    Result<KubeNode> n = ParseNode(item);
+    if (n.ok()) nodes->push_back(std::move(n).value());
+  });
 }
 
 Status KubernetesExecutor::Bind(std::int64_t job, const LaunchRequest& request,
@@ -619,6 +582,13 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
       LOG_INFO("kubernetes: gang {} waits: {}", id, why);
     }
   }
+  // What is remembered per gang only matters while its pods are pending: the rest is forgotten,
+  // so that these maps hold the pending gangs, not every gang ever seen.
+  std::set<std::string> pending;
+  for (const KubeGang& gang : grouping.ready) pending.insert(gang.key);
+  std::erase_if(job_of_key_, [&](const auto& kv) { return !pending.count(kv.first); });
+  std::erase_if(refused_, [&](const auto& kv) { return !pending.count(kv.first); });
+  std::erase_if(told_waiting_, [&](const auto& kv) { return !grouping.waiting.count(kv.first); });
   // Reattached jobs nothing was found for, once the answers on gangs are in: gone.
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Tracked& t = it->second;

@@ -211,6 +211,25 @@ check "its event names the pod" 0 0 "$events" "pod jobs/bad-1 failed: Error: exi
 v=$(pods_say "print('bad-0' in pods)" 30 "False")
 check "the gang's other pod is deleted" 0 0 "$v" "^False$"
 
+# A gang found half bound after a restart (as after a crash between its two binds): its job fails
+# and the bound half is deleted, all or nothing.
+code="$(pod late-0 late 2) $(pod late-1 late 2)"
+v=$(job_state late 30 "running")
+check "gang 'late' runs" 0 0 "$code $v" "^201 201 [0-9]+ running$"
+late=${v%% *}
+kill -TERM "$serve_pid"; wait "$serve_pid" 2>/dev/null
+check "baton serve stops" 0 $?
+code=$(api "$admin" DELETE /api/v1/namespaces/jobs/pods/late-1)
+v=$(pods_say "print('late-1' in pods)" 30 "False")
+code+=" $v $(pod late-1 late 2)"
+check "late-1 replaced by an unbound pod while baton is down" 0 0 "$code" "^200 False 201$"
+serve "$work/serve3.log"
+v=$(job_state late 30 "failed")
+check "the half-bound gang's job fails" 0 0 "$v" "^$late failed$"
+check "its event says so" 0 0 "$("$baton" job "$late" 2>&1)" "only 1 of its 2 pods were bound"
+v=$(pods_say "print('late-0' in pods, ($node_of)('late-1'))" 30 "False -")
+check "its bound pod is deleted, the new one left unbound" 0 0 "$v" "^False -$"
+
 kill -TERM "$serve_pid"; wait "$serve_pid" 2>/dev/null
 check "baton serve stops" 0 $?
 serve_pid=""

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "core/log.h"
 #include "core/strings.h"
@@ -148,6 +149,10 @@ Result<KubePod> ParsePod(const json& pod) {
   }
   if (auto it = annotations.find("baton.io/job"); it != annotations.end()) {
     p.job = ParseInt64(it->second);
+  }
+  if (auto it = annotations.find("baton.io/world-size"); it != annotations.end()) {
+    p.world_size = static_cast<int>(std::clamp<std::int64_t>(ParseInt64(it->second).value_or(0), 0,
+                                                             std::numeric_limits<int>::max()));
   }
   p.node = Str(*spec, "nodeName");
   if (const json* prio = At(*spec, "priority"); prio != nullptr && prio->is_number_integer()) {
@@ -335,6 +340,7 @@ void KubernetesExecutor::Stop(std::int64_t job, Seconds grace) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;
   it->second.stop_requested = true;
+  it->second.stop_grace = grace;
   ops_.push_back({Op::kDelete, job, it->second.pods, grace});
   wake_.notify_one();
 }
@@ -466,6 +472,8 @@ Status KubernetesExecutor::Bind(std::int64_t job, const LaunchRequest& request,
   }
   std::lock_guard lock(mu_);
   if (auto t = jobs_.find(job); t != jobs_.end()) {
+    // Stopped while its pods were being bound: Stop found none to delete.
+    if (t->second.stop_requested) ops_.push_back({Op::kDelete, job, bound, t->second.stop_grace});
     t->second.pods = std::move(bound);
     t->second.bound = true;
     t->second.bind_pending = false;
@@ -507,6 +515,13 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
       for (const KubePod* p : found->second) t.pods.push_back(*p);
       t.bound = true;
       LOG_INFO("kubernetes: job {} adopted: {} bound pods", id, t.pods.size());
+      // A bind cut short by the previous daemon's end: part of the gang is bound, the rest
+      // pending. All or nothing: the job fails and what was bound goes.
+      const KubePod& first = t.pods.front();
+      if (first.world_size > static_cast<int>(t.pods.size())) {
+        t.partial = fmt::format("only {} of its {} pods were bound (a bind cut short by a restart)",
+                                t.pods.size(), first.world_size);
+      }
     }
   }
   // Exits of bound jobs.
@@ -539,6 +554,7 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
       }
     }
     const int n = static_cast<int>(t.pods.size());
+    if (failure.empty() && !t.partial.empty()) failure = t.partial;
     std::optional<ExitReport> exit;
     if (t.stop_requested) {
       if (gone + succeeded == n || !failure.empty() || gone == n) {

@@ -30,7 +30,8 @@
 //
 // Reattach (daemon start-up) follows the pods annotated with the job's id; a job stored as running
 // whose gang was never bound (a crash between the store and the bind) is bound now onto the
-// stored placement; a job with neither is reported failed.
+// stored placement; a job with neither is reported failed, and so is one found with fewer bound
+// pods than its baton.io/world-size (a bind cut short by the crash; its bound pods are deleted).
 //
 // One worker thread owns every apiserver call; the Executor methods queue work and return.
 #pragma once
@@ -82,6 +83,7 @@ struct KubePod {
   std::string topology_required;  // baton.io/topology-required
   std::string topology_preferred;
   std::optional<std::int64_t> job;  // baton.io/job: bound by baton for that job
+  int world_size = 0;               // baton.io/world-size: the pods of that job
 };
 
 // A Node: its labels and allocatable resources, and its condition.
@@ -145,7 +147,10 @@ class KubernetesExecutor final : public Executor {
     bool bind_pending = false;  // Launch (or Reattach of a gang never bound) queued a bind
     bool bound = false;
     bool stop_requested = false;
-    bool reattached = false;  // pods to be found by their baton.io/job annotation
+    Seconds stop_grace{0};
+    bool reattached = false;
+    std::string partial;  // adopted with part of its gang bound: why it fails  // pods to be found
+                          // by their baton.io/job annotation
   };
   struct Op {
     enum Kind { kBind, kDelete } kind;

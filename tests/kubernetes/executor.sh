@@ -156,6 +156,9 @@ v=$(pods_say "print(($node_of)('part-0'))" 1 ".")
 check "half a gang stays unbound" 0 0 "$code $v" "^201 -$"
 v=$(job_state part 1 ".")
 check "half a gang is no job" 0 0 "[$v]" '^\[\]$'
+api "$admin" GET /apis/events.k8s.io/v1/namespaces/jobs/events >/dev/null
+v=$(json "print(' '.join(e['regarding']['name'] + ' ' + e['reason'] + ': ' + e['note'] for e in d['items'] if e['regarding']['name'] == 'part-0'))")
+check "an event on it says why it waits" 0 0 "$v" "^part-0 GangWaiting: 1 of 2 pods pending$"
 
 # A gang a Job owns: kwok completes its pods; the job succeeds.
 code="$(pod done-0 done 2 owned) $(pod done-1 done 2 owned)"

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <limits>
 
 #include "core/log.h"
@@ -220,14 +221,16 @@ KubeGrouping GroupPendingPods(std::span<const KubePod> pods) {
     if (!first.group.empty()) {
       std::optional<std::int64_t> n = ParseInt64(first.gang_size);
       if (first.gang_size.empty()) {
-        out.waiting[id] =
-            fmt::format("pod {}: annotation {} missing (the gang's size)", first.name, kGangSize);
+        out.waiting[id] = {
+            fmt::format("pod {}: annotation {} missing (the gang's size)", first.name, kGangSize),
+            first};
         continue;
       }
       if (!n || *n < 1 || *n > kMaxGangPods) {
-        out.waiting[id] =
+        out.waiting[id] = {
             fmt::format("pod {}: annotation {}: '{}' is not a size in 1..{}", first.name, kGangSize,
-                        Printable(first.gang_size, 32), kMaxGangPods);
+                        Printable(first.gang_size, 32), kMaxGangPods),
+            first};
         continue;
       }
       size = static_cast<int>(*n);
@@ -247,15 +250,16 @@ KubeGrouping GroupPendingPods(std::span<const KubePod> pods) {
           fmt::format("pod {} asks for no {} (baton places GPU gangs)", first.name, kGpuResource);
     }
     if (!refused.empty()) {
-      out.waiting[id] = refused;
+      out.waiting[id] = {refused, first};
       continue;
     }
     if (static_cast<int>(members.size()) < size) {
-      out.waiting[id] = fmt::format("{} of {} pods pending", members.size(), size);
+      out.waiting[id] = {fmt::format("{} of {} pods pending", members.size(), size), first};
       continue;
     }
     if (static_cast<int>(members.size()) > size) {
-      out.waiting[id] = fmt::format("{} pods pending for a gang of {}", members.size(), size);
+      out.waiting[id] = {fmt::format("{} pods pending for a gang of {}", members.size(), size),
+                         first};
       continue;
     }
     KubeGang gang;
@@ -591,11 +595,12 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
     submissions_.push_back({gang.key, gang.spec_json});
     asked_.emplace(gang.key, std::move(gang));
   }
-  for (const auto& [id, why] : grouping.waiting) {
-    auto [it, fresh] = told_waiting_.try_emplace(id, why);
-    if (fresh || it->second != why) {
-      it->second = why;
-      LOG_INFO("kubernetes: gang {} waits: {}", id, why);
+  for (const auto& [id, waiting] : grouping.waiting) {
+    auto [it, fresh] = told_waiting_.try_emplace(id, waiting.why);
+    if (fresh || it->second != waiting.why) {
+      it->second = waiting.why;
+      LOG_INFO("kubernetes: gang {} waits: {}", id, waiting.why);
+      to_tell_.push_back(waiting);
     }
   }
   // What is remembered per gang only matters while its pods are pending: the rest is forgotten,
@@ -727,10 +732,47 @@ void KubernetesExecutor::Worker() {
       continue;
     }
     backoff = 0;
-    std::lock_guard lock(mu_);
-    Follow(pods);
-    listed_once_ = true;
-    if (nodes_listed) FollowNodes(nodes);
+    std::vector<KubeWaiting> tell;
+    {
+      std::lock_guard lock(mu_);
+      Follow(pods);
+      listed_once_ = true;
+      if (nodes_listed) FollowNodes(nodes);
+      tell.swap(to_tell_);
+    }
+    for (const KubeWaiting& w : tell) PostWaitingEvent(w.first, w.why);
+  }
+}
+
+void KubernetesExecutor::PostWaitingEvent(const KubePod& pod, const std::string& why) {
+  const double now = clock_.Now().since_epoch.value();
+  const auto seconds = static_cast<std::time_t>(now);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  const int micros = static_cast<int>(std::clamp((now - std::floor(now)) * 1e6, 0.0, 999999.0));
+  json event = {{"apiVersion", "events.k8s.io/v1"},
+                {"kind", "Event"},
+                {"metadata", {{"generateName", pod.name + "-gang-"}, {"namespace", pod.ns}}},
+                {"eventTime", fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+                                          utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                                          utc.tm_hour, utc.tm_min, utc.tm_sec, micros)},
+                {"reportingController", "baton.io/scheduler"},
+                {"reportingInstance", "baton"},
+                {"action", "Scheduling"},
+                {"reason", "GangWaiting"},
+                {"type", "Normal"},
+                {"note", why.substr(0, 1024)},
+                {"regarding",
+                 {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"namespace", pod.ns},
+                  {"name", pod.name},
+                  {"uid", pod.uid}}}};
+  Result<kube::KubeAnswer> a =
+      client_->Post(fmt::format("/apis/events.k8s.io/v1/namespaces/{}/events", pod.ns), event);
+  if (!a.ok() || a->status != 201) {
+    LOG_WARN("kubernetes: event on pod {}/{}: {}", pod.ns, pod.name,
+             a.ok() ? a->Message() : a.status().message());
   }
 }
 

@@ -14,6 +14,10 @@
 // `-preferred` annotations. Its idempotency key is "k8s/NAMESPACE/GROUP/UID" (UID of its rank-0
 // pod), so a restarted daemon finds the job it stored rather than submitting it again.
 //
+// A gang that cannot be submitted gets an Event (events.k8s.io/v1, reason GangWaiting) on its
+// first pod saying why, each time the reason changes: a pod of the gang missing ("1 of 2 pods
+// pending"), no baton.io/gang-size, pods that disagree on it or on their GPUs, no GPUs.
+//
 // Ranks: pods in the natural order of their names ("w-2" before "w-10"); pod i goes to the
 // placement's node i and is bound in that order. Each binding carries annotations the apiserver
 // copies onto the pod: baton.io/job, baton.io/rank (the pod's index), baton.io/world-size (pods),
@@ -110,10 +114,14 @@ struct KubeGang {
   int gpus_per_pod = 0;
   std::string spec_json;  // the job spec (http/job_spec.h)
 };
+// A gang that cannot be submitted (yet): why, and its first pod (where the event goes).
+struct KubeWaiting {
+  std::string why;
+  KubePod first;
+};
 struct KubeGrouping {
   std::vector<KubeGang> ready;
-  // Gangs that cannot be submitted (yet): "NAMESPACE/GROUP" -> why.
-  std::map<std::string, std::string> waiting;
+  std::map<std::string, KubeWaiting> waiting;  // by "NAMESPACE/GROUP"
 };
 // Groups the pending, unbound pods of `pods` (see the file comment).
 KubeGrouping GroupPendingPods(std::span<const KubePod> pods);
@@ -169,6 +177,9 @@ class KubernetesExecutor final : public Executor {
   // Looks at the listing: new gangs to submit, exits of bound jobs. Under mu_.
   void Follow(const std::vector<KubePod>& pods);
   void FollowNodes(const std::vector<KubeNode>& nodes);
+  // Writes an events.k8s.io Event on `pod` (reason GangWaiting) saying why its gang waits; a
+  // failure is logged, nothing more.
+  void PostWaitingEvent(const KubePod& pod, const std::string& why);
   // Every pending gang of the latest listing has the controller's answer: a job whose gang is
   // still unknown has none. Under mu_.
   bool Settled() const;
@@ -189,7 +200,8 @@ class KubernetesExecutor final : public Executor {
   std::map<std::string, std::int64_t> job_of_key_;   // answered
   std::map<std::int64_t, KubeGang> gang_of_job_;     // gangs of baton jobs, not yet bound
   std::map<std::string, std::string> refused_;       // key -> why the controller refused it
-  std::map<std::string, std::string> told_waiting_;  // last logged reason per waiting gang
+  std::map<std::string, std::string> told_waiting_;  // last reason told per waiting gang
+  std::vector<KubeWaiting> to_tell_;                 // events for the worker to write
   std::vector<ExitReport> exits_;
   std::vector<NodeReport> node_reports_;
   std::map<std::string, topo::NodeHealth> node_health_;

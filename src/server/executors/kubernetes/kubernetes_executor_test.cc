@@ -127,7 +127,7 @@ TEST(GroupPendingPods, AGangIsReadyWhenAllItsPodsArePending) {
   EXPECT_EQ(spec["gpus_per_node"], 8);
   EXPECT_EQ(spec["tenant"], "ml");
   EXPECT_EQ(spec["priority"], 5);
-  EXPECT_EQ(g.waiting.at("ml/h"), "1 of 2 pods pending");
+  EXPECT_EQ(g.waiting.at("ml/h").why, "1 of 2 pods pending");
 }
 
 TEST(GroupPendingPods, RefusesGangsItCannotRun) {
@@ -135,10 +135,10 @@ TEST(GroupPendingPods, RefusesGangsItCannotRun) {
                     Pod("c-0", "c", "x", 8), Pod("cpu", "", "", 0)});
   KubeGrouping g = GroupPendingPods(pods);
   EXPECT_TRUE(g.ready.empty());
-  EXPECT_NE(g.waiting.at("ml/a").find("baton.io/gang-size missing"), std::string::npos);
-  EXPECT_NE(g.waiting.at("ml/b").find("different nvidia.com/gpu"), std::string::npos);
-  EXPECT_NE(g.waiting.at("ml/c").find("not a size"), std::string::npos);
-  EXPECT_NE(g.waiting.at("ml/cpu").find("asks for no nvidia.com/gpu"), std::string::npos);
+  EXPECT_NE(g.waiting.at("ml/a").why.find("baton.io/gang-size missing"), std::string::npos);
+  EXPECT_NE(g.waiting.at("ml/b").why.find("different nvidia.com/gpu"), std::string::npos);
+  EXPECT_NE(g.waiting.at("ml/c").why.find("not a size"), std::string::npos);
+  EXPECT_NE(g.waiting.at("ml/cpu").why.find("asks for no nvidia.com/gpu"), std::string::npos);
 }
 
 TEST(GroupPendingPods, IgnoresBoundAndDeletedPods) {

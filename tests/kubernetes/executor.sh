@@ -233,6 +233,26 @@ check "its event says so" 0 0 "$("$baton" job "$late" 2>&1)" "only 1 of its 2 po
 v=$(pods_say "print('late-0' in pods, ($node_of)('late-1'))" 30 "False -")
 check "its bound pod is deleted, the new one left unbound" 0 0 "$v" "^False -$"
 
+# A bind that fails undoes the gang: a queued gang loses its last pod, then nodes free up; baton
+# binds ranks 0 and 1, rank 2's bind is refused (the pod is gone), and it deletes ranks 0 and 1.
+code="$(pod hold-0 hold 2) $(pod hold-1 hold 2)"
+v=$(job_state hold 30 "running")
+check "gang 'hold' runs" 0 0 "$code $v" "^201 201 [0-9]+ running$"
+code="$(pod undo-0 undo 3) $(pod undo-1 undo 3) $(pod undo-2 undo 3)"
+v=$(job_state undo 30 "queued")
+check "gang 'undo' waits" 0 0 "$code $v" "^201 201 201 [0-9]+ queued$"
+undo=${v%% *}
+code="$(api "$admin" DELETE /api/v1/namespaces/jobs/pods/undo-2)"
+v=$(pods_say "print('undo-2' in pods)" 30 "False")
+code+=" $v $(api "$admin" DELETE /api/v1/namespaces/jobs/pods/hold-0)"
+check "undo-2 deleted while queued; hold-0 deleted to free the nodes" 0 0 "$code" "^200 False 200$"
+v=$(job_state undo 30 "failed")
+check "the gang's bind fails" 0 0 "$v" "^$undo failed$"
+check "naming the pod, and undoing the others" 0 0 "$("$baton" job "$undo" 2>&1)" \
+  "binding pod jobs/undo-2 \(rank 2\) to node n000[0-9] failed: .*2 pod\(s\) of the gang bound before it were deleted"
+v=$(pods_say "print('undo-0' in pods, 'undo-1' in pods)" 30 "False False")
+check "ranks 0 and 1 are gone" 0 0 "$v" "^False False$"
+
 kill -TERM "$serve_pid"; wait "$serve_pid" 2>/dev/null
 check "baton serve stops" 0 $?
 serve_pid=""

@@ -8,7 +8,7 @@
 // of `baton.io/gang-size` pods (an annotation every pod of the group carries, with the same
 // value); a pod without the label is a gang of one. (The PodGroup object's minMember is not read
 // yet: it needs RBAC on the scheduler-plugins CRD.) A gang is submitted once all its pods are
-// pending and unbound, with equal nvidia.com/gpu requests g: a job of size x g GPUs, g per
+// pending and unbound, with equal nvidia.com/gpu requests g: a job of (pods x g) GPUs, g per
 // node, tenant = the namespace, priority = the pod's spec.priority (clamped to baton's range),
 // grace = its terminationGracePeriodSeconds, topology from the `baton.io/topology-required` and
 // `-preferred` annotations. Its idempotency key is "k8s/NAMESPACE/GROUP/UID" (UID of its rank-0

@@ -27,6 +27,7 @@
 #include "server/executors/registry.h"
 #include "server/scheduling_controller.h"
 #include "server/server.h"
+#include "server/stop_signals.h"
 #include "topology/builders/fabrics.h"
 #include "topology/io/cluster_file.h"
 
@@ -45,6 +46,7 @@ struct ServeOptions {
   std::string local_host;
   std::string slurm_conf;
   std::string slurm_partition;
+  std::string kubeconfig;
   std::string log_dir = "baton-logs";
   std::string checkpoint_dir;  // empty: <log_dir>/checkpoints
   bool demo = false;
@@ -113,6 +115,7 @@ Status Run(const ServeOptions& o) {
   settings.work_dir = o.log_dir;
   settings.slurm_conf = o.slurm_conf;
   settings.partition = o.slurm_partition;
+  settings.kubeconfig = o.kubeconfig;
   for (const std::string& kv : o.executor_options) {
     std::size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -162,6 +165,10 @@ Status Run(const ServeOptions& o) {
           .string();
   if (ec) return InvalidArgumentError("--checkpoint-dir: " + ec.message());
   SystemClock clock;
+  // Executors may start threads (the Slurm and Kubernetes workers): they must inherit the mask
+  // that leaves SIGTERM and SIGINT to RunServer, or one of them takes the signal and the process
+  // dies of it instead of shutting down.
+  server::StopSignals signals;
   ASSIGN_OR_RETURN(std::unique_ptr<server::Executor> executor,
                    server::CreateExecutor(*kind, settings, clock));
   LOG_INFO("cluster {}: {} nodes, {} GPUs; executor {}", cluster.name(), cluster.nodes().size(),
@@ -208,10 +215,13 @@ void RegisterServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--executor", o->executor, executors)->capture_default_str();
   cmd->add_option("--executor-option", o->executor_options,
                   "KEY=VALUE for the executor (slurm: job-prefix=NAME, distinct per daemon "
-                  "sharing one Slurm)");
+                  "sharing one Slurm; kubernetes: context=NAME, scheduler-name=NAME)");
   cmd->add_option("--slurm-conf", o->slurm_conf,
                   "slurm: slurm.conf (topology.conf beside it); default $SLURM_CONF");
   cmd->add_option("--slurm-partition", o->slurm_partition, "slurm: partition for baton's jobs");
+  cmd->add_option("--kubeconfig", o->kubeconfig,
+                  "kubernetes: the kubeconfig (a bearer token and a CA; default $KUBECONFIG, "
+                  "else the in-cluster ServiceAccount)");
   cmd->add_option("--speedup", o->speedup, "dry-run: simulated seconds per real second")
       ->capture_default_str();
   cmd->add_option("--failure-probability", o->failure_probability,

@@ -637,6 +637,39 @@ void SchedulingController::Handle(Submitted& in) {
   events_.push_back(std::move(e));
 }
 
+void SchedulingController::HandleSubmission(const Submission& submission) {
+  std::string field;
+  auto refuse = [&](const Status& s) {
+    executor_->Submitted(
+        submission.key,
+        s.code() == StatusCode::kUnavailable
+            ? s
+            : InvalidArgumentError(
+                  field.empty() ? s.message() : fmt::format("{} (field {})", s.message(), field)));
+  };
+  Result<JobSpec> spec = ParseJobSpec(submission.spec_json, BodyFormat::kJson, &field);
+  if (!spec.ok()) return refuse(spec.status());
+  if (!spec->tenant) return refuse(InvalidArgumentError("a submission names no tenant"));
+  Result<std::optional<JobRecord>> original =
+      store_->FindByIdempotencyKey(*spec->tenant, submission.key);
+  if (!original.ok()) return refuse(UnavailableError(original.status().message()));
+  if (*original) return executor_->Submitted(submission.key, (*original)->id);
+  if (Status admitted = Admit(*spec, &field); !admitted.ok()) return refuse(admitted);
+  field.clear();
+  if (Status allowed = CheckTenantPolicy(*spec->tenant, spec->priority); !allowed.ok()) {
+    field = "priority";
+    return refuse(allowed);
+  }
+  Result<SubmitResult> r =
+      store_->Submit({*spec->tenant, spec->name, CanonicalJson(*spec), submission.key});
+  if (!r.ok()) return refuse(UnavailableError(r.status().message()));
+  executor_->Submitted(submission.key, r->job.id);
+  if (r->created) {
+    Submitted in{r->job};
+    Handle(in);
+  }
+}
+
 void SchedulingController::Handle(LeaseRenewed& in) {
   auto it = leases_.find(in.job);
   if (it == leases_.end()) return;  // no lease, or the job ended
@@ -1298,6 +1331,7 @@ void SchedulingController::Loop() {
     // Nodes first: a job that died with its node is requeued by the node's failure.
     for (const NodeReport& report : executor_->PollNodes()) HandleNodeReport(report);
     for (const ExitReport& exit : executor_->Poll()) HandleExit(exit);
+    for (const Submission& submission : executor_->PollSubmissions()) HandleSubmission(submission);
     TimePoint now = clock_.Now();
     if (checkpoint_watcher_.enabled() && now >= next_checkpoint_poll_) {
       next_checkpoint_poll_ = now + options_.checkpoint_poll_interval;

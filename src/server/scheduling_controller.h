@@ -176,6 +176,10 @@ class SchedulingController final : public Controller {
   // exits are read, so that a lapsed attempt's end is never counted.
   void FenceLapsedLeases(TimePoint now);
   void HandleExit(const ExitReport& exit);
+  // A job the executor's resource manager asks for (Executor::PollSubmissions): checked and
+  // stored as an API submission is (the same checks; the key as idempotency key), then queued
+  // like one; the executor hears the job's id or the refusal.
+  void HandleSubmission(const Submission& submission);
   void HandleNodeReport(const NodeReport& report);
   void ApplyDecisions(const sched::Decisions& d, TimePoint now);
   // Writes the cycle's inputs and placements to the store's history before they are applied

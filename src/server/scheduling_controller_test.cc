@@ -993,6 +993,83 @@ class RecordingExecutor final : public Executor {
   std::shared_ptr<std::mutex> mu_;
 };
 
+// The dry-run executor offering jobs as a resource manager does (PollSubmissions), recording the
+// controller's answers by key ("id 3" or the refusal's message), in order.
+class SubmittingExecutor final : public Executor {
+ public:
+  using Answers = std::vector<std::pair<std::string, std::string>>;
+  SubmittingExecutor(const Clock& clock, std::vector<Submission> offers,
+                     std::shared_ptr<Answers> answers, std::shared_ptr<std::mutex> mu)
+      : inner_(DryRunOptions{}, clock),
+        offers_(std::move(offers)),
+        answers_(std::move(answers)),
+        mu_(std::move(mu)) {}
+  std::string_view name() const override { return inner_.name(); }
+  double TimeScale() const override { return inner_.TimeScale(); }
+  Status Launch(const LaunchRequest& r) override { return inner_.Launch(r); }
+  void Stop(std::int64_t job, Seconds grace) override { inner_.Stop(job, grace); }
+  void Kill(std::int64_t job) override { inner_.Kill(job); }
+  bool Reattach(const LaunchRequest& r) override { return inner_.Reattach(r); }
+  std::vector<ExitReport> Poll() override { return inner_.Poll(); }
+  void StopAll() override { inner_.StopAll(); }
+  std::vector<Submission> PollSubmissions() override { return std::exchange(offers_, {}); }
+  void Submitted(const std::string& key, const Result<std::int64_t>& job) override {
+    std::lock_guard lock(*mu_);
+    answers_->emplace_back(key, job.ok() ? fmt::format("id {}", *job) : job.status().message());
+  }
+
+ private:
+  DryRunExecutor inner_;
+  std::vector<Submission> offers_;
+  std::shared_ptr<Answers> answers_;
+  std::shared_ptr<std::mutex> mu_;
+};
+
+// Jobs a resource manager asks for (Kubernetes gangs) pass the API's checks and are stored under
+// their key: the same key names the same job, in the same run and after a restart.
+TEST(ControllerTest, ExecutorSubmissionsAreStoredOnceUnderTheirKey) {
+  fs::path dir = TempDir("submissions");
+  SystemClock clock;
+  auto answers = std::make_shared<SubmittingExecutor::Answers>();
+  auto mu = std::make_shared<std::mutex>();
+  const Submission good{"k8s/ml/train/uid-1",
+                        R"({"name": "train", "tenant": "ml", "gpus": 16, "gpus_per_node": 8,
+                            "estimated_runtime_s": 36000})"};
+  const Submission too_big{"k8s/ml/huge/uid-2",
+                           R"({"name": "huge", "tenant": "ml", "gpus": 100000})"};
+  const Submission no_tenant{"k8s/ml/x/uid-3", R"({"name": "x", "gpus": 8})"};
+  auto answered = [&](std::size_t n) {
+    return WaitFor([&] {
+      std::lock_guard lock(*mu);
+      return answers->size() >= n;
+    });
+  };
+  std::string id;
+  {
+    InProcess d(dir, std::make_unique<SubmittingExecutor>(
+                         clock, std::vector{good, too_big, no_tenant, good}, answers, mu));
+    ASSERT_TRUE(answered(4));
+    std::lock_guard lock(*mu);
+    id = (*answers)[0].second;
+    EXPECT_EQ((*answers)[0].first, good.key);
+    EXPECT_EQ(id.rfind("id ", 0), 0u) << id;
+    EXPECT_NE((*answers)[1].second.find("gpus"), std::string::npos) << (*answers)[1].second;
+    EXPECT_NE((*answers)[2].second.find("tenant"), std::string::npos) << (*answers)[2].second;
+    EXPECT_EQ((*answers)[3], (*answers)[0]);
+    Api api(d.port());
+    json job = api.Get("/api/v1/jobs/" + id.substr(3));
+    EXPECT_EQ(job.value("tenant", ""), "ml") << job.dump();
+    EXPECT_TRUE(WaitFor([&] { return api.State(std::stoll(id.substr(3))) == "running"; }));
+  }
+  answers->clear();
+  InProcess again(dir, std::make_unique<SubmittingExecutor>(clock, std::vector{good}, answers, mu));
+  ASSERT_TRUE(answered(1));
+  std::lock_guard lock(*mu);
+  EXPECT_EQ((*answers)[0].second, id);
+  json jobs = Api(again.port()).Get("/api/v1/jobs");
+  EXPECT_EQ(jobs["jobs"].size(), 1u) << jobs.dump();  // one job, the refused ones not stored
+}
+
 // Issue 27: a resize decision reaches the executor. The job is relaunched as a new attempt at its
 // new size (the old attempt killed first), and its event says from what size to what and where it
 // resumes; it grows when GPUs free up and shrinks for a higher-priority rigid job.

@@ -25,32 +25,17 @@ trap cleanup EXIT
 
 "$plane" start "$work/plane" || { echo "FAIL: starting the control plane"; exit 1; }
 cp "$work/plane/pids" "$work/pids.started"
-server=$(cat "$work/plane/server")
 admin=$(cat "$work/plane/admin.token")
 baton=$(cat "$work/plane/baton.token")
 
-# api TOKEN METHOD PATH [BODY-FILE [CONTENT-TYPE]]: prints the HTTP status; the body is in $work/out.
-api() {
-  local args=(-sS -o "$work/out" -w '%{http_code}' --cacert "$work/plane/ca.crt"
-              -H "Authorization: Bearer $1" -X "$2")
-  [[ -n ${4:-} ]] && args+=(--data-binary "@$4" -H "Content-Type: ${5:-application/json}")
-  curl "${args[@]}" "$server$3"
-}
-json() { /usr/bin/python3 -c "import json, sys; d = json.load(open('$work/out')); $1"; }
-message() { json 'print(d.get("message", ""))' 2>/dev/null; }  # a failure Status's reason
+source "$src/tests/kubernetes/lib.sh"  # api, json, message, ready_nodes
 
 out=$("$plane" add-nodes "$work/plane" 4 2>&1)
 check "add-nodes 4" 0 $? "$out" "added 4 nodes"
 
 # kwok marks the nodes Ready within a second or two; baton's identity may read them once its
 # ClusterRole is there, so until then this reads as admin.
-ready=0
-for _ in $(seq 100); do
-  api "$admin" GET "/api/v1/nodes?labelSelector=type%3Dkwok" >/dev/null
-  ready=$(json 'print(sum(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])) for n in d["items"]))')
-  [[ $ready == 4 ]] && break
-  sleep 0.3
-done
+ready=$(ready_nodes "$admin" 4)
 check "kwok makes the 4 nodes Ready" 0 0 "$ready" "^4$"
 
 code=$(api "$baton" GET /api/v1/nodes)

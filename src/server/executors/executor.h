@@ -1,7 +1,7 @@
 // Executor: where the daemon's controller starts and stops jobs once the scheduler has placed
 // them. Implementations: DryRunExecutor (a simulated cluster in accelerated time, for demos and
-// tests), LocalExecutor (real processes on this machine) and SlurmExecutor (batch jobs on a real
-// Slurm cluster).
+// tests), LocalExecutor (real processes on this machine), SlurmExecutor (batch jobs on a real
+// Slurm cluster) and KubernetesExecutor (pods bound on a Kubernetes cluster).
 //
 // Contract:
 //  * Threading: every method is called from the controller thread only; implementations need no
@@ -31,6 +31,12 @@
 //    launch of an older epoch (a deposed leader that has not noticed yet), so the new leader's
 //    adoption sees every attempt that will ever run. Release (instead of StopAll) ends a leader's
 //    term: it forgets its jobs without stopping them, for the next leader to adopt.
+//  * PollSubmissions: jobs the executor's resource manager asks baton to run (Kubernetes: gangs
+//    of pods that name baton as their scheduler). The controller checks and stores each one as it
+//    does an API submission (the job spec's validation, admission, the tenancy policy; the store
+//    under the submission's key as idempotency key, so a key stored before a restart names its
+//    job again) and answers with Submitted: the job's id, or why it was refused (kInvalidArgument)
+//    or could not be stored (kUnavailable: the executor may ask again). Never blocks.
 //  * NodeConditionChanged tells the executor baton's own verdict on a node (admin cordon/drain,
 //    health rules); executors with a resource manager mirror it there (Slurm: drain / resume).
 #pragma once
@@ -107,6 +113,12 @@ struct NodeReport {
   std::string reason;
 };
 
+// A job the resource manager asks for (PollSubmissions).
+struct Submission {
+  std::string key;        // unique per job asked for; the store's idempotency key (<= 255 chars)
+  std::string spec_json;  // a job spec as the API takes it (server/http/job_spec.h), tenant set
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -130,6 +142,8 @@ class Executor {
   virtual Status TakeOver(std::int64_t /*epoch*/) { return Status::Ok(); }
   virtual std::vector<ExitReport> Poll() = 0;
   virtual std::vector<NodeReport> PollNodes() { return {}; }
+  virtual std::vector<Submission> PollSubmissions() { return {}; }
+  virtual void Submitted(const std::string& /*key*/, const Result<std::int64_t>& /*job*/) {}
   virtual void NodeConditionChanged(const std::string& /*node*/, topo::NodeHealth /*health*/,
                                     const std::string& /*reason*/) {}
   // Stops everything still running (daemon shutdown in tests); jobs are not reported.

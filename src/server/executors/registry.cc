@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "server/executors/dry_run_executor.h"
+#include "server/executors/kubernetes/kubernetes_executor.h"
 #include "server/executors/local_executor.h"
 #include "server/executors/slurm_executor.h"
 
@@ -62,12 +63,41 @@ Result<std::unique_ptr<Executor>> CreateSlurm(const ExecutorSettings& s, const C
   return std::unique_ptr<Executor>(std::make_unique<SlurmExecutor>(so, clock));
 }
 
+std::string Option(const ExecutorSettings& s, const std::string& key, std::string fallback) {
+  auto it = s.options.find(key);
+  return it == s.options.end() ? fallback : it->second;
+}
+
+Result<kube::KubeConfig> KubeConfigFor(const ExecutorSettings& s) {
+  return kube::ResolveKubeConfig(s.kubeconfig, Option(s, "context", ""));
+}
+
+Result<topo::Cluster> KubernetesClusterFor(const ExecutorSettings& s) {
+  ASSIGN_OR_RETURN(kube::KubeConfig config, KubeConfigFor(s));
+  return KubernetesCluster(config);
+}
+
+Result<std::unique_ptr<Executor>> CreateKubernetes(const ExecutorSettings& s, const Clock& clock) {
+  KubernetesOptions ko;
+  ASSIGN_OR_RETURN(ko.config, KubeConfigFor(s));
+  ko.scheduler_name = Option(s, "scheduler-name", ko.scheduler_name);
+  if (ko.scheduler_name.empty()) {
+    return InvalidArgumentError("kubernetes executor: scheduler-name is empty");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<kube::KubeClient> client, kube::KubeClient::Create(ko.config));
+  return std::unique_ptr<Executor>(
+      std::make_unique<KubernetesExecutor>(std::move(ko), std::move(client), clock));
+}
+
 constexpr std::array<std::string_view, 1> kSlurmKeys = {"job-prefix"};
 // stage-command: run by /bin/sh -c before a job's ranks, once per input to stage
 // (local_executor.h).
 constexpr std::array<std::string_view, 1> kLocalKeys = {"stage-command"};
+// context: the kubeconfig context (default its current-context); scheduler-name: the
+// spec.schedulerName of baton's pods (default "baton").
+constexpr std::array<std::string_view, 2> kKubernetesKeys = {"context", "scheduler-name"};
 
-const std::array<ExecutorKind, 3> kExecutors = {{
+const std::array<ExecutorKind, 4> kExecutors = {{
     {"dry-run",
      "a simulated cluster in accelerated time (demos, tests)",
      {},
@@ -77,6 +107,10 @@ const std::array<ExecutorKind, 3> kExecutors = {{
      kLocalKeys, nullptr, &CreateLocal},
     {"slurm", "batch jobs on a real Slurm cluster (the cluster comes from slurm.conf)", kSlurmKeys,
      &SlurmCluster, &CreateSlurm},
+    {"kubernetes",
+     "gangs of pods with schedulerName baton, bound on a Kubernetes cluster (the cluster comes "
+     "from the apiserver's nodes; --kubeconfig or in-cluster)",
+     kKubernetesKeys, &KubernetesClusterFor, &CreateKubernetes},
 }};
 
 }  // namespace

@@ -29,6 +29,7 @@ struct ExecutorSettings {
   std::string work_dir = "baton-logs";         // local and slurm: logs, batch scripts, output
   std::string slurm_conf;                      // slurm: empty means $SLURM_CONF
   std::string partition;                       // slurm
+  std::string kubeconfig;                      // kubernetes: empty means $KUBECONFIG or in-cluster
   std::map<std::string, std::string> options;  // --executor-option KEY=VALUE
 };
 

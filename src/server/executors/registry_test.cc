@@ -18,10 +18,10 @@ TEST(ExecutorRegistryTest, EveryExecutorIsFoundByItsName) {
 }
 
 TEST(ExecutorRegistryTest, UnknownNameListsTheKnownOnes) {
-  Result<const ExecutorKind*> found = FindExecutor("kubernetes");
+  Result<const ExecutorKind*> found = FindExecutor("nomad");
   ASSERT_FALSE(found.ok());
-  EXPECT_NE(found.status().message().find("unknown executor 'kubernetes'"), std::string::npos);
-  EXPECT_NE(found.status().message().find("dry-run, local, slurm"), std::string::npos)
+  EXPECT_NE(found.status().message().find("unknown executor 'nomad'"), std::string::npos);
+  EXPECT_NE(found.status().message().find("dry-run, local, slurm, kubernetes"), std::string::npos)
       << found.status().message();
 }
 
@@ -51,7 +51,7 @@ TEST(ExecutorRegistryTest, BadSettingsAreRefusedNamingTheSetting) {
 
 TEST(ExecutorRegistryTest, OnlyResourceManagerExecutorsDescribeTheCluster) {
   for (const ExecutorKind& k : Executors()) {
-    EXPECT_EQ(k.cluster != nullptr, k.name == "slurm") << k.name;
+    EXPECT_EQ(k.cluster != nullptr, k.name == "slurm" || k.name == "kubernetes") << k.name;
   }
   const char* saved = std::getenv("SLURM_CONF");
   std::string keep = saved == nullptr ? "" : saved;
@@ -60,6 +60,19 @@ TEST(ExecutorRegistryTest, OnlyResourceManagerExecutorsDescribeTheCluster) {
   if (saved != nullptr) setenv("SLURM_CONF", keep.c_str(), 1);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("--slurm-conf"), std::string::npos);
+
+  // Kubernetes without a kubeconfig, $KUBECONFIG or a pod to run in says what it needs.
+  const char* kube_saved = std::getenv("KUBECONFIG");
+  const char* host_saved = std::getenv("KUBERNETES_SERVICE_HOST");
+  std::string kube_keep = kube_saved == nullptr ? "" : kube_saved;
+  std::string host_keep = host_saved == nullptr ? "" : host_saved;
+  unsetenv("KUBECONFIG");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  c = (*FindExecutor("kubernetes"))->cluster(ExecutorSettings{});
+  if (kube_saved != nullptr) setenv("KUBECONFIG", kube_keep.c_str(), 1);
+  if (host_saved != nullptr) setenv("KUBERNETES_SERVICE_HOST", host_keep.c_str(), 1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("--kubeconfig"), std::string::npos) << c.status().message();
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <tuple>
 
 #include "topology/io/common.h"
 
@@ -151,6 +153,132 @@ std::string ExportVolcanoHyperNodes(const Cluster& c) {
     }
   }
   return out;
+}
+
+}  // namespace baton::topo
+
+namespace baton::topo {
+
+Result<Cluster> ImportK8sNodes(std::string name, std::span<const K8sNode> nodes) {
+  constexpr Level kTierLevels[] = {Level::kLeaf, Level::kSpine, Level::kGroup, Level::kCore};
+  auto label = [](const K8sNode& n, std::string_view key) -> const std::string* {
+    auto it = n.labels.find(std::string(key));
+    return it == n.labels.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  std::vector<const K8sNode*> gpu_nodes;
+  for (const K8sNode& n : nodes) {
+    if (n.gpus > kMaxGpusPerNode) {
+      return InvalidArgumentError(fmt::format("node {}: nvidia.com/gpu {}: more than {} per node",
+                                              n.name, n.gpus, kMaxGpusPerNode));
+    }
+    if (n.gpus > 0) gpu_nodes.push_back(&n);
+  }
+  if (gpu_nodes.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "cluster {}: no node has allocatable nvidia.com/gpu ({} nodes seen)", name, nodes.size()));
+  }
+  // The tiers any node names, leaf first.
+  std::vector<Level> levels;
+  std::vector<std::string> keys;
+  for (Level level : kTierLevels) {
+    std::string key = fmt::format("baton.io/{}", LevelName(level));
+    if (std::any_of(gpu_nodes.begin(), gpu_nodes.end(),
+                    [&](const K8sNode* n) { return label(*n, key) != nullptr; })) {
+      levels.push_back(level);
+      keys.push_back(std::move(key));
+    }
+  }
+
+  ClusterBuilder b(name);
+  if (!levels.empty()) RETURN_IF_ERROR(b.SetTierLevels(levels));
+  std::map<std::tuple<std::string, int, int, double>, NodeShapeId> shapes;
+  std::map<std::string, const GpuSpec*> declared;  // unknown products, by label
+  // Switches by (tier, label value), and each switch's parent as first seen.
+  std::vector<std::map<std::string, SwitchId>> switches(std::max<std::size_t>(1, levels.size()));
+  std::map<SwitchId, SwitchId> parent_of;
+  std::set<std::string> switch_names;
+  std::map<std::string, std::vector<NodeId>> racks, cliques;
+  auto switch_for = [&](std::size_t tier, const std::string& value) -> Result<SwitchId> {
+    auto it = switches[tier].find(value);
+    if (it != switches[tier].end()) return it->second;
+    std::string sw_name = value;
+    if (!switch_names.insert(sw_name).second) {
+      sw_name =
+          fmt::format("{}-{}", LevelName(levels.empty() ? Level::kLeaf : levels[tier]), value);
+      switch_names.insert(sw_name);
+    }
+    ASSIGN_OR_RETURN(SwitchId id, b.AddSwitch(sw_name));
+    switches[tier].emplace(value, id);
+    return id;
+  };
+
+  for (const K8sNode* n : gpu_nodes) {
+    const GpuSpec* gpu = nullptr;
+    const std::string* product = label(*n, "nvidia.com/gpu.product");
+    const std::string product_name = product != nullptr ? *product : "unknown";
+    if (Result<const GpuSpec*> known = FindGpu(product_name); known.ok()) {
+      gpu = *known;
+    } else if (auto it = declared.find(product_name); it != declared.end()) {
+      gpu = it->second;
+    } else {
+      GpuSpec spec;
+      spec.name = product_name;
+      spec.product_label = product_name;
+      ASSIGN_OR_RETURN(gpu, b.AddGpuType(std::move(spec)));
+      declared.emplace(product_name, gpu);
+    }
+    auto key = std::make_tuple(gpu->name, n->gpus, n->cpus, n->memory.value());
+    auto shape = shapes.find(key);
+    if (shape == shapes.end()) {
+      NodeShape s;
+      s.name = fmt::format("{}x{}-{}", n->gpus, gpu->name, shapes.size() + 1);
+      s.gpu = gpu;
+      s.gpus = n->gpus;
+      s.cpus = n->cpus;
+      s.memory = n->memory;
+      s.gpus_per_pcie_switch = n->gpus % 2 == 0 ? 2 : 1;
+      s.nics = n->gpus;
+      s.nic_bandwidth = Gbps(400);
+      ASSIGN_OR_RETURN(NodeShapeId id, b.AddShape(std::move(s)));
+      shape = shapes.emplace(key, id).first;
+    }
+    ASSIGN_OR_RETURN(NodeId id, b.AddNode(n->name, shape->second));
+    if (levels.empty()) {
+      ASSIGN_OR_RETURN(SwitchId leaf, switch_for(0, name));
+      RETURN_IF_ERROR(b.AttachNode(leaf, id));
+    }
+    std::optional<SwitchId> below;
+    for (std::size_t t = 0; t < levels.size(); ++t) {
+      const std::string* value = label(*n, keys[t]);
+      if (value == nullptr) {
+        return InvalidArgumentError(
+            fmt::format("node {}: label {} missing (other nodes carry it)", n->name, keys[t]));
+      }
+      ASSIGN_OR_RETURN(SwitchId sw, switch_for(t, *value));
+      if (!below) {
+        RETURN_IF_ERROR(b.AttachNode(sw, id));
+      } else if (auto p = parent_of.find(*below); p == parent_of.end()) {
+        parent_of.emplace(*below, sw);
+        RETURN_IF_ERROR(b.AttachSwitch(sw, *below));
+      } else if (p->second != sw) {
+        return InvalidArgumentError(
+            fmt::format("node {}: label {}={}: its {} is under another {} on other nodes", n->name,
+                        keys[t], *value, *label(*n, keys[t - 1]), LevelName(levels[t])));
+      }
+      below = sw;
+    }
+    if (const std::string* rack = label(*n, "baton.io/rack")) racks[*rack].push_back(id);
+    if (const std::string* clique = label(*n, "nvidia.com/gpu.clique")) {
+      cliques[*clique].push_back(id);
+    }
+  }
+  for (const auto& [rack, ids] : racks) {
+    RETURN_IF_ERROR(b.AddFailureDomain(FailureDomainKind::kRack, rack, ids));
+  }
+  for (const auto& [clique, ids] : cliques) {
+    if (ids.size() > 1) RETURN_IF_ERROR(b.AddNvlinkDomain(clique, ids).status());
+  }
+  return b.Build();
 }
 
 }  // namespace baton::topo

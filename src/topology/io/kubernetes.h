@@ -2,6 +2,8 @@
 // levels are those labels, and Volcano HyperNode objects (the switch tree made explicit).
 #pragma once
 
+#include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,5 +32,24 @@ std::string ExportKueueTopology(const Cluster& cluster);
 // When multi-node NVLink domains exist they are the tier-1 HyperNodes, switches move up one tier,
 // and a leaf lists each domain whose first node it holds instead of that domain's nodes.
 std::string ExportVolcanoHyperNodes(const Cluster& cluster);
+
+// A Kubernetes Node reduced to what ImportK8sNodes reads (the apiserver's Node object: its
+// labels and status.allocatable).
+struct K8sNode {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  int gpus = 0;  // allocatable nvidia.com/gpu
+  int cpus = 0;  // allocatable cpu, whole cores; 0: unknown
+  Bytes memory;  // allocatable memory; 0: unknown
+};
+
+// The inverse of ExportK8sNodeLabels: the cluster that nodes labelled that way form. Switch
+// tiers from the "baton.io/<level>" labels (leaf, spine, group, core; every node must carry the
+// same tiers, and a switch has one parent), the GPU type from nvidia.com/gpu.product (the
+// catalogue's aliases; an unknown product is declared with unknown figures), GPUs, CPUs and
+// memory from allocatable, racks from baton.io/rack, multi-node NVLink domains from
+// nvidia.com/gpu.clique. Nodes without GPUs are left out; without any tier label, one leaf named
+// after the cluster holds every node. Errors name the node and the label.
+Result<Cluster> ImportK8sNodes(std::string name, std::span<const K8sNode> nodes);
 
 }  // namespace baton::topo

@@ -125,3 +125,71 @@ TEST(VolcanoTest, NvlinkDomainsAreTierOne) {
 
 }  // namespace
 }  // namespace baton::topo
+
+namespace baton::topo {
+namespace {
+
+// The nodes `kubectl label` lines describe, as the apiserver would list them.
+std::vector<K8sNode> NodesFromLabelLines(const std::string& lines) {
+  std::vector<K8sNode> nodes;
+  for (std::string_view line : Split(lines, '\n')) {
+    if (line.empty()) continue;
+    auto words = Split(line, ' ');
+    K8sNode n;
+    n.name = std::string(words[3]);
+    for (std::size_t i = 5; i < words.size(); ++i) {
+      const std::size_t eq = words[i].find('=');
+      n.labels[std::string(words[i].substr(0, eq))] = std::string(words[i].substr(eq + 1));
+    }
+    n.gpus = static_cast<int>(*ParseInt64(n.labels.at("nvidia.com/gpu.count")));
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+TEST(K8sImportTest, ReadsBackWhatTheLabelsExport) {
+  for (const char* file : {"data/clusters/fake16.yaml", "data/clusters/gb200-nvl72-2racks.yaml"}) {
+    SCOPED_TRACE(file);
+    const Cluster original = Load(file);
+    auto nodes = NodesFromLabelLines(ExportK8sNodeLabels(original));
+    Result<Cluster> back = ImportK8sNodes("k8s", nodes);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ASSERT_EQ(back->nodes().size(), original.nodes().size());
+    EXPECT_EQ(back->counts().total, original.counts().total);
+    EXPECT_EQ(back->tier_count(), original.tier_count());
+    for (std::size_t a = 0; a < original.nodes().size(); ++a) {
+      const NodeId ia(static_cast<std::uint32_t>(a));
+      const NodeId ba = *back->FindNode(original.node(ia).name);
+      EXPECT_EQ(back->shape(back->node(ba).shape).gpu->name,
+                original.shape(original.node(ia).shape).gpu->name);
+      for (std::size_t b = 0; b < original.nodes().size(); ++b) {
+        const NodeId ib(static_cast<std::uint32_t>(b));
+        const NodeId bb = *back->FindNode(original.node(ib).name);
+        EXPECT_EQ(back->Meet(ba, bb), original.Meet(ia, ib))
+            << original.node(ia).name << " " << original.node(ib).name;
+      }
+    }
+  }
+}
+
+TEST(K8sImportTest, RefusesWhatCannotBeACluster) {
+  K8sNode a{"a", {{"baton.io/leaf", "l1"}, {"baton.io/spine", "s1"}}, 8, 0, Bytes(0)};
+  K8sNode b{"b", {{"baton.io/leaf", "l2"}}, 8, 0, Bytes(0)};
+  K8sNode c{"c", {{"baton.io/leaf", "l1"}, {"baton.io/spine", "s2"}}, 8, 0, Bytes(0)};
+  K8sNode cpu{"cpu", {}, 0, 0, Bytes(0)};
+  EXPECT_THAT(ImportK8sNodes("k", std::vector{a, b}).status().message(),
+              HasSubstr("node b: label baton.io/spine missing"));
+  EXPECT_THAT(ImportK8sNodes("k", std::vector{a, c}).status().message(),
+              HasSubstr("node c: label baton.io/spine=s2"));
+  EXPECT_THAT(ImportK8sNodes("k", std::vector{cpu}).status().message(),
+              HasSubstr("no node has allocatable nvidia.com/gpu"));
+  // No tier labels: one leaf; CPU-only nodes left out; an unknown product declared.
+  K8sNode x{"x", {{"nvidia.com/gpu.product", "Tesla-T4"}}, 4, 16, Bytes(0)};
+  Result<Cluster> one = ImportK8sNodes("k", std::vector{x, cpu});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->nodes().size(), 1u);
+  EXPECT_EQ(one->shape(one->node(NodeId(0)).shape).gpu->name, "Tesla-T4");
+}
+
+}  // namespace
+}  // namespace baton::topo

@@ -43,7 +43,8 @@ int ScanHopper(const std::string& source_dir) {
   std::vector<PublishedRun> hopper;
   for (const PublishedRun& r : *runs) {
     auto sys = SystemFromShort(r.system);
-    if (sys.ok() && sys->gpu.family == "hopper" && !IsMemoryMetric(r.metric)) hopper.push_back(r);
+    if (sys.ok() && sys->gpu.family == baton::topo::GpuFamily::kHopper && !IsMemoryMetric(r.metric))
+      hopper.push_back(r);
   }
   ModelSpec model = *FindModel("llama3-405b");
   TrainingSpec training;

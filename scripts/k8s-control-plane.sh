@@ -140,14 +140,34 @@ start_process() {  # start_process DIR NAME BINARY ARGS...
   echo "$name $!" >>"$dir/pids"
 }
 
+# Why NAME (PID, a child of this shell) is gone: its exit status or the signal that killed it,
+# the end of its log, and, when it logged nothing (a process killed before its first line, or a
+# log the disk had no room for), the free disk and memory: the machines CI runs on are shared.
+exited() {  # exited DIR NAME PID
+  local dir=$1 name=$2 status=0
+  wait "$3" 2>/dev/null || status=$?
+  if ((status > 128)); then
+    echo "k8s-control-plane: $name was killed by signal $((status - 128)) ($(kill -l $((status - 128)) 2>/dev/null))" >&2
+  else
+    echo "k8s-control-plane: $name exited with status $status" >&2
+  fi
+  if [[ -s $dir/log/$name.log ]]; then
+    echo "the end of $dir/log/$name.log:" >&2
+    tail -20 "$dir/log/$name.log" >&2
+  else
+    echo "$dir/log/$name.log is empty; free disk and memory:" >&2
+    df -h "$dir" >&2 || true
+    grep -E '^(MemAvailable|MemTotal):' /proc/meminfo >&2 || true
+  fi
+}
+
 wait_for() {  # wait_for DIR NAME SECONDS COMMAND...: until COMMAND succeeds while NAME runs
   local dir=$1 name=$2 seconds=$3 pid; shift 3
   pid=$(awk -v n="$name" '$1 == n { print $2 }' "$dir/pids")
   for _ in $(seq $((seconds * 5))); do
     "$@" >/dev/null 2>&1 && return 0
     if ! ours "$pid" "$dir"; then
-      echo "k8s-control-plane: $name exited; the end of $dir/log/$name.log:" >&2
-      tail -20 "$dir/log/$name.log" >&2
+      exited "$dir" "$name" "$pid"
       cmd_stop "$dir"; exit 1
     fi
     sleep 0.2

@@ -128,10 +128,14 @@ EOF
   chmod 600 "$1"
 }
 
+# Whether PID is a process that has not exited (a zombie has).
+alive() {  # alive PID
+  [[ -r /proc/$1/stat ]] && ! sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | grep -q '^Z'
+}
+
 # A PID of DIR/pids is ours only while its command line still names DIR (PIDs are reused).
 ours() {  # ours PID DIR
-  [[ -r /proc/$1/cmdline ]] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2" &&
-    ! sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | grep -q '^Z'
+  [[ -r /proc/$1/cmdline ]] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2" && alive "$1"
 }
 
 start_process() {  # start_process DIR NAME BINARY ARGS...
@@ -161,12 +165,15 @@ exited() {  # exited DIR NAME PID
   fi
 }
 
+# NAME is a child of this shell, so its PID is not reused before `wait` reaps it: whether it runs
+# is whether it is alive. (Not `ours`: while a process is in execve its command line reads empty
+# for a moment, and a start under load once took the apiserver for exited there.)
 wait_for() {  # wait_for DIR NAME SECONDS COMMAND...: until COMMAND succeeds while NAME runs
   local dir=$1 name=$2 seconds=$3 pid; shift 3
   pid=$(awk -v n="$name" '$1 == n { print $2 }' "$dir/pids")
   for _ in $(seq $((seconds * 5))); do
     "$@" >/dev/null 2>&1 && return 0
-    if ! ours "$pid" "$dir"; then
+    if ! alive "$pid"; then
       exited "$dir" "$name" "$pid"
       cmd_stop "$dir"; exit 1
     fi

@@ -4,7 +4,8 @@
 # (kubeconfig-baton). Gangs of pods (schedulerName baton, scheduling.x-k8s.io/pod-group +
 # baton.io/gang-size) created as admin must become baton jobs, be bound whole in rank order with
 # their rank annotations, and their phases must drive the jobs: Running keeps the job running, all
-# Succeeded (kwok completes pods a Job owns) succeeds it, one Failed fails it and deletes the rest.
+# Succeeded (kwok completes pods a Job owns) succeeds it, one Failed deletes the rest and fails the
+# job once they are gone (a pod still Terminating holds its node).
 # A gang with a pod missing is not bound. Skips (77) like control_plane.sh when the control plane
 # cannot be built.
 # Usage: executor.sh BATON SOURCE_DIR
@@ -94,9 +95,12 @@ check "baton serve --executor kubernetes starts" 0 $? "$(grep -m1 'cluster kuber
   "cluster kubernetes: 4 nodes, 32 GPUs; executor kubernetes"
 
 # pod NAME GROUP SIZE [OWNED]: a pod of gang GROUP of SIZE pods asking for 8 GPUs, created as admin.
+# With $finalizer set, the pod carries that finalizer: deleted, it stays Terminating until the
+# finalizer is removed (as a pod whose kubelet is slow to stop it).
 pod() {
   local owner=""
   [[ -n ${4:-} ]] && owner=', "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "'$2'", "uid": "00000000-0000-0000-0000-0000000000'${#1}'0"}]'
+  [[ -n ${finalizer:-} ]] && owner+=', "finalizers": ["'$finalizer'"]'
   cat >"$work/pod-$1.json" <<EOF
 {"apiVersion": "v1", "kind": "Pod",
  "metadata": {"name": "$1", "labels": {"scheduling.x-k8s.io/pod-group": "$2"},
@@ -200,19 +204,33 @@ check "the queued gang is bound once nodes free up" 0 0 "$v" "^bound bound bound
 v=$(job_state big 30 "succeeded")
 check "and succeeds" 0 0 "$v" "^$big succeeded$"
 
-# A gang whose rank 1 fails: the job fails naming it, and baton deletes rank 0.
-code="$(pod bad-0 bad 2) $(pod bad-1 bad 2)"
+# A gang whose rank 1 fails: baton deletes rank 0, and the job fails naming rank 1 once rank 0 is
+# gone. Until then rank 0 holds its GPUs (a finalizer keeps it Terminating here): the job has not
+# ended, and a gang that needs its node waits.
+code="$(finalizer=baton.test/hold pod bad-0 bad 2) $(pod bad-1 bad 2)"
 v=$(pods_say "print(pods['bad-0']['status'].get('phase'), pods['bad-1']['status'].get('phase'))" 30 "Running Running")
 check "gang 'bad' runs" 0 0 "$code $v" "^201 201 Running Running$"
 echo '{"status": {"phase": "Failed", "reason": "Error", "message": "exit code 3"}}' >"$work/fail.json"
 code=$(api "$admin" PATCH /api/v1/namespaces/jobs/pods/bad-1/status "$work/fail.json" application/merge-patch+json)
-v=$(job_state bad 30 "failed")
-check "a pod Failed: the job fails" 0 0 "$code $v" "^200 [0-9]+ failed$"
+v=$(pods_say "print('deletionTimestamp' in pods['bad-0']['metadata'])" 30 "True")
+check "a pod Failed: baton deletes the gang's other pod" 0 0 "$code $v" "^200 True$"
+code="$(pod wide-0 wide 4 owned) $(pod wide-1 wide 4 owned) $(pod wide-2 wide 4 owned) $(pod wide-3 wide 4 owned)"
+sleep 3
+v=$(job_state bad 1 ".")
+check "while that pod terminates, the job has not ended" 0 0 "$code $v" "^201 201 201 201 [0-9]+ running$"
 id=${v%% *}
-events=$("$baton" job "$id" 2>&1)
-check "its event names the pod" 0 0 "$events" "pod jobs/bad-1 failed: Error: exit code 3"
+v=$(pods_say "print(' '.join(($node_of)(n) for n in ('wide-0', 'wide-1', 'wide-2', 'wide-3')))" 1 ".")
+check "and a gang of 4 is not bound beside it" 0 0 "$v" "^- - - -$"
+echo '{"metadata": {"finalizers": null}}' >"$work/unhold.json"
+code=$(api "$admin" PATCH /api/v1/namespaces/jobs/pods/bad-0 "$work/unhold.json" application/merge-patch+json)
 v=$(pods_say "print('bad-0' in pods)" 30 "False")
-check "the gang's other pod is deleted" 0 0 "$v" "^False$"
+check "the pod goes once its finalizer is removed" 0 0 "$code $v" "^200 False$"
+v=$(job_state bad 30 "failed")
+check "then the job fails" 0 0 "$v" "^$id failed$"
+events=$("$baton" job "$id" 2>&1)
+check "its event names the failed pod" 0 0 "$events" "pod jobs/bad-1 failed: Error: exit code 3"
+v=$(job_state wide 30 "succeeded")
+check "and the gang of 4 takes the freed nodes" 0 0 "$v" "^[0-9]+ succeeded$"
 
 # A gang found half bound after a restart (as after a crash between its two binds): its job fails
 # and the bound half is deleted, all or nothing.

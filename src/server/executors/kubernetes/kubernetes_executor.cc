@@ -536,36 +536,37 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
       ++it;
       continue;
     }
-    int succeeded = 0, gone = 0;
-    std::string failure;
+    // A pod holds its node's GPUs until it is gone or has ended (Succeeded or Failed): one still
+    // Terminating may still be running. The job ends only when every pod of the gang has.
+    int succeeded = 0, ended = 0;
     for (const KubePod& p : t.pods) {
       auto now = by_uid.find(p.uid);
       if (now == by_uid.end()) {
-        ++gone;
-        if (failure.empty() && !t.stop_requested) {
-          failure = fmt::format("pod {}/{} was deleted", p.ns, p.name);
+        ++ended;
+        if (t.failure.empty() && !t.stop_requested) {
+          t.failure = fmt::format("pod {}/{} was deleted", p.ns, p.name);
         }
         continue;
       }
       const KubePod& q = *now->second;
-      if (q.phase == "Succeeded") ++succeeded;
-      if (q.phase == "Failed" && failure.empty()) {
-        failure = fmt::format("pod {}/{} failed{}", q.ns, q.name,
-                              q.reason.empty() ? "" : ": " + q.reason);
-      }
-      if (q.deleting && !t.stop_requested && failure.empty()) {
-        failure = fmt::format("pod {}/{} is being deleted", q.ns, q.name);
+      if (q.phase == "Succeeded") {
+        ++ended;
+        ++succeeded;
+      } else if (q.phase == "Failed") {
+        ++ended;
+        if (t.failure.empty() && !t.stop_requested) {
+          t.failure = fmt::format("pod {}/{} failed{}", q.ns, q.name,
+                                  q.reason.empty() ? "" : ": " + q.reason);
+        }
+      } else if (q.deleting && !t.stop_requested && t.failure.empty()) {
+        t.failure = fmt::format("pod {}/{} is being deleted", q.ns, q.name);
       }
     }
     const int n = static_cast<int>(t.pods.size());
-    if (failure.empty() && !t.partial.empty()) failure = t.partial;
-    std::optional<ExitReport> exit;
-    if (t.stop_requested) {
-      if (gone + succeeded == n || !failure.empty() || gone == n) {
-        exit = ExitReport{id, ExitKind::kStopped, "stopped: pods deleted"};
-      }
-    } else if (!failure.empty()) {
-      exit = ExitReport{id, ExitKind::kFailed, failure};
+    if (t.failure.empty() && !t.partial.empty()) t.failure = t.partial;
+    if (!t.failure.empty() && !t.stop_requested && !t.reaping) {
+      // The gang failed: its other pods go, once, with their grace period.
+      t.reaping = true;
       std::vector<KubePod> rest;
       for (const KubePod& p : t.pods) {
         auto now = by_uid.find(p.uid);
@@ -578,8 +579,16 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
         const Seconds grace(rest.front().grace_s);
         ops_.push_back({Op::kDelete, id, std::move(rest), grace});
       }
-    } else if (succeeded == n) {
-      exit = ExitReport{id, ExitKind::kSucceeded, fmt::format("all {} pods succeeded", n)};
+    }
+    std::optional<ExitReport> exit;
+    if (ended == n) {
+      if (t.stop_requested) {
+        exit = ExitReport{id, ExitKind::kStopped, "stopped: pods deleted"};
+      } else if (!t.failure.empty()) {
+        exit = ExitReport{id, ExitKind::kFailed, t.failure};
+      } else if (succeeded == n) {
+        exit = ExitReport{id, ExitKind::kSucceeded, fmt::format("all {} pods succeeded", n)};
+      }
     }
     if (exit) {
       exits_.push_back(std::move(*exit));

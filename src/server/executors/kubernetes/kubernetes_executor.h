@@ -26,11 +26,15 @@
 // pod and why; a bind refused because the apiserver is unreachable before any pod of the gang was
 // bound is retried.
 //
-// Phases drive exits: every pod Succeeded -> kSucceeded; a pod Failed, or gone while baton did not
-// ask it to stop -> kFailed naming the pod (the gang's other pods are deleted: baton has freed
-// their GPUs); after Stop, every pod gone or ended -> kStopped. Stop and Kill delete the pods
-// (Stop with the grace period, Kill with none). Nodes: NotReady -> NodeReport kDown, cordoned
-// (spec.unschedulable) -> kDraining. The cluster is read once, at start (KubernetesCluster).
+// Phases drive exits, and a job exits only once every pod of its gang is gone or has ended
+// (Succeeded or Failed): a pod still Terminating may still run on its GPUs. Every pod Succeeded ->
+// kSucceeded; a pod Failed, or gone while baton did not ask it to stop -> the gang's other pods are
+// deleted with their grace period, and once they are gone, kFailed naming the first pod; after
+// Stop -> kStopped. Stop deletes the pods with the grace period; Kill with none and forgets the
+// job at once (the controller's contract: a killed attempt's GPUs are free), which on a real
+// cluster removes the pod objects while a kubelet that cannot be reached may still run them. Nodes:
+// NotReady -> NodeReport kDown, cordoned (spec.unschedulable) -> kDraining. The cluster is read
+// once, at start (KubernetesCluster).
 //
 // Reattach (daemon start-up) follows the pods annotated with the job's id; a job stored as running
 // whose gang was never bound (a crash between the store and the bind) is bound now onto the
@@ -157,8 +161,9 @@ class KubernetesExecutor final : public Executor {
     bool stop_requested = false;
     Seconds stop_grace{0};
     bool reattached = false;
-    std::string partial;  // adopted with part of its gang bound: why it fails  // pods to be found
-                          // by their baton.io/job annotation
+    std::string partial;   // adopted with part of its gang bound: why it fails
+    std::string failure;   // the first pod that failed or went, while baton did not stop the job
+    bool reaping = false;  // failed: the gang's other pods are being deleted
   };
   struct Op {
     enum Kind { kBind, kDelete } kind;

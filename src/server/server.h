@@ -32,7 +32,8 @@ struct ServerOptions {
   // Slow clients (http/connection_guard.h): a connection must complete a request head within
   // head_timeout of connecting or of its previous response, and a request within
   // request_timeout of its head; past max_connections open connections, those waiting longest
-  // for a head are closed. 0 for max_connections: worker_threads.
+  // for a head are closed, idle ones before queued requests. 0 for max_connections:
+  // worker_threads.
   Seconds head_timeout{10};
   Seconds request_timeout{60};
   std::size_t max_connections = 0;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/log.h"
@@ -55,6 +56,13 @@ std::int64_t BytesReceived(int fd) {
   socklen_t len = sizeof info;
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return -1;
   return static_cast<std::int64_t>(info.tcpi_bytes_received);
+}
+
+// Whether a request's bytes wait in `fd`'s receive queue, unread: a connection queued for a
+// worker, not an idle one.
+bool HasUnreadBytes(int fd) {
+  int unread = 0;
+  return ::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0;
 }
 
 // Every connection accepted on `port` that this process holds.
@@ -183,8 +191,9 @@ void ConnectionGuard::Scan() {
   {
     std::lock_guard lock(mu_);
     std::map<Peer, Tracked> seen;
-    // Connections waiting for a request head, oldest first: the ones cut when over the cap.
-    std::vector<std::pair<SteadyClock::time_point, const Connection*>> waiting;
+    // Connections waiting for a request head, the ones cut when over the cap: idle ones (nothing
+    // unread) before those whose request waits for a worker, each oldest first.
+    std::vector<std::tuple<bool, SteadyClock::time_point, const Connection*>> waiting;
     for (const Connection& c : live) {
       auto it = peers_.find(c.peer);
       // A connection seen for the first time has received nothing but its first head.
@@ -205,12 +214,12 @@ void ConnectionGuard::Scan() {
       } else if (t.in_request && age > options_.request_timeout) {
         cut.push_back({&c, "request_timeout"});
       } else if (!t.in_request) {
-        waiting.push_back({t.since, &c});
+        waiting.push_back({HasUnreadBytes(c.fd), t.since, &c});
       }
     }
     std::size_t open = live.size() - cut.size();
     std::sort(waiting.begin(), waiting.end());
-    for (const auto& [since, c] : waiting) {
+    for (const auto& [unread, since, c] : waiting) {
       if (open <= options_.max_connections) break;
       cut.push_back({c, "over_cap"});
       --open;

@@ -10,7 +10,9 @@
 //    request line into memory with no limit: a 1 GB line would be held whole), measured from
 //    the kernel's count of bytes received on the socket (TCP_INFO) at each scan;
 //  * and, while more than `max_connections` are open, the ones waiting longest for a request
-//    head, until the count is back under the cap.
+//    head, until the count is back under the cap: first those with nothing unread (idle
+//    keep-alive connections, slow heads a worker is reading), then those whose request waits,
+//    unread, for a worker.
 // The API tells it when a request head was accepted and when a response was written
 // (ConnectionHooks, http/api.h), by peer address and port; the guard finds the connections
 // themselves by listing the process's sockets bound to the server's port (Linux /proc/self/fd).

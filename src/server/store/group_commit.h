@@ -31,6 +31,7 @@ class GroupCommitQueue {
     std::function<Status(Writer&)> op;
     Status result;
     bool done = false;
+    std::condition_variable done_cv;  // its writer waits here: a batch wakes only its own writers
   };
   // Runs every write of the batch in one transaction, setting each one's `result` (a write whose
   // op fails is rolled back alone). Returns the transaction's status; when it is not OK, every
@@ -58,12 +59,12 @@ class GroupCommitQueue {
 
   // Queues `op` and waits until the transaction holding it has committed (or failed).
   Status Write(std::function<Status(Writer&)> op) {
-    Pending pending{std::move(op), Status::Ok(), false};
+    Pending pending{std::move(op), Status::Ok(), false, {}};
     std::unique_lock lock(mu_);
     if (stopping_) return UnavailableError("job store is closing");
     queue_.push_back(&pending);
-    queue_cv_.notify_one();
-    done_cv_.wait(lock, [&] { return pending.done; });
+    if (queue_.size() == 1) queue_cv_.notify_one();  // else the committer was told already
+    pending.done_cv.wait(lock, [&] { return pending.done; });
     return pending.result;
   }
 
@@ -92,10 +93,13 @@ class GroupCommitQueue {
         for (Pending* p : batch) p->result = txn;
       }
       {
+        // Notified under the lock: a writer woken early may return and destroy its Pending.
         std::lock_guard lock(mu_);
-        for (Pending* p : batch) p->done = true;
+        for (Pending* p : batch) {
+          p->done = true;
+          p->done_cv.notify_one();
+        }
       }
-      done_cv_.notify_all();
       batch.clear();
     }
   }
@@ -105,7 +109,6 @@ class GroupCommitQueue {
   const CommitFn commit_;
   std::mutex mu_;
   std::condition_variable queue_cv_;  // the committer waits for work
-  std::condition_variable done_cv_;   // writers wait for their batch
   std::deque<Pending*> queue_;
   bool stopping_ = false;
   std::thread committer_;

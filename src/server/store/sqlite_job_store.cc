@@ -251,10 +251,12 @@ struct SqliteJobStore::Connection {
   std::mutex mu;  // readers: one user at a time
   Stmt get_job;
   Stmt events;
+  Stmt find_key;  // a job by (tenant, idempotency key)
   ~Connection() {
     // Statements must be finalized before the connection closes.
     get_job = Stmt();
     events = Stmt();
+    find_key = Stmt();
     if (db != nullptr) sqlite3_close(db);
   }
 
@@ -276,6 +278,9 @@ struct SqliteJobStore::Connection {
     ASSIGN_OR_RETURN(events, Stmt::Prepare(db,
                                            "SELECT job_id, time_us, kind, message FROM "
                                            "job_events WHERE job_id = ?1 ORDER BY id LIMIT ?2"));
+    ASSIGN_OR_RETURN(find_key, Stmt::Prepare(db, std::string("SELECT ") + kJobColumns +
+                                                     " FROM jobs WHERE tenant = ?1 AND "
+                                                     "idempotency_key = ?2"));
     return Status::Ok();
   }
 
@@ -661,14 +666,17 @@ Result<JobRecord> SqliteJobStore::Get(JobId id) {
 Result<std::optional<JobRecord>> SqliteJobStore::FindByIdempotencyKey(std::string_view tenant,
                                                                       std::string_view key) {
   return WithReader([&](Connection& c) -> Result<std::optional<JobRecord>> {
-    ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(c.db, std::string("SELECT ") + kJobColumns +
-                                                     " FROM jobs WHERE tenant = ?1 AND "
-                                                     "idempotency_key = ?2"));
-    s.Bind(1, tenant).Bind(2, key);
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) return std::optional<JobRecord>();
-    ASSIGN_OR_RETURN(JobRecord j, ReadJob(s));
-    return std::optional<JobRecord>(std::move(j));
+    Stmt& s = c.find_key;
+    s.Reset().Bind(1, tenant).Bind(2, key);
+    auto read = [&]() -> Result<std::optional<JobRecord>> {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return std::optional<JobRecord>();
+      ASSIGN_OR_RETURN(JobRecord j, ReadJob(s));
+      return std::optional<JobRecord>(std::move(j));
+    };
+    Result<std::optional<JobRecord>> out = read();
+    s.Reset();  // never leave a read snapshot open: it would pin the WAL
+    return out;
   });
 }
 

@@ -1173,6 +1173,7 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
         SendError(res, 500, "INTERNAL", "internal error");
       });
   server.set_logger([this, routes](const httplib::Request& req, const httplib::Response& res) {
+    HttpServer::FlushResponse();  // on the wire before it is timed and the hooks see the socket
     // Requests rejected before routing (413, malformed request lines) have no start time.
     const char* route = t_route != nullptr ? t_route : "unmatched";
     double seconds =

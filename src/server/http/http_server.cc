@@ -13,6 +13,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "server/http/connection_guard.h"
 
@@ -51,7 +54,12 @@ void IpAndPort(const sockaddr_storage& addr, socklen_t len, std::string& ip, int
   }
 }
 
-// One accepted connection as httplib's Stream, with one read buffer for all its requests.
+// One accepted connection as httplib's Stream, with one read buffer for all its requests and a
+// write-behind buffer: httplib writes a response's head and body in two calls, which would be two
+// sends and two segments for the client to wait on. Small writes are held and sent together when
+// the response is done (Flush), when more than kWriteBehindBytes are pending, and before anything
+// that waits on the peer (reading the next request or a body after "100 Continue", checking that
+// an event stream's reader is still there).
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int fd, int read_timeout_ms, int write_timeout_ms)
@@ -60,12 +68,14 @@ class ConnectionStream final : public httplib::Stream {
   // Bytes of the next request(s) already read from the socket.
   bool buffered() const { return begin_ < end_; }
 
-  bool is_readable() const override { return buffered() || Poll(fd_, POLLIN, read_timeout_ms_); }
+  bool is_readable() const override {
+    return buffered() || (Flush() && Poll(fd_, POLLIN, read_timeout_ms_));
+  }
 
   // The socket takes data and the peer has not closed it (httplib's is_socket_alive): a stream
   // (text/event-stream) ends when its reader goes away.
   bool is_writable() const override {
-    if (!Poll(fd_, POLLOUT, write_timeout_ms_)) return false;
+    if (!Flush() || !Poll(fd_, POLLOUT, write_timeout_ms_)) return false;
     if (!Poll(fd_, POLLIN, 0)) return true;
     char byte;
     return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
@@ -73,6 +83,7 @@ class ConnectionStream final : public httplib::Stream {
 
   ssize_t read(char* ptr, size_t size) override {
     if (!buffered()) {
+      if (!Flush()) return -1;
       const ssize_t n = Fill();
       if (n <= 0) return n;
     }
@@ -83,6 +94,45 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
+    if (pending_.size() + size <= kWriteBehindBytes) {
+      pending_.append(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+    if (!Flush()) return -1;
+    return Send(ptr, size);
+  }
+
+  // Sends what write() held back. False when the connection failed (what was held is dropped).
+  bool Flush() const {
+    std::size_t sent = 0;
+    while (sent < pending_.size()) {
+      const ssize_t n = Send(pending_.data() + sent, pending_.size() - sent);
+      if (n < 0) break;
+      sent += static_cast<std::size_t>(n);
+    }
+    const bool ok = sent == pending_.size();
+    pending_.clear();
+    return ok;
+  }
+
+  // Both ends' addresses, looked up once per connection (httplib asks on every request).
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    if (!remote_) remote_ = Address(::getpeername);
+    ip = remote_->first;
+    port = remote_->second;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    if (!local_) local_ = Address(::getsockname);
+    ip = local_->first;
+    port = local_->second;
+  }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  static constexpr std::size_t kWriteBehindBytes = std::size_t{16} << 10;
+
+  // send(2) with the write timeout: the bytes sent (maybe fewer than `size`), -1 on an error.
+  ssize_t Send(const char* ptr, size_t size) const {
     for (;;) {
       ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n >= 0) return n;
@@ -92,23 +142,6 @@ class ConnectionStream final : public httplib::Stream {
     }
   }
 
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      IpAndPort(addr, len, ip, port);
-    }
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      IpAndPort(addr, len, ip, port);
-    }
-  }
-  socket_t socket() const override { return fd_; }
-
- private:
   // Reads what the socket has into the empty buffer; 0 at the end of the stream, -1 on an error
   // or after the read timeout.
   ssize_t Fill() {
@@ -132,17 +165,36 @@ class ConnectionStream final : public httplib::Stream {
     }
   }
 
+  std::pair<std::string, int> Address(int (*name)(int, sockaddr*, socklen_t*)) const {
+    std::pair<std::string, int> out{"", 0};
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (name(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      IpAndPort(addr, len, out.first, out.second);
+    }
+    return out;
+  }
+
   int fd_;
+  mutable std::optional<std::pair<std::string, int>> remote_, local_;
   int read_timeout_ms_;
   int write_timeout_ms_;
   std::array<char, 16 << 10> buf_{};
+  mutable std::string pending_;  // written, not yet sent (write-behind)
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
 };
 
+// The connection served on this worker thread (process_and_close_socket); null elsewhere.
+thread_local ConnectionStream* t_stream = nullptr;
+
 }  // namespace
 
 void HttpServer::CloseAfterThisResponse() { t_close_after_response = true; }
+
+void HttpServer::FlushResponse() {
+  if (t_stream != nullptr) t_stream->Flush();
+}
 
 bool HttpServer::process_and_close_socket(socket_t sock) {
   // Inherited from the listening socket on Linux, but not everywhere: set on the connection.
@@ -151,6 +203,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   if (on_accept) on_accept(sock);
   ConnectionStream strm(sock, Millis(read_timeout_sec_, read_timeout_usec_),
                         Millis(write_timeout_sec_, write_timeout_usec_));
+  t_stream = &strm;
   const int keep_alive_ms = Millis(keep_alive_timeout_sec_, 0);
   bool ok = false;
   bool close_requested = false;
@@ -168,10 +221,13 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     t_close_after_response = false;
     bool connection_closed = false;
     ok = process_request(strm, /*close_connection=*/left == 1, connection_closed, nullptr);
+    ok = strm.Flush() && ok;
     close_requested = t_close_after_response;
     t_close_after_response = false;
     if (!ok || connection_closed || close_requested) break;
   }
+  strm.Flush();
+  t_stream = nullptr;
   if (close_requested) {
     ShutdownAfterFlush(sock, refuse_linger_);
     // A lingering close: a client still sending what we refused (a body over the limit) would

@@ -30,6 +30,12 @@ class HttpServer final : public httplib::Server {
   // a malformed request). A no-op on a thread that serves no HttpServer connection.
   static void CloseAfterThisResponse();
 
+  // Sends what the connection served on the calling (worker) thread holds of the response being
+  // written: httplib's writes are held back to go out together (http_server.cc), until the
+  // request ends. Call before handing the socket to anything that looks at what was sent. A no-op
+  // on a thread that serves no HttpServer connection.
+  static void FlushResponse();
+
   // Called with each accepted socket on its worker thread, after baton's socket options are set
   // and before its first request is read; for tests. Set before serving.
   std::function<void(int fd)> on_accept;

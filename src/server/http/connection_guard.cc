@@ -220,7 +220,9 @@ void ConnectionGuard::Scan() {
     std::size_t open = live.size() - cut.size();
     std::sort(waiting.begin(), waiting.end());
     for (const auto& [unread, since, c] : waiting) {
-      if (open <= options_.max_connections) break;
+      // Inside its grace, the next in line is waited for rather than skipped: an idle one that
+      // is young now is shut later, before any request waiting for a worker.
+      if (open <= options_.max_connections || now - since < options_.over_cap_grace) break;
       cut.push_back({c, "over_cap"});
       --open;
     }

@@ -149,6 +149,14 @@ test("a job submitted through the API appears without a reload, and an operator 
   const heat = await page.evaluate(() => document.querySelector("#heatmap").dataset.gpus);
   assert.equal(heat, "128");
   await page.screenshot({ path: join(artifacts, "jobs.png") });
+  // The page asks before it cancels; declining changes nothing (confirm blocks the click's
+  // handler, so no request can be on its way once the click returns).
+  let asked = "";
+  page.once("dialog", (d) => { asked = d.message(); d.dismiss(); });
+  await page.click(`#jobs-table tr[data-job="${id}"] button.cancel`);
+  assert.match(asked, new RegExp(`^Cancel job ${id} \\(ui-live\\)\\? Its running ranks are stopped\\.$`));
+  assert.equal((await call(small, tokens.ops, "GET", `/api/v1/jobs/${id}`)).body.state, "running");
+  page.once("dialog", (d) => d.accept());
   const t1 = Date.now();
   await page.click(`#jobs-table tr[data-job="${id}"] button.cancel`);
   await page.waitForFunction((jid) => {

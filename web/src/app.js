@@ -179,7 +179,7 @@ function jobRow(j, withCancel) {
     el("td", {}, spec.gpus ?? "-"), el("td", {}, j.placement ? j.placement.level : "-"),
     el("td", {}, nodes.length ? nodes[0] + (nodes.length > 1 ? ` +${nodes.length - 1}` : "") : "-"),
     el("td", {}, withCancel && ["queued", "running"].includes(j.state)
-      ? el("button", { class: "action cancel", onclick: (e) => { e.stopPropagation(); cancelJob(j.id); } }, "Cancel")
+      ? el("button", { class: "action cancel", onclick: (e) => { e.stopPropagation(); confirmCancel(j); } }, "Cancel")
       : ""));
   tr.addEventListener("click", () => showJob(j.id));
   return tr;
@@ -375,6 +375,12 @@ async function showJob(id) {
     const mine = new Map(p.placed ? p.nodes.map((n) => [n.node, new Set(n.gpus)]) : []);
     drawHeatmap($("#job-heatmap"), view, (n, j, g) => (mine.has(n.name) && mine.get(n.name).has(g) ? "#2b5fad" : j ? OTHER : FREE), 10);
   }
+}
+
+// A cancel cannot be undone (a running job's ranks are stopped), so the page asks first.
+function confirmCancel(j) {
+  const running = j.state === "running" ? " Its running ranks are stopped." : "";
+  if (confirm(`Cancel job ${j.id} (${j.name})?${running}`)) cancelJob(j.id);
 }
 
 async function cancelJob(id) {

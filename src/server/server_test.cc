@@ -515,6 +515,7 @@ TEST_F(ServerTest, ConcurrentClientsAllGetDurableDistinctJobs) {
   std::vector<std::thread> threads;
   std::mutex mu;
   std::set<std::int64_t> ids;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       httplib::Client c("127.0.0.1", server_->port());
@@ -706,6 +707,7 @@ TEST_F(PatientServerTest, SlowClientsDoNotStarveHealthChecks) {
   std::atomic<bool> stop{false};
   std::atomic<int> connected{0};
   std::vector<std::thread> slow;
+  slow.reserve(12);
   for (int i = 0; i < 12; ++i) {  // more than the 8 worker threads
     slow.emplace_back([&] {
       RawConnection c(server_->port());

@@ -294,7 +294,7 @@ struct Api::Routes {
   std::vector<Route> table;
 
   void Add(const char* method, const std::string& pattern, const char* route, Access access,
-           Handler handler) {
+           const Handler& handler) {
     table.push_back({method, route, access});
     std::string m = method;
     if (m == "GET") {
@@ -1161,7 +1161,7 @@ void Api::Register(httplib::Server& server, std::size_t max_body_bytes, Connecti
               res.status == 413 ? "body" : "");
   });
   server.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      [](const httplib::Request& req, httplib::Response& res, const std::exception_ptr& ep) {
         std::string what = "unknown exception";
         try {
           std::rethrow_exception(ep);

@@ -57,9 +57,11 @@ void IpAndPort(const sockaddr_storage& addr, socklen_t len, std::string& ip, int
 // One accepted connection as httplib's Stream, with one read buffer for all its requests and a
 // write-behind buffer: httplib writes a response's head and body in two calls, which would be two
 // sends and two segments for the client to wait on. Small writes are held and sent together when
-// the response is done (Flush), when more than kWriteBehindBytes are pending, and before anything
-// that waits on the peer (reading the next request or a body after "100 Continue", checking that
-// an event stream's reader is still there).
+// the response is done (EndResponse), when more than kWriteBehindBytes are pending, and before
+// anything that waits on the peer (reading the next request or a body after "100 Continue"). A
+// response whose body comes from a content provider (an event stream) checks is_writable before
+// each piece: from then on until the response ends, each write goes out at once, so that an event
+// is not held while the provider waits for the next one.
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int fd, int read_timeout_ms, int write_timeout_ms)
@@ -75,6 +77,7 @@ class ConnectionStream final : public httplib::Stream {
   // The socket takes data and the peer has not closed it (httplib's is_socket_alive): a stream
   // (text/event-stream) ends when its reader goes away.
   bool is_writable() const override {
+    streaming_ = true;
     if (!Flush() || !Poll(fd_, POLLOUT, write_timeout_ms_)) return false;
     if (!Poll(fd_, POLLIN, 0)) return true;
     char byte;
@@ -94,7 +97,7 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (pending_.size() + size <= kWriteBehindBytes) {
+    if (!streaming_ && pending_.size() + size <= kWriteBehindBytes) {
       pending_.append(ptr, size);
       return static_cast<ssize_t>(size);
     }
@@ -113,6 +116,12 @@ class ConnectionStream final : public httplib::Stream {
     const bool ok = sent == pending_.size();
     pending_.clear();
     return ok;
+  }
+
+  // Sends what is held and ends the response's streaming mode; false when the connection failed.
+  bool EndResponse() {
+    streaming_ = false;
+    return Flush();
   }
 
   // Both ends' addresses, looked up once per connection (httplib asks on every request).
@@ -180,7 +189,8 @@ class ConnectionStream final : public httplib::Stream {
   int read_timeout_ms_;
   int write_timeout_ms_;
   std::array<char, 16 << 10> buf_{};
-  mutable std::string pending_;  // written, not yet sent (write-behind)
+  mutable std::string pending_;     // written, not yet sent (write-behind)
+  mutable bool streaming_ = false;  // the response's body comes from a provider: no holding
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
 };
@@ -221,7 +231,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     t_close_after_response = false;
     bool connection_closed = false;
     ok = process_request(strm, /*close_connection=*/left == 1, connection_closed, nullptr);
-    ok = strm.Flush() && ok;
+    ok = strm.EndResponse() && ok;
     close_requested = t_close_after_response;
     t_close_after_response = false;
     if (!ok || connection_closed || close_requested) break;

@@ -300,7 +300,7 @@ struct SqliteJobStore::Writer {
   std::unique_ptr<Connection> conn;
   const Clock* clock = nullptr;
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
-  Stmt find_key, insert_job, insert_event, update_state, upsert_node, delete_node;
+  Stmt insert_job, insert_event, update_state, upsert_node, delete_node;
   Stmt set_placement, set_bad_nodes, set_master_port, set_checkpoint, upsert_health, delete_health;
   Stmt unschedulable;
   Stmt insert_history, prune_history, upsert_attempt;
@@ -314,9 +314,6 @@ struct SqliteJobStore::Writer {
     ASSIGN_OR_RETURN(savepoint, Stmt::Prepare(db, "SAVEPOINT op"));
     ASSIGN_OR_RETURN(release, Stmt::Prepare(db, "RELEASE op"));
     ASSIGN_OR_RETURN(rollback_to, Stmt::Prepare(db, "ROLLBACK TO op"));
-    ASSIGN_OR_RETURN(
-        find_key, Stmt::Prepare(db, std::string("SELECT ") + kJobColumns +
-                                        " FROM jobs WHERE tenant = ?1 AND idempotency_key = ?2"));
     ASSIGN_OR_RETURN(insert_job,
                      Stmt::Prepare(db,
                                    "INSERT INTO jobs (tenant, name, spec, state, attempts, "
@@ -377,6 +374,7 @@ struct SqliteJobStore::Writer {
 
   Result<SubmitResult> Submit(const NewJob& job) {
     if (!job.idempotency_key.empty()) {
+      Stmt& find_key = conn->find_key;  // prepared with the readers' statements
       find_key.Reset().Bind(1, job.tenant).Bind(2, job.idempotency_key);
       ASSIGN_OR_RETURN(bool row, find_key.Step());
       if (row) {

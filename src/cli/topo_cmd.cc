@@ -1,5 +1,6 @@
-// `baton topo`: build a cluster from a preset, parameters or a file; print its summary, answer
-// where two nodes meet, and export it in the formats Slurm, Kubernetes, Kueue and Volcano read.
+// `baton topo`: build a cluster from a preset, parameters, a file or a Kubernetes cluster's nodes;
+// print its summary, answer where two nodes meet, and export it in the formats Slurm, Kubernetes,
+// Kueue and Volcano read.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -7,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/strings.h"
+#include "server/executors/kubernetes/kubernetes_executor.h"
 #include "topology/builders/fabrics.h"
 #include "topology/io/cluster_file.h"
 #include "topology/io/cluster_yaml.h"
@@ -21,6 +23,8 @@ struct TopoOptions {
   std::string preset;
   std::string file;
   std::string slurm_conf;
+  std::string kubeconfig;
+  std::string kube_context;
   std::string fabric;
   topo::NodeLayout layout;
   int nodes_per_leaf = 32;
@@ -41,9 +45,16 @@ Result<std::string> ReadText(const std::string& path) {
 }
 
 Result<topo::Cluster> LoadCluster(const TopoOptions& o) {
-  int sources = !o.preset.empty() + !o.file.empty() + !o.fabric.empty();
+  int sources = !o.preset.empty() + !o.file.empty() + !o.fabric.empty() + !o.kubeconfig.empty();
   if (sources > 1) {
-    return InvalidArgumentError("give one of --preset, --file or --fabric, not several");
+    return InvalidArgumentError(
+        "give one of --preset, --file, --fabric or --kubeconfig, not several");
+  }
+  if (!o.kubeconfig.empty()) {
+    // The cluster `baton serve --executor kubernetes` would see with this kubeconfig.
+    ASSIGN_OR_RETURN(server::kube::KubeConfig config,
+                     server::kube::ResolveKubeConfig(o.kubeconfig, o.kube_context));
+    return server::KubernetesCluster(config);
   }
   if (!o.file.empty()) {
     if (o.slurm_conf.empty()) return topo::LoadClusterFile(o.file);
@@ -141,6 +152,10 @@ void RegisterTopoCommand(CLI::App& app, int& exit_code) {
   cmd->add_option(
       "--slurm-conf", opts->slurm_conf,
       "slurm.conf whose NodeName= lines give node shapes (with a topology.conf --file)");
+  cmd->add_option("--kubeconfig", opts->kubeconfig,
+                  "Read the cluster from a Kubernetes apiserver's nodes and labels, as "
+                  "`baton serve --executor kubernetes` does");
+  cmd->add_option("--context", opts->kube_context, "The kubeconfig context (with --kubeconfig)");
   cmd->add_option("--fabric", opts->fabric,
                   "Build from parameters: fat-tree, rail-optimized or dragonfly+");
   cmd->add_option("--nodes", opts->layout.nodes, "Nodes (with --fabric)");

@@ -1307,6 +1307,7 @@ void SchedulingController::ApplyDecisions(const sched::Decisions& d, TimePoint n
     last = reason;
     ++recorded;
     Record(store_->AppendEvent(id, "waiting", reason), id, "waiting");
+    executor_->JobWaiting(id, reason);
   }
   for (const sched::Timing& t : d.timings) {
     metrics_->step.WithLabels({t.name}).Observe(t.seconds);

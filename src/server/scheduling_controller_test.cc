@@ -956,7 +956,7 @@ TEST(ControllerTest, GpusPerNodeIsAPerNodeCount) {
 }
 
 // The dry-run executor, recording what the controller asks of it ("launch JOB attempt A ranks R",
-// "kill JOB"), in order.
+// "kill JOB", "waiting JOB: REASON"), in order.
 class RecordingExecutor final : public Executor {
  public:
   RecordingExecutor(const Clock& clock, std::shared_ptr<std::vector<std::string>> log,
@@ -980,6 +980,9 @@ class RecordingExecutor final : public Executor {
   bool Reattach(const LaunchRequest& r) override { return inner_.Reattach(r); }
   std::vector<ExitReport> Poll() override { return inner_.Poll(); }
   void StopAll() override { inner_.StopAll(); }
+  void JobWaiting(std::int64_t job, const std::string& why) override {
+    Add(fmt::format("waiting {}: {}", job, why));
+  }
   // MASTER_PORT of each launch of each job, in order.
   static inline std::map<std::int64_t, std::vector<int>> ports_;
 
@@ -1070,6 +1073,49 @@ TEST(ControllerTest, ExecutorSubmissionsAreStoredOnceUnderTheirKey) {
   EXPECT_EQ(jobs["jobs"].size(), 1u) << jobs.dump();  // one job, the refused ones not stored
 }
 
+// A queued job's reason for waiting reaches the executor each time it changes, in the words of
+// its "waiting" event (the Kubernetes executor writes it as an Event on the gang's first pod).
+TEST(ControllerTest, AQueuedJobsWaitingReasonReachesTheExecutor) {
+  fs::path dir = TempDir("waiting");
+  SystemClock clock;
+  auto cluster = topo::LoadClusterYaml(
+      "name: w\nfabric: fat-tree\nshapes:\n  two: {gpu: H100, gpus: 2}\nnodes:\n"
+      "  - {names: \"n[1-2]\", shape: two}\nswitches:\n  - {name: leaf1, nodes: \"n[1-2]\"}\n"
+      "tiers: [leaf]\n",
+      "w.yaml");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto log = std::make_shared<std::vector<std::string>>();
+  auto mu = std::make_shared<std::mutex>();
+  InProcess d(dir, std::make_unique<RecordingExecutor>(clock, log, mu),
+              SchedulingControllerOptions{}, std::move(cluster).value());
+  Api api(d.port());
+  const std::int64_t all =
+      api.Submit(R"({"name": "all", "gpus": 4, "estimated_runtime_s": 36000})");
+  ASSERT_TRUE(WaitFor([&] { return api.State(all) == "running"; }));
+  const std::int64_t next = api.Submit(R"({"name": "next", "gpus": 2, "estimated_runtime_s": 60})");
+  const std::string prefix = fmt::format("waiting {}: ", next);
+  std::string told;
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(*mu);
+    for (const std::string& l : *log) {
+      if (l.starts_with(prefix)) told = l.substr(prefix.size());
+    }
+    return !told.empty();
+  }));
+  EXPECT_EQ(api.State(next), "queued");
+  json events = api.Get("/api/v1/jobs/" + std::to_string(next) + "/events")["events"];
+  bool same = false;
+  for (const json& e : events)
+    same |= e.value("kind", "") == "waiting" && e.value("message", "") == told;
+  EXPECT_TRUE(same) << told << " / " << events.dump();
+  std::vector<std::string> reasons;  // told again only when the reason changes
+  std::lock_guard lock(*mu);
+  for (const std::string& l : *log) {
+    if (l.starts_with(prefix)) reasons.push_back(l);
+  }
+  EXPECT_EQ(std::adjacent_find(reasons.begin(), reasons.end()), reasons.end());
+}
+
 // Issue 27: a resize decision reaches the executor. The job is relaunched as a new attempt at its
 // new size (the old attempt killed first), and its event says from what size to what and where it
 // resumes; it grows when GPUs free up and shrinks for a higher-priority rigid job.
@@ -1130,6 +1176,7 @@ TEST(ControllerTest, ElasticJobIsRelaunchedAtItsNewSizeOnEveryResize) {
                                    "launch " + e + " attempt 3 ranks 2"};
   std::vector<std::string> got;
   for (const std::string& l : lines()) {
+    if (l.starts_with("waiting ")) continue;
     if (l.find(" " + e + " ") != std::string::npos || l == "kill " + e) got.push_back(l);
   }
   EXPECT_EQ(got, want);

@@ -41,38 +41,9 @@ check "add-nodes 4" 0 $? "$out" "added 4 nodes"
 ready=$(ready_nodes "$admin" 4)
 check "kwok makes the 4 nodes Ready" 0 0 "$ready" "^4$"
 
-# baton's namespace, ServiceAccount and RBAC from deploy/kubernetes/ (not its Deployment: baton
-# runs here, as that ServiceAccount).
-/usr/bin/python3 - "$src/deploy/kubernetes" "$work/objects" <<'EOF' >"$work/objects.tsv"
-import glob, json, os, sys, yaml
-plural = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
-          "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
-          "Role": "roles", "RoleBinding": "rolebindings"}
-os.makedirs(sys.argv[2])
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.yaml"))):
-    for i, o in enumerate(d for d in yaml.safe_load_all(open(f)) if d):
-        if o["kind"] not in plural:
-            continue
-        gv = o["apiVersion"]
-        path = ("/api/" if "/" not in gv else "/apis/") + gv
-        if "namespace" in o["metadata"]:
-            path += "/namespaces/" + o["metadata"]["namespace"]
-        path += "/" + plural[o["kind"]]
-        body = os.path.join(sys.argv[2], "%s.%d.json" % (os.path.basename(f), i))
-        json.dump(o, open(body, "w"))
-        print("%s\t%s\t%s/%s" % (path, body, o["kind"], o["metadata"]["name"]))
-EOF
-codes=""
-while IFS=$'\t' read -r path body _; do codes+="$(api "$admin" POST "$path" "$body") "; done <"$work/objects.tsv"
-check "baton's RBAC applied" 0 0 "$codes" "^(201 )+$"
-
-cat >"$work/ns.json" <<'EOF'
-{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jobs"}}
-EOF
-cat >"$work/sa.json" <<'EOF'
-{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
-EOF
-code="$(api "$admin" POST /api/v1/namespaces "$work/ns.json") $(api "$admin" POST /api/v1/namespaces/jobs/serviceaccounts "$work/sa.json")"
+code=$(apply_baton_rbac "$src")
+check "baton's RBAC applied" 0 0 "$code" "^(201 )+$"
+code=$(jobs_namespace)
 check "namespace jobs" 0 0 "$code" "^201 201$"
 
 token=$(new_token admin)

@@ -23,3 +23,41 @@ ready_nodes() {
   done
   echo "$ready"
 }
+
+# apply_baton_rbac SOURCE_DIR: baton's namespace, ServiceAccount and RBAC from deploy/kubernetes/
+# (not its Deployment: the tests run baton here, as that ServiceAccount), created as admin; prints
+# each answer's HTTP status.
+apply_baton_rbac() {
+  /usr/bin/python3 - "$1/deploy/kubernetes" "$work/objects" <<'EOF2' >"$work/objects.tsv"
+import glob, json, os, sys, yaml
+plural = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
+          "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+          "Role": "roles", "RoleBinding": "rolebindings"}
+os.makedirs(sys.argv[2])
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.yaml"))):
+    for i, o in enumerate(d for d in yaml.safe_load_all(open(f)) if d):
+        if o["kind"] not in plural:
+            continue
+        gv = o["apiVersion"]
+        path = ("/api/" if "/" not in gv else "/apis/") + gv
+        if "namespace" in o["metadata"]:
+            path += "/namespaces/" + o["metadata"]["namespace"]
+        path += "/" + plural[o["kind"]]
+        body = os.path.join(sys.argv[2], "%s.%d.json" % (os.path.basename(f), i))
+        json.dump(o, open(body, "w"))
+        print("%s\t%s\t%s/%s" % (path, body, o["kind"], o["metadata"]["name"]))
+EOF2
+  local codes="" path body
+  while IFS=$'\t' read -r path body _; do
+    codes+="$(api "$admin" POST "$path" "$body") "
+  done <"$work/objects.tsv"
+  echo "$codes"
+}
+
+# jobs_namespace: the namespace "jobs" and its default ServiceAccount (no controller manager
+# makes it); prints the two HTTP statuses.
+jobs_namespace() {
+  echo '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jobs"}}' >"$work/ns.json"
+  echo '{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}' >"$work/sa.json"
+  echo "$(api "$admin" POST /api/v1/namespaces "$work/ns.json") $(api "$admin" POST /api/v1/namespaces/jobs/serviceaccounts "$work/sa.json")"
+}

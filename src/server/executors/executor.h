@@ -144,6 +144,10 @@ class Executor {
   virtual std::vector<NodeReport> PollNodes() { return {}; }
   virtual std::vector<Submission> PollSubmissions() { return {}; }
   virtual void Submitted(const std::string& /*key*/, const Result<std::int64_t>& /*job*/) {}
+  // A queued job's reason for waiting changed (the scheduler's words, as in the job's "waiting"
+  // event). Executors whose resource manager shows jobs to its users pass it on there
+  // (Kubernetes: an Event on the gang's first pod). Never blocks.
+  virtual void JobWaiting(std::int64_t /*job*/, const std::string& /*why*/) {}
   virtual void NodeConditionChanged(const std::string& /*node*/, topo::NodeHealth /*health*/,
                                     const std::string& /*reason*/) {}
   // Stops everything still running (daemon shutdown in tests); jobs are not reported.

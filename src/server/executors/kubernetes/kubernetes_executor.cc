@@ -406,8 +406,20 @@ void KubernetesExecutor::Submitted(const std::string& key, const Result<std::int
     LOG_WARN("kubernetes: gang {}/{} refused: {}", it->second.ns, it->second.group,
              job.status().message());
     refused_[key] = job.status().message();
+    if (!it->second.pods.empty()) {
+      to_tell_.push_back({"refused: " + job.status().message(), it->second.pods.front()});
+      wake_.notify_one();
+    }
   }
   asked_.erase(key);
+}
+
+void KubernetesExecutor::JobWaiting(std::int64_t job, const std::string& why) {
+  std::lock_guard lock(mu_);
+  auto g = gang_of_job_.find(job);
+  if (g == gang_of_job_.end() || g->second.pods.empty()) return;  // bound, or not a pod gang
+  to_tell_.push_back({"queued: " + why, g->second.pods.front()});
+  wake_.notify_one();
 }
 
 Status KubernetesExecutor::ListPods(std::vector<KubePod>* pods) {
@@ -583,7 +595,11 @@ void KubernetesExecutor::Follow(const std::vector<KubePod>& pods) {
     std::optional<ExitReport> exit;
     if (ended == n) {
       if (t.stop_requested) {
-        exit = ExitReport{id, ExitKind::kStopped, "stopped: pods deleted"};
+        // A deleted pod never runs again, so a preempted gang is not requeued: it ends, and the
+        // pods' owner (a Job, a JobSet) recreates them as a new gang, a new job.
+        exit = ExitReport{id, ExitKind::kFailed,
+                          "stopped: its pods were deleted (their owner, a Job or JobSet, "
+                          "recreates them as a new gang)"};
       } else if (!t.failure.empty()) {
         exit = ExitReport{id, ExitKind::kFailed, t.failure};
       } else if (succeeded == n) {

@@ -16,7 +16,9 @@
 //
 // A gang that cannot be submitted gets an Event (events.k8s.io/v1, reason GangWaiting) on its
 // first pod saying why, each time the reason changes: a pod of the gang missing ("1 of 2 pods
-// pending"), no baton.io/gang-size, pods that disagree on it or on their GPUs, no GPUs.
+// pending"), no baton.io/gang-size, pods that disagree on it or on their GPUs, no GPUs. So does a
+// gang the controller refused ("refused: ..."), and a queued gang each time the scheduler's
+// reason for not placing it changes ("queued: topology: ...", JobWaiting).
 //
 // Ranks: pods in the natural order of their names ("w-2" before "w-10"); pod i goes to the
 // placement's node i and is bound in that order. Each binding carries annotations the apiserver
@@ -30,11 +32,13 @@
 // (Succeeded or Failed): a pod still Terminating may still run on its GPUs. Every pod Succeeded ->
 // kSucceeded; a pod Failed, or gone while baton did not ask it to stop -> the gang's other pods are
 // deleted with their grace period, and once they are gone, kFailed naming the first pod; after
-// Stop -> kStopped. Stop deletes the pods with the grace period; Kill with none and forgets the
-// job at once (the controller's contract: a killed attempt's GPUs are free), which on a real
-// cluster removes the pod objects while a kubelet that cannot be reached may still run them. Nodes:
-// NotReady -> NodeReport kDown, cordoned (spec.unschedulable) -> kDraining. The cluster is read
-// once, at start (KubernetesCluster).
+// Stop -> kFailed once the pods are gone, so a preempted gang is not requeued (a deleted pod
+// cannot be bound again; its owner recreates the pods, a new gang) and a cancelled one is
+// cancelled; kStopped when stopped before it was bound. Stop deletes the pods with the grace
+// period; Kill with none and forgets the job at once (the controller's contract: a killed attempt's
+// GPUs are free), which on a real cluster removes the pod objects while a kubelet that cannot be
+// reached may still run them. Nodes: NotReady -> NodeReport kDown, cordoned (spec.unschedulable) ->
+// kDraining. The cluster is read once, at start (KubernetesCluster).
 //
 // Reattach (daemon start-up) follows the pods annotated with the job's id; a job stored as running
 // whose gang was never bound (a crash between the store and the bind) is bound now onto the
@@ -118,7 +122,8 @@ struct KubeGang {
   int gpus_per_pod = 0;
   std::string spec_json;  // the job spec (http/job_spec.h)
 };
-// A gang that cannot be submitted (yet): why, and its first pod (where the event goes).
+// A gang that cannot be submitted (yet), was refused, or waits in baton's queue: why, and its
+// first pod (where the event goes).
 struct KubeWaiting {
   std::string why;
   KubePod first;
@@ -149,6 +154,7 @@ class KubernetesExecutor final : public Executor {
   std::vector<NodeReport> PollNodes() override;
   std::vector<Submission> PollSubmissions() override;
   void Submitted(const std::string& key, const Result<std::int64_t>& job) override;
+  void JobWaiting(std::int64_t job, const std::string& why) override;
   void StopAll() override;
   void Release() override;
 

@@ -297,6 +297,9 @@ Result<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config,
   impl->http->set_read_timeout(30, 0);
   impl->http->set_write_timeout(10, 0);
   impl->http->set_keep_alive(true);
+  // Headers and body go out as separate writes: without this, Nagle holds the body back until the
+  // apiserver's delayed ACK of the headers (40 ms on Linux), which capped binds at ~20/s.
+  impl->http->set_tcp_nodelay(true);
   impl->headers = {{"Authorization", "Bearer " + config.token}, {"Accept", "application/json"}};
   return std::unique_ptr<KubeClient>(
       new KubeClient(std::move(config), max_answer_bytes, std::move(impl)));

@@ -348,7 +348,7 @@ Status SchedulingController::Telemetry(std::string_view node, const TelemetrySam
   return Status::Ok();
 }
 
-void SchedulingController::Record(Status s, JobId id, std::string_view what) const {
+void SchedulingController::Record(const Status& s, JobId id, std::string_view what) const {
   if (!s.ok()) LOG_WARN("job {}: {}: {}", id, what, s.ToString());
 }
 
@@ -1093,7 +1093,8 @@ void SchedulingController::HandleExit(const ExitReport& exit) {
 SchedulingController::PlacementOutcome SchedulingController::RecordPlacement(
     JobId id, std::string_view kind, std::string message, const sched::Placement& placement,
     bool new_attempt, TimePoint now, std::vector<std::string> placed_on, Status* refusal) {
-  StateChange change{{JobState::kRunning}, JobState::kRunning, std::string(kind), message};
+  StateChange change{
+      {JobState::kRunning}, JobState::kRunning, std::string(kind), std::move(message)};
   change.placement = ToStoredPlacement(cluster(), placement);
   change.schedulable_nodes = std::move(placed_on);
   std::string master =

@@ -213,7 +213,7 @@ class SchedulingController final : public Controller {
   void PublishSnapshot();
   LaunchRequest MakeLaunchRequest(JobId id, const sched::GangJob& spec,
                                   const sched::Placement& placement, TimePoint start) const;
-  void Record(Status s, JobId id, std::string_view what) const;
+  void Record(const Status& s, JobId id, std::string_view what) const;
   // Stores a running job's new placement (replacement, resize) with an event of `kind`; with
   // `new_attempt`, as the job's next attempt (attempts_ updated, a new MASTER_PORT). `placed_on`
   // are the nodes the job newly takes: the store refuses the change if one of them was drained or

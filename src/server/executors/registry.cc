@@ -63,7 +63,7 @@ Result<std::unique_ptr<Executor>> CreateSlurm(const ExecutorSettings& s, const C
   return std::unique_ptr<Executor>(std::make_unique<SlurmExecutor>(so, clock));
 }
 
-std::string Option(const ExecutorSettings& s, const std::string& key, std::string fallback) {
+std::string Option(const ExecutorSettings& s, const std::string& key, const std::string& fallback) {
   auto it = s.options.find(key);
   return it == s.options.end() ? fallback : it->second;
 }

@@ -49,6 +49,7 @@ serve_pid=$!
 for _ in $(seq 600); do grep -q "listening on" "$work/serve.log" && break; sleep 0.1; done
 grep -m1 "cluster kubernetes" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
 
+set +e
 /usr/bin/python3 - "$work/plane" "$gangs" "$pods" <<'EOF'
 import http.client, json, ssl, statistics, sys, threading, time, urllib.parse
 
@@ -139,3 +140,10 @@ if lat:
           (statistics.median(lat), q(0.90), q(0.99), lat[-1]))
 sys.exit(0 if n == total else 1)
 EOF
+rc=$?
+# Where the CPU went (the whole run, start-up included): baton, and each control-plane process.
+cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / t}' "/proc/$1/stat" 2>/dev/null; }
+line="CPU seconds: baton $(cpu "$serve_pid")"
+while read -r name pid; do line+=", $name $(cpu "$pid")"; done <"$work/plane/pids"
+echo "$line"
+exit $rc

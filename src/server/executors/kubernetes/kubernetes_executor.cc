@@ -304,6 +304,14 @@ Result<topo::Cluster> KubernetesCluster(const kube::KubeConfig& config) {
 KubernetesExecutor::KubernetesExecutor(KubernetesOptions options,
                                        std::unique_ptr<kube::KubeClient> client, const Clock& clock)
     : options_(std::move(options)), client_(std::move(client)), clock_(clock) {
+  for (int i = 1; i < options_.bind_connections; ++i) {
+    Result<std::unique_ptr<kube::KubeClient>> c = kube::KubeClient::Create(options_.config);
+    if (!c.ok()) {
+      LOG_WARN("kubernetes: a connection for binds: {}", c.status().message());
+      break;
+    }
+    bind_clients_.push_back(std::move(c).value());
+  }
   worker_ = std::thread([this] { Worker(); });
 }
 
@@ -439,7 +447,7 @@ Status KubernetesExecutor::ListNodes(std::vector<KubeNode>* nodes) {
 }
 
 Status KubernetesExecutor::Bind(std::int64_t job, const LaunchRequest& request,
-                                const KubeGang& gang) {
+                                const KubeGang& gang, kube::KubeClient& client) {
   // The placement's nodes in node-rank order: pod i goes to node i.
   std::vector<std::string> nodes;
   for (const RankAssignment& r : request.ranks) {
@@ -465,7 +473,7 @@ Status KubernetesExecutor::Bind(std::int64_t job, const LaunchRequest& request,
                         {"baton.io/rank0-pod", gang.pods.front().name},
                         {"baton.io/master-addr", nodes.front()}}}}},
                     {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", nodes[i]}}}};
-    Result<kube::KubeAnswer> a = client_->Post(PodPath(p) + "/binding", binding);
+    Result<kube::KubeAnswer> a = client.Post(PodPath(p) + "/binding", binding);
     Status failed;
     if (!a.ok()) {
       failed = a.status();
@@ -480,7 +488,7 @@ Status KubernetesExecutor::Bind(std::int64_t job, const LaunchRequest& request,
       continue;
     }
     if (bound.empty() && failed.code() == StatusCode::kUnavailable) return failed;
-    DeletePods(bound, Seconds(0));
+    DeletePods(bound, Seconds(0), client);
     return FailedPreconditionError(fmt::format(
         "binding pod {}/{} (rank {}) to node {} failed: {}; {} pod(s) of the gang bound before it "
         "were deleted",
@@ -500,13 +508,14 @@ Status KubernetesExecutor::Bind(std::int64_t job, const LaunchRequest& request,
   return Status::Ok();
 }
 
-void KubernetesExecutor::DeletePods(const std::vector<KubePod>& pods, Seconds grace) {
+void KubernetesExecutor::DeletePods(const std::vector<KubePod>& pods, Seconds grace,
+                                    kube::KubeClient& client) {
   for (const KubePod& p : pods) {
     json options = {{"apiVersion", "v1"},
                     {"kind", "DeleteOptions"},
                     {"gracePeriodSeconds", std::llround(grace.value())},
                     {"preconditions", {{"uid", p.uid}}}};
-    Result<kube::KubeAnswer> a = client_->Delete(PodPath(p), options);
+    Result<kube::KubeAnswer> a = client.Delete(PodPath(p), options);
     if (!a.ok()) {
       LOG_WARN("kubernetes: deleting pod {}/{}: {}", p.ns, p.name, a.status().message());
     } else if (a->status != 200 && a->status != 202 && a->status != 404 && a->status != 409) {
@@ -683,55 +692,86 @@ void KubernetesExecutor::Worker() {
       deferred_.clear();
     }
     bool unavailable = false;
-    while (!ops.empty()) {
-      Op op = std::move(ops.front());
-      ops.pop_front();
-      if (op.kind == Op::kDelete) {
-        DeletePods(op.pods, op.grace);
-        continue;
-      }
-      LaunchRequest request;
-      KubeGang gang;
-      {
+    while (!ops.empty() && !unavailable) {
+      // A batch: the binds at the front of the queue, up to one per connection, each of another
+      // job; a delete runs alone, in its place, so that the queue's order holds per job.
+      struct Ready {
+        Op op;
+        LaunchRequest request;
+        KubeGang gang;
+      };
+      std::vector<Ready> batch;
+      while (!ops.empty() && batch.size() < bind_clients_.size() + 1) {
+        Op& op = ops.front();
+        if (op.kind == Op::kDelete) {
+          if (!batch.empty()) break;
+          DeletePods(op.pods, op.grace, *client_);
+          ops.pop_front();
+          continue;
+        }
+        if (std::any_of(batch.begin(), batch.end(),
+                        [&](const Ready& r) { return r.op.job == op.job; })) {
+          break;
+        }
         std::lock_guard lock(mu_);
         auto t = jobs_.find(op.job);
         auto g = gang_of_job_.find(op.job);
-        if (t == jobs_.end() || !t->second.bind_pending) continue;  // killed meanwhile
+        if (t == jobs_.end() || !t->second.bind_pending) {  // killed meanwhile
+          ops.pop_front();
+          continue;
+        }
         if (t->second.stop_requested) {
           // Stopped (preempted, cancelled) before its pods were bound: they stay pending for
           // its next launch.
           exits_.push_back({op.job, ExitKind::kStopped, "stopped before its pods were bound"});
           jobs_.erase(t);
+          ops.pop_front();
           continue;
         }
         if (g == gang_of_job_.end()) {
           if (!Settled()) {
             deferred_.push_back(std::move(op));
-            continue;
+          } else {
+            exits_.push_back({op.job, ExitKind::kFailed,
+                              "no pending gang of pods is left for the job (deleted, or bound "
+                              "before and ended)"});
+            jobs_.erase(t);
           }
-          exits_.push_back({op.job, ExitKind::kFailed,
-                            "no pending gang of pods is left for the job (deleted, or bound "
-                            "before and ended)"});
-          jobs_.erase(t);
+          ops.pop_front();
           continue;
         }
-        request = t->second.request;
-        gang = g->second;
+        batch.push_back({std::move(op), t->second.request, g->second});
+        ops.pop_front();
       }
-      Status s = Bind(op.job, request, gang);
+      // Each bind of the batch on its own connection: a gang's pods go in rank order, gangs at
+      // once (each binding is a round trip to the apiserver and etcd).
+      std::vector<Status> results(batch.size());
+      std::vector<std::thread> binders;
+      for (std::size_t i = 1; i < batch.size(); ++i) {
+        binders.emplace_back([&, i] {
+          results[i] =
+              Bind(batch[i].op.job, batch[i].request, batch[i].gang, *bind_clients_[i - 1]);
+        });
+      }
+      if (!batch.empty())
+        results[0] = Bind(batch[0].op.job, batch[0].request, batch[0].gang, *client_);
+      for (std::thread& b : binders) b.join();
       std::lock_guard lock(mu_);
-      if (s.ok()) {
-        LOG_INFO("kubernetes: job {} bound: {} pods", op.job, gang.pods.size());
-        gang_of_job_.erase(op.job);
-      } else if (s.code() == StatusCode::kUnavailable) {
-        LOG_WARN("kubernetes: job {}: {} (retrying)", op.job, s.message());
-        ops_.push_front(std::move(op));
-        unavailable = true;
-        break;
-      } else {
-        gang_of_job_.erase(op.job);
-        jobs_.erase(op.job);
-        exits_.push_back({op.job, ExitKind::kFailed, s.message()});
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const Status& s = results[i];
+        Op& op = batch[i].op;
+        if (s.ok()) {
+          LOG_INFO("kubernetes: job {} bound: {} pods", op.job, batch[i].gang.pods.size());
+          gang_of_job_.erase(op.job);
+        } else if (s.code() == StatusCode::kUnavailable) {
+          LOG_WARN("kubernetes: job {}: {} (retrying)", op.job, s.message());
+          ops_.push_front(std::move(op));
+          unavailable = true;
+        } else {
+          gang_of_job_.erase(op.job);
+          jobs_.erase(op.job);
+          exits_.push_back({op.job, ExitKind::kFailed, s.message()});
+        }
       }
     }
     if (unavailable) {

@@ -45,7 +45,8 @@
 // stored placement; a job with neither is reported failed, and so is one found with fewer bound
 // pods than its baton.io/world-size (a bind cut short by the crash; its bound pods are deleted).
 //
-// One worker thread owns every apiserver call; the Executor methods queue work and return.
+// One worker thread owns every apiserver call; the Executor methods queue work and return. It binds
+// up to bind_connections gangs at once, each on its own connection.
 #pragma once
 
 #include <condition_variable>
@@ -76,6 +77,10 @@ struct KubernetesOptions {
   Seconds poll_interval{0.5};            // pods
   Seconds node_poll_interval{5};
   Seconds backoff_max{30};
+  // Connections to the apiserver that bind gangs at once (one gang each; a gang's pods in rank
+  // order). 4: on the 2,000-node bench (bench/k8s/bind_scale.sh) one connection bound 64 pods/s,
+  // each binding a round trip through the apiserver and etcd.
+  int bind_connections = 4;
 };
 
 // A Pod as the executor reads it.
@@ -183,8 +188,9 @@ class KubernetesExecutor final : public Executor {
   Status ListNodes(std::vector<KubeNode>* nodes);
   // Binds job's gang in rank order; on a failure deletes what it bound. kUnavailable: nothing was
   // bound and the apiserver could not be reached (retry).
-  Status Bind(std::int64_t job, const LaunchRequest& request, const KubeGang& gang);
-  void DeletePods(const std::vector<KubePod>& pods, Seconds grace);
+  Status Bind(std::int64_t job, const LaunchRequest& request, const KubeGang& gang,
+              kube::KubeClient& client);
+  void DeletePods(const std::vector<KubePod>& pods, Seconds grace, kube::KubeClient& client);
   // Looks at the listing: new gangs to submit, exits of bound jobs. Under mu_.
   void Follow(const std::vector<KubePod>& pods);
   void FollowNodes(const std::vector<KubeNode>& nodes);
@@ -197,6 +203,8 @@ class KubernetesExecutor final : public Executor {
 
   const KubernetesOptions options_;
   std::unique_ptr<kube::KubeClient> client_;  // worker thread only
+  // More connections for binds (bind_connections - 1), worker thread and its binders only.
+  std::vector<std::unique_ptr<kube::KubeClient>> bind_clients_;
   const Clock& clock_;
 
   std::mutex mu_;

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "server/executors/dry_run_executor.h"
@@ -153,9 +155,7 @@ std::unique_ptr<httplib::Client> Connect(int port) {
   return c;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   int jobs = 30000, seed = 1;
   double seconds = 60;
   std::string preset = "superpod-h100";
@@ -236,6 +236,7 @@ int main(int argc, char** argv) {
 
   // Submitters: four keep-alive clients share the jobs.
   std::vector<std::thread> submitters;
+  submitters.reserve(4);
   for (int t = 0; t < 4; ++t) {
     submitters.emplace_back([&, t] {
       std::mt19937 rng(seed * 100 + t);
@@ -349,6 +350,7 @@ int main(int argc, char** argv) {
   std::mutex count_mu;
   std::atomic<std::size_t> next{0};
   std::vector<std::thread> readers;
+  readers.reserve(4);
   for (int t = 0; t < 4; ++t) {
     readers.emplace_back([&] {
       auto c = Connect(port);
@@ -384,9 +386,13 @@ int main(int argc, char** argv) {
             ++counts[what].flagged;
             ++flagged_why[why.substr(0, why.find(' '))];
             if (examples.size() < 5) {
-              examples.push_back("job " + std::to_string(ids[i]) + " " + what + " on " + n +
-                                 " at " + e["time"].get<std::string>() + " (" +
-                                 std::to_string(ms % 100000) + ") while " + why);
+              std::string example = "job " + std::to_string(ids[i]);
+              example += " " + what;
+              example += " on " + n;
+              example += " at " + e["time"].get<std::string>();
+              example += " (" + std::to_string(ms % 100000);
+              example += ") while " + why;
+              examples.push_back(std::move(example));
             }
             break;
           }
@@ -411,4 +417,15 @@ int main(int argc, char** argv) {
   server->reset();
   std::filesystem::remove_all(work);
   return flagged == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "churn: %s\n", e.what());
+    return 1;
+  }
 }

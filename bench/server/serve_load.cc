@@ -98,6 +98,7 @@ LoadStats RunLoad(const std::string& host, int port, int threads, double seconds
   std::atomic<int> connected{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> clients;
+  clients.reserve(static_cast<std::size_t>(threads));
   static std::atomic<int> runs{0};
   const std::string run = std::to_string(::getpid()) + "-" + std::to_string(runs++);
   for (int t = 0; t < threads; ++t) {

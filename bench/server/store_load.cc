@@ -36,6 +36,7 @@ double Run(const Options& options, int threads, double seconds) {
   std::vector<LoadStats> stats(threads);
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
   auto start = SteadyClock::now();
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {

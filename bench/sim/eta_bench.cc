@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -36,7 +37,8 @@ using Clock = std::chrono::steady_clock;
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(q * (v.size() - 1) + 0.5));
+  const std::size_t i =
+      std::min(v.size() - 1, static_cast<std::size_t>(std::lround(q * (v.size() - 1))));
   return v[i];
 }
 
@@ -174,7 +176,9 @@ void WhatIfLatency(const char* preset, int extra, int reference_asks) {
   std::uint64_t id = 1;
   std::vector<baton::sched::Event> ev;
   const int fill = 200 * gpus / 1024;  // as many jobs per GPU as on superpod-h100
-  for (int i = 0; i < fill + extra; ++i) ev.push_back(baton::sched::Event::Submit(job(id++)));
+  const int submits = fill + extra;
+  ev.reserve(static_cast<std::size_t>(submits));
+  for (int i = 0; i < submits; ++i) ev.push_back(baton::sched::Event::Submit(job(id++)));
   (*s)->RunCycle({baton::TimePoint{baton::Seconds(0)}, ev});
   int running = 0;
   for (const auto& [jid, j] : (*s)->jobs()) running += j.phase == baton::sched::JobPhase::kRunning;

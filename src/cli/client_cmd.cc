@@ -456,7 +456,7 @@ void RegisterCancel(CLI::App& app, int& exit_code) {
 // an admin took it out of service, with the health when the rules have a worse verdict of their
 // own ("down+drain"). An admin drain shows as health "draining" too: that is not repeated.
 std::string NodeState(const json& n) {
-  const std::string health = Str(n, "health");
+  std::string health = Str(n, "health");
   std::string admin = Str(n, "admin", "active");
   if (admin == "active") return health;
   if (admin == "draining") admin = "drain";

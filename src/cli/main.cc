@@ -1,10 +1,14 @@
 // baton: the composition root. Parses the command line and hands off to one subcommand.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 
 #include "cli/commands.h"
 #include "core/log.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Run(int argc, char** argv) {
   CLI::App app{"baton: plan, schedule and simulate large-model training on GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "baton 0.1.0");
@@ -36,4 +40,16 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   return exit_code;
+}
+
+}  // namespace
+
+// An exception nothing else caught ends the process with its message, not std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "baton: %s\n", e.what());
+    return 1;
+  }
 }

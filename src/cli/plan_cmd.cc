@@ -726,7 +726,7 @@ std::string FormatGpus(bool json) {
   return json ? j.dump(2) + "\n" : out;
 }
 
-void Bind(CLI::App* c, int& exit_code, std::shared_ptr<PlanOptions> o,
+void Bind(CLI::App* c, int& exit_code, const std::shared_ptr<PlanOptions>& o,
           Status (*fn)(const PlanOptions&)) {
   c->callback([o, fn, &exit_code] {
     Status st = fn(*o);

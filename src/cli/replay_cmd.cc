@@ -59,7 +59,7 @@ Status RunReplayDaemon(
     ASSIGN_OR_RETURN(std::ifstream in, Open(path));
     sched::history::Reader reader(in, path);
     ASSIGN_OR_RETURN(sim::WhatIfReport r, sim::WhatIf(reader, config));
-    reports.push_back(std::move(r));
+    reports.push_back(r);
   }
   // A: the record (the same in every report); then one column per policy.
   std::vector<std::pair<std::string, const sim::WhatIfMetrics*>> cols = {

@@ -18,8 +18,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -39,6 +41,7 @@
 #error "BATON_SERVE_TEST_DAEMON must name the daemon executable"
 #endif
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier): LeakSanitizer's hook, which must be spelled so.
 extern "C" const char* __lsan_default_suppressions() { return "leak:libpqxx-6.4.so\n"; }
 
 namespace baton::cli {
@@ -60,7 +63,7 @@ int FreePort() {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
@@ -217,6 +220,7 @@ TEST_F(ReplicaTest, TwentyKillsOfTheLeaderLoseNothingAndRunNothingTwice) {
   std::map<std::string, std::int64_t> acked;
   std::atomic<bool> stop{false};
   std::vector<std::thread> submitters;
+  submitters.reserve(kSubmitters);
   for (int t = 0; t < kSubmitters; ++t) {
     submitters.emplace_back([&, t] {
       ApiClient client(endpoint);
@@ -306,7 +310,8 @@ class CuttableProxy {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0)
+        << std::strerror(errno);
     ::listen(listen_fd_, 64);
     socklen_t len = sizeof a;
     ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);

@@ -56,7 +56,7 @@ struct ServeOptions {
 };
 
 // Submits synthetic jobs (mixed sizes, tenants, priorities, runtimes) until `stop`.
-void RunDemo(int port, std::string token, double rate, const std::atomic<bool>& stop) {
+void RunDemo(int port, const std::string& token, double rate, const std::atomic<bool>& stop) {
   struct Shape {
     int gpus;
     double weight;

@@ -1,5 +1,6 @@
 #include "core/bounded_input.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -177,9 +178,9 @@ TEST(YamlBoundsTest, RefusesAnAliasBomb) {
   // 465 bytes that expand to 9^9 nodes when every alias is followed.
   std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'i'; ++c) {
-    std::string prev(1, static_cast<char>(c - 1));
-    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
-            prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+    const char prev = static_cast<char>(c - 1);
+    bomb +=
+        fmt::format("{0}: &{0} [*{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}, *{1}]\n", c, prev);
   }
   auto doc = LoadYamlBounded(bomb, "sched.yaml");
   ASSERT_FALSE(doc.ok());

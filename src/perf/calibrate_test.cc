@@ -166,7 +166,7 @@ TEST(CalibrateTest, CrossValidationOfAUsersRunsStartsFromTheStart) {
   std::vector<PublishedRun> rows = Rows(DevRuns(), "mlm-h100-", 4);
   ASSERT_EQ(rows.size(), 4u);
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].group = "run" + std::to_string(i);
-  SystemProfile a = BuiltinProfile();
+  const SystemProfile& a = BuiltinProfile();
   SystemProfile b = BuiltinProfile();
   b.FindMutable("hopper")->calib.gemm_peak_fraction *= 0.6;
   CalibrateOptions opts;

@@ -290,6 +290,7 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   const double seq = m.seq, sl = seq / plan.cp, h = m.hidden, tokens = plan.mbs * sl;
   const double kvd = double(m.kv_heads) * m.head_dim(), ffn = m.ffn, vocab = m.vocab;
   const double mats = SwigluMats(m);
+  // NOLINTNEXTLINE(bugprone-integer-division): whole layers, the busiest stage's ceil(layers / pp).
   const double stage_layers = (m.layers + plan.pp - 1) / plan.pp;
   const double moe_share = double(m.moe_layers()) / m.layers;
   const double ls_moe = stage_layers * moe_share, ls_dense = stage_layers - ls_moe;

@@ -2,8 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <string>
 
 #include "perf/report.h"
@@ -447,7 +448,9 @@ TEST(EstimatorTest, IsDeterministic) {
   ParallelPlan plan{.tp = 8, .pp = 64, .dp = 6, .mbs = 1, .vp = 2, .recompute = Recompute::kFull};
   StepEstimate a = EstimateOf(m, plan, Training(3072), sys);
   StepEstimate b = EstimateOf(m, plan, Training(3072), sys);
-  EXPECT_EQ(std::memcmp(&a.step, &b.step, sizeof(Seconds)), 0);
+  // Bit for bit, not just ==.
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(a.step.value()),
+            std::bit_cast<std::uint64_t>(b.step.value()));
   EXPECT_EQ(a.mfu, b.mfu);
   EXPECT_EQ(a.memory.total(), b.memory.total());
 }

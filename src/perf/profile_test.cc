@@ -197,7 +197,7 @@ TEST(ProfileTest, CrossValidationIgnoresTheStartsFittedConstants) {
   CalibrateOptions opts;
   opts.bands = false;
   opts.max_sweeps = 3;
-  SystemProfile a = BuiltinProfile();
+  const SystemProfile& a = BuiltinProfile();
   SystemProfile b = BuiltinProfile();
   for (FamilyProfile& f : b.families) {
     f.calib.gemm_peak_fraction = 0.5;

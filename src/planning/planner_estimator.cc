@@ -41,7 +41,7 @@ perf::TrainingSpec PlannerEstimator::DefaultTraining(const perf::ModelSpec& mode
 Result<std::uint32_t> PlannerEstimator::AddPlan(perf::ModelSpec model, perf::ParallelPlan plan,
                                                 perf::TrainingSpec training) {
   std::unique_lock lock(mu_);
-  return AddPlanLocked(std::move(model), plan, std::move(training));
+  return AddPlanLocked(std::move(model), plan, training);
 }
 
 Result<std::uint32_t> PlannerEstimator::AddPlanLocked(perf::ModelSpec model,

@@ -107,6 +107,7 @@ std::string RunRandom(std::uint64_t seed) {
     now += static_cast<double>(rng.UniformInt(1, 40));
     std::vector<Event> events;
     const int submits = static_cast<int>(rng.UniformInt(0, 5));
+    events.reserve(static_cast<std::size_t>(submits));
     for (int i = 0; i < submits; ++i)
       events.push_back(Event::Submit(RandomJob(rng, next_id++, node_gpus)));
     for (const auto& [id, j] : s->jobs()) {
@@ -411,6 +412,7 @@ std::string RunRich(std::uint64_t seed) {
     now += static_cast<double>(rng.UniformInt(1, 40));
     std::vector<Event> events;
     const int submits = static_cast<int>(rng.UniformInt(0, 4));
+    events.reserve(static_cast<std::size_t>(submits));
     for (int i = 0; i < submits; ++i)
       events.push_back(Event::Submit(RandomRichJob(rng, next_id++)));
     for (const auto& [id, j] : s->jobs()) {

@@ -607,6 +607,7 @@ TEST(SharedGpuTest, PacksFractionsBestFitOnPartlyUsedNodes) {
   const auto& shared = s->state().shared_gpus();
   ASSERT_EQ(shared.size(), 2u);
   std::vector<int> used;
+  used.reserve(shared.size());
   for (const auto& [ref, sh] : shared) used.push_back(sh.used.milli);
   std::sort(used.begin(), used.end());
   EXPECT_EQ(used, (std::vector<int>{300, 1000}));

@@ -122,6 +122,7 @@ TEST(ServerCrashTest, AcknowledgedSubmissionsSurviveKill9) {
     std::mutex mu;
     std::atomic<bool> stop{false};
     std::vector<std::thread> clients;
+    clients.reserve(kClients);
     for (int t = 0; t < kClients; ++t) {
       clients.emplace_back([&, t] {
         httplib::Client c("127.0.0.1", port);
@@ -221,6 +222,7 @@ TEST(ServerCrashTest, LocalRanksNeverRunTwiceAcrossKill9) {
     }
     std::mutex mu;
     std::vector<std::thread> clients;
+    clients.reserve(2);
     for (int t = 0; t < 2; ++t) {
       clients.emplace_back([&, t] {
         httplib::Client c("127.0.0.1", port);

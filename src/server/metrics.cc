@@ -173,9 +173,9 @@ Family<Histogram>& Registry::AddHistogram(std::string name, std::string help,
                                           std::vector<double> bounds) {
   std::lock_guard lock(mu_);
   CheckNames(name, label_names);
-  histograms_.emplace_back(
-      new Family<Histogram>(std::move(name), std::move(help), std::move(label_names),
-                            [bounds] { return std::make_unique<Histogram>(bounds); }));
+  histograms_.emplace_back(new Family<Histogram>(
+      std::move(name), std::move(help), std::move(label_names),
+      [bounds = std::move(bounds)] { return std::make_unique<Histogram>(bounds); }));
   order_.push_back({Kind::kHistogram, histograms_.back().get()});
   return *histograms_.back();
 }

@@ -60,6 +60,7 @@ TEST(MetricsTest, ConcurrentUpdatesAreNotLost) {
   auto& c = r.AddCounter("baton_x_total", "x", {"k"});
   auto& h = r.AddHistogram("baton_y_seconds", "y", {}, LatencyBuckets());
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 10000; ++i) {

@@ -22,9 +22,10 @@ Cluster SmallTree() {
   ClusterBuilder b("small", FabricKind::kFatTree);
   auto shape = *b.AddShape(Hgx());
   std::vector<NodeId> n;
+  n.reserve(8);
   for (int i = 0; i < 8; ++i) n.push_back(*b.AddNode("n" + std::to_string(i), shape));
   std::vector<SwitchId> leaves;
-  for (int l = 0; l < 4; ++l) {
+  for (std::size_t l = 0; l < 4; ++l) {
     leaves.push_back(*b.AddSwitch("leaf" + std::to_string(l)));
     EXPECT_TRUE(b.AttachNode(leaves[l], n[2 * l]).ok());
     EXPECT_TRUE(b.AttachNode(leaves[l], n[2 * l + 1]).ok());
@@ -226,6 +227,7 @@ TEST(ClusterBuilderTest, MultiNodeNvlinkDomain) {
   s.nic_bandwidth = Gbps(800);
   auto shape = *b.AddShape(s);
   std::vector<NodeId> rack;
+  rack.reserve(18);
   for (int i = 0; i < 18; ++i) rack.push_back(*b.AddNode("gb" + std::to_string(i), shape));
   NodeId other = *b.AddNode("other", shape);
   ASSERT_TRUE(b.AddNvlinkDomain("rack0", rack).ok());

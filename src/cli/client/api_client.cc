@@ -43,8 +43,8 @@ Status ReadConfig(const std::string& path, bool must_exist, Endpoint& out) {
     const std::string key = kv.first.Scalar();
     const int line = kv.first.Mark().line + 1;
     if (!kv.second.IsScalar()) {
-      return InvalidArgumentError(path + ":" + std::to_string(line) + ": field '" + key +
-                                  "': must be a string");
+      return InvalidArgumentError(
+          fmt::format("{}:{}: field '{}': must be a string", path, line, key));
     }
     if (key == "url") {
       url = kv.second.Scalar();

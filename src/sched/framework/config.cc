@@ -45,7 +45,7 @@ void Flatten(const YAML::Node& node, const std::string& prefix, PluginArgs* out)
   if (node.IsMap()) {
     for (const auto& kv : node) {
       std::string key = kv.first.as<std::string>();
-      Flatten(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+      Flatten(kv.second, prefix.empty() ? key : fmt::format("{}.{}", prefix, key), out);
     }
   } else if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i) {

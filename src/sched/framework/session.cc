@@ -38,7 +38,7 @@ class ChainFilter final : public NodeFilter {
  public:
   ChainFilter(Session* s, const JobInfo& job, const NodeFilter* extra)
       : s_(s), job_(job), extra_(extra) {}
-  ~ChainFilter() {
+  ~ChainFilter() override {
     for (std::size_t i = 0; i < timings_.size(); ++i) {
       if (timings_[i].calls == 0) continue;
       s_->AddTiming("filter/" + std::string(s_->plugins().filters[i].plugin->Name()),

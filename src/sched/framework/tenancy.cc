@@ -42,8 +42,8 @@ Status ParseTenant(const YAML::Node& n, const std::string& prefix, TenantPolicy*
       for (const auto& p : v) {
         const std::string pk = p.first.Scalar();
         if (pk != "min" && pk != "max") return Field(field + "." + Printable(pk), "unknown field");
-        ASSIGN_OR_RETURN(std::int64_t x,
-                         Integer(p.second, field + "." + pk, -kMaxAbsPriority, kMaxAbsPriority));
+        ASSIGN_OR_RETURN(std::int64_t x, Integer(p.second, fmt::format("{}.{}", field, pk),
+                                                 -kMaxAbsPriority, kMaxAbsPriority));
         (pk == "min" ? t->min_priority : t->max_priority) = static_cast<int>(x);
       }
       if (t->min_priority && t->max_priority && *t->min_priority > *t->max_priority) {

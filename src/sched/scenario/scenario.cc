@@ -252,7 +252,7 @@ class Runner {
     return Status::Ok();
   }
 
-  void Fail(std::string msg) { failures_ += (failures_.empty() ? "" : "\n") + msg; }
+  void Fail(const std::string& msg) { failures_ += (failures_.empty() ? "" : "\n") + msg; }
 
   void Check(const YAML::Node& expect, const Decisions& d) {
     if (!expect) return;

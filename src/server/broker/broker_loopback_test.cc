@@ -182,7 +182,7 @@ class HostileSite {
                                   kHugeAnnounced))) {
           return;
         }
-        const std::string chunk(64 * 1024, 'x');
+        const std::string chunk(std::size_t{64} * 1024, 'x');
         while (huge_sent_.load() < kHugeCap) {
           if (!Send(fd, chunk)) return;
           huge_sent_ += static_cast<std::int64_t>(chunk.size());
@@ -413,6 +413,7 @@ wan:
   Broker* broker = b->broker.get();
   constexpr int kJobs = 4;
   std::vector<JobId> ids;
+  ids.reserve(kJobs);
   for (int i = 0; i < kJobs; ++i) {
     ids.push_back(b->Submit(
         fmt::format(R"({{"name": "job-{}", "gpus": 8, "estimated_runtime_s": 3600}})", i)));

@@ -248,7 +248,7 @@ WhatIfResult SiteClient::WhatIf(std::string_view tenant, std::string_view spec_j
   WhatIfResult out;
   httplib::Request req = MakeRequest("POST", "/api/v1/whatif", token_, tenant);
   SetJsonBody(req, spec_json);
-  Answer res = ExchangeWithLeader(urls_, leader_, std::move(req), deadline, kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_, req, deadline, kMaxAnswerBytes);
   auto fail = [&](CallFailure failure, std::string error) {
     out.failure = failure;
     out.error = "what-if: " + std::move(error);
@@ -301,7 +301,7 @@ Result<SiteJob> SiteClient::Submit(std::string_view tenant, std::string_view spe
   httplib::Request req = MakeRequest("POST", "/api/v1/jobs", token_, tenant);
   req.set_header("Idempotency-Key", std::string(key));
   SetJsonBody(req, spec_json);
-  Answer res = ExchangeWithLeader(urls_, leader_, std::move(req), After(timeout_), kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_, req, After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("submit", res);
   if (res.status == 200 || res.status == 201) {
     ASSIGN_OR_RETURN(SiteJob job, ReadJob(res));
@@ -358,7 +358,7 @@ Result<SiteJob> SiteClient::Cancel(std::string_view tenant, std::int64_t id) con
   httplib::Request req =
       MakeRequest("POST", fmt::format("/api/v1/jobs/{}:cancel", id), token_, tenant);
   SetJsonBody(req, "");
-  Answer res = ExchangeWithLeader(urls_, leader_, std::move(req), After(timeout_), kMaxAnswerBytes);
+  Answer res = ExchangeWithLeader(urls_, leader_, req, After(timeout_), kMaxAnswerBytes);
   if (res.failure != CallFailure::kNone) return Unanswered("cancel", res);
   if (res.status == 200 || res.status == 202) return ReadJob(res);
   if (res.status == 404) return SiteJob{.id = id, .state = "gone"};

@@ -31,12 +31,13 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
     std::string_view kv = *e;
     if (!vars.contains(std::string(kv.substr(0, kv.find('='))))) env.emplace_back(kv);
   }
-  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
+  for (const auto& [k, v] : vars) env.push_back(fmt::format("{}={}", k, v));
   return env;
 }
 
 std::vector<char*> CStringPointers(std::vector<std::string>& strings) {
   std::vector<char*> out;
+  out.reserve(strings.size() + 1);
   for (auto& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;

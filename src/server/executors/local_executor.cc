@@ -144,7 +144,9 @@ bool Runnable(const std::string& program) {
     if (end == std::string::npos) end = dirs.size();
     std::string dir = dirs.substr(start, end - start);
     if (dir.empty()) dir = ".";
-    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    dir += '/';
+    dir += program;
+    if (::access(dir.c_str(), X_OK) == 0) return true;
     start = end + 1;
   }
   return false;

@@ -1,5 +1,6 @@
 #include "server/http/job_spec.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -67,7 +68,7 @@ std::optional<FieldError> YamlToJson(const YAML::Node& node, int depth, int& bud
         if (!kv.first.IsScalar()) return FieldError{path, "mapping keys must be strings"};
         std::string key = kv.first.Scalar();
         if (!IsValidUtf8(key)) return FieldError{path, "a mapping key is not valid UTF-8"};
-        std::string child = path.empty() ? key : path + "." + key;
+        std::string child = path.empty() ? key : fmt::format("{}.{}", path, key);
         json v;
         if (auto e = YamlToJson(kv.second, depth + 1, budget, child, v)) return e;
         out[key] = std::move(v);
@@ -78,8 +79,9 @@ std::optional<FieldError> YamlToJson(const YAML::Node& node, int depth, int& bud
       const std::string& s = node.Scalar();
       // yaml-cpp passes bytes through; JSON (and the canonical form) needs UTF-8.
       if (!IsValidUtf8(s)) return FieldError{path, "is not valid UTF-8"};
-      // A quoted scalar ("8") is a string; only plain scalars take YAML's implicit types.
-      if (node.Tag() == "!") {
+      // A quoted scalar ("8") is a string; only plain scalars take YAML's implicit types. The first
+      // and last branches both make a string, for different reasons: kept apart.
+      if (node.Tag() == "!") {  // NOLINT(bugprone-branch-clone)
         out = s;
       } else if (s == "true" || s == "True" || s == "TRUE") {
         out = true;
@@ -239,7 +241,7 @@ std::optional<FieldError> GetStage(const json& v, std::vector<StageItem>& out) {
     if (!v[i].is_object()) return FieldError{base, "must be an object, got " + TypeName(v[i])};
     StageItem item;
     for (const auto& [key, fv] : v[i].items()) {
-      std::string field = base + "." + key;
+      std::string field = fmt::format("{}.{}", base, key);
       if (key == "kind") {
         if (auto e = GetString(fv, field, item.kind)) return e;
         if (item.kind != "dataset" && item.kind != "checkpoint") {

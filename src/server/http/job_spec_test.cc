@@ -1,5 +1,6 @@
 #include "server/http/job_spec.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -312,7 +313,7 @@ TEST(JobSpecTest, HostileYamlIsRejectedNotExpanded) {
   std::string prev = "a";
   for (char c = 'b'; c <= 'j'; ++c) {
     std::string name(1, c);
-    doc += name + ": &" + name + " [";
+    doc += fmt::format("{0}: &{0} [", name);
     for (int i = 0; i < 9; ++i) doc += (i ? ", *" : "*") + prev;
     doc += "]\n";
     prev = name;

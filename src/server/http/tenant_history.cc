@@ -121,6 +121,7 @@ TenantHistory::Sample TenantHistory::Measure() const {
   // The largest tenants by demand, when there are more than a sample keeps.
   if (points.size() > kMaxTenantsPerSample) {
     std::vector<std::pair<std::int64_t, std::string>> by_demand;
+    by_demand.reserve(points.size());
     for (const auto& [t, p] : points) by_demand.emplace_back(p.used + p.pending, t);
     std::nth_element(by_demand.begin(), by_demand.begin() + kMaxTenantsPerSample, by_demand.end(),
                      std::greater<>());

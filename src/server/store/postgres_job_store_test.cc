@@ -17,6 +17,7 @@
 // connection (ReconnectsAfterTheServerDropsItsConnections does that on purpose). Only
 // allocations made inside libpqxx are ignored: a connection the store forgot to free would still
 // be reported, from the store's own frames.
+// NOLINTNEXTLINE(bugprone-reserved-identifier): LeakSanitizer's hook, which must be spelled so.
 extern "C" const char* __lsan_default_suppressions() { return "leak:libpqxx-6.4.so\n"; }
 
 namespace baton::server {

@@ -64,6 +64,7 @@ TEST(PackingTest, CurvesAsCsvAndHtml) {
 
 TEST(PackingTest, VariantsResampleDeterministically) {
   std::vector<OpenbPod> pods;
+  pods.reserve(100);
   for (int i = 0; i < 90; ++i) pods.push_back({"s", 1000, 100, 1, 300, {}, "", ""});
   for (int i = 0; i < 10; ++i) pods.push_back({"m", 1000, 100, 4, 1000, {}, "", ""});
   auto multi = VariantPods(pods, "multi-gpu");

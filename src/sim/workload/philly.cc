@@ -19,8 +19,8 @@ namespace {
 class PhillyReader final : public LineReader {
  public:
   PhillyReader(std::istream& in, std::string name, const TraceOptions& options)
-      : LineReader(in, name, options),
-        virtual_cluster_(std::filesystem::path(name).stem().string()) {}
+      : LineReader(in, std::move(name), options),
+        virtual_cluster_(std::filesystem::path(LineReader::name()).stem().string()) {}
 
  protected:
   Result<std::optional<TraceJob>> Parse(std::string_view line) override {

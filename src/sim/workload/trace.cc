@@ -226,7 +226,8 @@ Result<const TraceFormat*> GuessTraceFormat(std::string_view path, std::string_v
 }
 
 Result<std::unique_ptr<TraceReader>> MakeTraceReader(std::string_view format, std::istream& in,
-                                                     std::string name, TraceOptions options) {
+                                                     std::string name,
+                                                     const TraceOptions& options) {
   ASSIGN_OR_RETURN(const TraceFormat* f, FindTraceFormat(format));
   return f->make(in, std::move(name), options);
 }

@@ -107,7 +107,8 @@ Result<const TraceFormat*> GuessTraceFormat(std::string_view path, std::string_v
 
 // A reader of `format` (a registered name) over `in`, which must outlive it.
 Result<std::unique_ptr<TraceReader>> MakeTraceReader(std::string_view format, std::istream& in,
-                                                     std::string name, TraceOptions options = {});
+                                                     std::string name,
+                                                     const TraceOptions& options = {});
 // Opens a file (format guessed when empty) and owns the stream. A directory is read as one
 // trace: its files of that format (by extension; Philly's `.trace` when no format is given),
 // merged by submit time, each file's jobs tagged with the file's name as their tenant when the

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace baton::sim {
 namespace {
@@ -27,10 +28,10 @@ struct ReadAll {
   Status status;
 };
 
-ReadAll Read(std::string_view format, const std::string& text, TraceOptions options = {},
+ReadAll Read(std::string_view format, const std::string& text, const TraceOptions& options = {},
              std::string name = "t") {
   std::istringstream in(text);
-  auto made = MakeTraceReader(format, in, name, options);
+  auto made = MakeTraceReader(format, in, std::move(name), options);
   ReadAll out;
   if (!made.ok()) {
     out.status = made.status();

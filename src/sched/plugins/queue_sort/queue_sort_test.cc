@@ -38,6 +38,7 @@ class QueueSortTest : public ::testing::Test {
       return a->spec.submit_time < b->spec.submit_time;
     });
     std::vector<std::uint64_t> ids;
+    ids.reserve(v.size());
     for (const JobInfo* j : v) ids.push_back(j->spec.id.value());
     return ids;
   }

@@ -92,7 +92,8 @@ void TenantQuotaPlugin::Count(const PluginContext& ctx, const JobInfo& job, cons
   Usage& u = UsageOf(ctx)[job.spec.tenant];
   const topo::Cluster& c = ctx.state.cluster();
   for (const auto& a : p.nodes) {
-    const std::int64_t n = (SharesGpu(job.spec) ? 1 : std::popcount(a.mask)) * sign;
+    const std::int64_t n =
+        static_cast<std::int64_t>(SharesGpu(job.spec) ? 1 : std::popcount(a.mask)) * sign;
     u.total += n;
     u.by_type[c.shape_of(a.node).gpu] += n;
   }

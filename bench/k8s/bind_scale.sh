@@ -30,13 +30,7 @@ trap cleanup EXIT
 admin=$(cat "$work/plane/admin.token")
 source "$src/tests/kubernetes/lib.sh"  # api, json, ready_nodes, apply_baton_rbac, jobs_namespace
 "$plane" add-nodes "$work/plane" "$nodes" 16 >/dev/null
-ready=0
-for _ in $(seq 600); do
-  api "$admin" GET "/api/v1/nodes?labelSelector=type%3Dkwok" >/dev/null
-  ready=$(json 'print(sum(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])) for n in d["items"]))')
-  [[ $ready == "$nodes" ]] && break
-  sleep 1
-done
+ready=$(ready_nodes "$admin" "$nodes" 600)
 [[ $ready == "$nodes" ]] || { echo "only $ready of $nodes nodes Ready" >&2; exit 1; }
 apply_baton_rbac "$src" >/dev/null
 jobs_namespace >/dev/null

@@ -12,13 +12,14 @@ api() {
 json() { /usr/bin/python3 -c "import json, sys; d = json.load(open('$work/out')); $1"; }
 message() { json 'print(d.get("message", ""))' 2>/dev/null; }  # a failure Status's reason
 
-# ready_nodes TOKEN N: waits (20 s at most) until N kwok nodes are Ready; prints how many are.
+# ready_nodes TOKEN N [SECONDS]: waits (20 s unless told) until N kwok nodes are Ready; prints how
+# many are.
 ready_nodes() {
-  local ready=0
-  for _ in $(seq 66); do
+  local ready=0 until=$((SECONDS + ${3:-20}))
+  while :; do
     api "$1" GET "/api/v1/nodes?labelSelector=type%3Dkwok" >/dev/null
     ready=$(json 'print(sum(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])) for n in d["items"]))')
-    [[ $ready == "$2" ]] && break
+    if [[ $ready == "$2" ]] || ((SECONDS >= until)); then break; fi
     sleep 0.3
   done
   echo "$ready"

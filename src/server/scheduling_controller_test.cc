@@ -955,6 +955,15 @@ TEST(ControllerTest, GpusPerNodeIsAPerNodeCount) {
   for (const auto& n : job["placement"]["nodes"]) EXPECT_EQ(n["gpus"].size(), 2u) << job.dump();
 }
 
+// Two nodes of 2 GPUs under one leaf.
+Result<topo::Cluster> TwoNodeCluster() {
+  return topo::LoadClusterYaml(
+      "name: two\nfabric: fat-tree\nshapes:\n  two: {gpu: H100, gpus: 2}\nnodes:\n"
+      "  - {names: \"n[1-2]\", shape: two}\nswitches:\n  - {name: leaf1, nodes: \"n[1-2]\"}\n"
+      "tiers: [leaf]\n",
+      "two.yaml");
+}
+
 // The dry-run executor, recording what the controller asks of it ("launch JOB attempt A ranks R",
 // "kill JOB", "waiting JOB: REASON"), in order.
 class RecordingExecutor final : public Executor {
@@ -1078,11 +1087,7 @@ TEST(ControllerTest, ExecutorSubmissionsAreStoredOnceUnderTheirKey) {
 TEST(ControllerTest, AQueuedJobsWaitingReasonReachesTheExecutor) {
   fs::path dir = TempDir("waiting");
   SystemClock clock;
-  auto cluster = topo::LoadClusterYaml(
-      "name: w\nfabric: fat-tree\nshapes:\n  two: {gpu: H100, gpus: 2}\nnodes:\n"
-      "  - {names: \"n[1-2]\", shape: two}\nswitches:\n  - {name: leaf1, nodes: \"n[1-2]\"}\n"
-      "tiers: [leaf]\n",
-      "w.yaml");
+  auto cluster = TwoNodeCluster();
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   auto log = std::make_shared<std::vector<std::string>>();
   auto mu = std::make_shared<std::mutex>();
@@ -1122,11 +1127,7 @@ TEST(ControllerTest, AQueuedJobsWaitingReasonReachesTheExecutor) {
 TEST(ControllerTest, ElasticJobIsRelaunchedAtItsNewSizeOnEveryResize) {
   fs::path dir = TempDir("elastic");
   SystemClock clock;
-  auto cluster = topo::LoadClusterYaml(
-      "name: el\nfabric: fat-tree\nshapes:\n  two: {gpu: H100, gpus: 2}\nnodes:\n"
-      "  - {names: \"n[1-2]\", shape: two}\nswitches:\n  - {name: leaf1, nodes: \"n[1-2]\"}\n"
-      "tiers: [leaf]\n",
-      "el.yaml");
+  auto cluster = TwoNodeCluster();
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   auto log = std::make_shared<std::vector<std::string>>();
   auto mu = std::make_shared<std::mutex>();

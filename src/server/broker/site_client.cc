@@ -95,6 +95,10 @@ Answer Exchange(const std::string& url, httplib::Request req, Deadline deadline,
     }
   }
   request.join();
+  // The socket's read timeout is the time left at the start, so a dripping site's read can time
+  // out at the deadline on the request's thread before this one wakes to cut it off (a loaded
+  // machine): an exchange that failed by the deadline was not answered by it either.
+  if (!sent && SteadyClock::now() >= deadline) late = true;
 
   if (too_large) {
     out.failure = CallFailure::kTooLarge;

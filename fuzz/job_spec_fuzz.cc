@@ -14,12 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   BodyFormat format = (data[0] & 1) != 0 ? BodyFormat::kYaml : BodyFormat::kJson;
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
-  std::string field;
-  baton::Result<JobSpec> spec = ParseJobSpec(body, format, &field);
+  baton::Result<JobSpec> spec = ParseJobSpec(body, format);
   if (!spec.ok()) return 0;
   if (spec->gpus < 1 || spec->gpus > kMaxJobGpus || spec->name.empty()) __builtin_trap();
   std::string canonical = CanonicalJson(*spec);
-  baton::Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  baton::Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson);
   if (!again.ok() || CanonicalJson(*again) != canonical) __builtin_trap();
   return 0;
 }

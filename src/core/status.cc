@@ -30,13 +30,24 @@ std::string_view StatusCodeName(StatusCode code) {
 
 Status::Status(StatusCode code, std::string message) {
   if (code != StatusCode::kOk) {
-    rep_ = std::make_shared<const Rep>(Rep{code, std::move(message)});
+    std::string reason = message;
+    rep_ = std::make_shared<const Rep>(Rep{code, std::move(message), {}, std::move(reason)});
   }
 }
 
 const std::string& Status::message() const {
   static const std::string kEmpty;
   return rep_ ? rep_->message : kEmpty;
+}
+
+const std::string& Status::field() const {
+  static const std::string kEmpty;
+  return rep_ ? rep_->field : kEmpty;
+}
+
+const std::string& Status::reason() const {
+  static const std::string kEmpty;
+  return rep_ ? rep_->reason : kEmpty;
 }
 
 std::string Status::ToString() const {
@@ -52,7 +63,17 @@ Status Status::WithPrefix(std::string_view prefix) const {
   std::string m(prefix);
   m += ": ";
   m += message();
-  return Status(code(), std::move(m));
+  Status out;
+  out.rep_ = std::make_shared<const Rep>(Rep{code(), std::move(m), field(), reason()});
+  return out;
+}
+
+Status InvalidFieldError(std::string field, std::string reason) {
+  Status out;
+  std::string message = "field '" + field + "': " + reason;
+  out.rep_ = std::make_shared<const Status::Rep>(Status::Rep{
+      StatusCode::kInvalidArgument, std::move(message), std::move(field), std::move(reason)});
+  return out;
 }
 
 Status InvalidArgumentError(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }

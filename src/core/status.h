@@ -42,17 +42,29 @@ class [[nodiscard]] Status {
   // "INVALID_ARGUMENT: cluster.yaml:12: field 'gpus': must be > 0", or "OK".
   std::string ToString() const;
 
-  // Returns a copy whose message is "prefix: message" (for adding file/line context).
+  // Returns a copy whose message is "prefix: message" (for adding file/line context). The field
+  // and the reason are kept.
   Status WithPrefix(std::string_view prefix) const;
+
+  // The input field the failure is about, in the vocabulary of whoever made the Status (empty
+  // when it is about no one field), and the reason without any prefix or field: a Status made by
+  // InvalidFieldError has message "field 'F': reason". A caller that speaks another vocabulary
+  // renames the field with these, never by searching the message.
+  const std::string& field() const;
+  const std::string& reason() const;
 
   friend bool operator==(const Status& a, const Status& b) {
     return a.code() == b.code() && a.message() == b.message();
   }
 
  private:
+  friend Status InvalidFieldError(std::string field, std::string reason);
+
   struct Rep {
     StatusCode code;
     std::string message;
+    std::string field;
+    std::string reason;
   };
   std::shared_ptr<const Rep> rep_;
 };
@@ -66,6 +78,10 @@ Status UnavailableError(std::string message);
 Status InternalError(std::string message);
 Status PermissionDeniedError(std::string message);
 Status UnauthenticatedError(std::string message);
+
+// The caller's input is wrong in one field: INVALID_ARGUMENT, message "field 'FIELD': REASON",
+// with field() and reason() set.
+Status InvalidFieldError(std::string field, std::string reason);
 
 // Result<T> holds either a T or a non-OK Status.
 template <typename T>

@@ -37,6 +37,20 @@ TEST(StatusTest, ErrorCarriesCodeAndMessage) {
   EXPECT_EQ(s.WithPrefix("cluster.yaml:3").message(), "cluster.yaml:3: model 'gpt-5'");
 }
 
+TEST(StatusTest, AFieldErrorCarriesItsFieldAndReasonThroughAPrefix) {
+  Status s = InvalidFieldError("gpus_per_task", "must divide gpus");
+  EXPECT_EQ(s.message(), "field 'gpus_per_task': must divide gpus");
+  Status p = s.WithPrefix("job 'a'");
+  EXPECT_EQ(p.message(), "job 'a': field 'gpus_per_task': must divide gpus");
+  EXPECT_EQ(p.field(), "gpus_per_task");
+  EXPECT_EQ(p.reason(), "must divide gpus");
+  EXPECT_EQ(p.code(), StatusCode::kInvalidArgument);
+  Status plain = NotFoundError("no such job");
+  EXPECT_EQ(plain.field(), "");
+  EXPECT_EQ(plain.reason(), "no such job");
+  EXPECT_EQ(Status::Ok().field(), "");
+}
+
 TEST(ResultTest, PropagatesThroughMacros) {
   EXPECT_EQ(*Quarter(8), 2);
   Result<int> r = Quarter(6);

@@ -171,12 +171,10 @@ class Controller {
   virtual std::string Topology() const { return {}; }
   // Admission: OK when `spec` could ever run on this cluster (http/admission.h: GPUs, type,
   // topology level; and the scheduler's own job validation: a task above every node's GPUs, CPU
-  // or memory, a GPU share); otherwise kInvalidArgument with the API field at fault in `*field`.
-  // Called from HTTP threads before the job is stored; must not block. Without a scheduler there is
-  // no cluster to check: OK.
-  virtual Status Admit(const JobSpec& /*spec*/, std::string* /*field*/) const {
-    return Status::Ok();
-  }
+  // or memory, a GPU share); otherwise kInvalidArgument whose field() is the API field at fault
+  // (the job spec's names, never the scheduler's). Called from HTTP threads before the job is
+  // stored; must not block. Without a scheduler there is no cluster to check: OK.
+  virtual Status Admit(const JobSpec& /*spec*/) const { return Status::Ok(); }
   // What the scheduler would do with `spec` (validated, tenant set) were it submitted now:
   // sched::Scheduler::WhatIf on the live state. Changes nothing; may wait for the scheduling
   // cycle in progress. InvalidArgument for a spec the scheduler or planner refuses.

@@ -125,8 +125,7 @@ Result<sched::Placement> FromStoredPlacement(const topo::Cluster& cluster,
 
 Result<sched::GangJob> GangJobFromRecord(const JobRecord& job, double time_scale,
                                          const topo::Cluster* cluster) {
-  std::string field;
-  ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson, &field));
+  ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(job.spec_json, BodyFormat::kJson));
   return GangJobFromSpec(job, spec, time_scale, cluster);
 }
 
@@ -240,7 +239,14 @@ Result<std::unique_ptr<SchedulingController>> SchedulingController::Create(
   return c;
 }
 
-Status SchedulingController::CheckJob(const JobSpec& spec, std::string* field) const {
+// The job spec's name for a sched::GangJob field a refusal names (GangJobFromSpec's mapping).
+std::string SpecField(std::string_view gang_field) {
+  if (gang_field.starts_with("gpu_types")) return "gpu_type";
+  if (gang_field == "gpus_per_task") return "gpus_per_node";
+  return std::string(gang_field);
+}
+
+Status SchedulingController::CheckJob(const JobSpec& spec) const {
   if (!admission_cluster_) return Status::Ok();
   JobRecord record;
   record.id = 1;
@@ -248,21 +254,8 @@ Status SchedulingController::CheckJob(const JobSpec& spec, std::string* field) c
   ASSIGN_OR_RETURN(sched::GangJob job,
                    GangJobFromSpec(record, spec, executor_->TimeScale(), admission_cluster_.get()));
   Status s = sched::ValidateJob(job, *admission_cluster_);
-  if (s.ok()) return s;
-  // "job 'NAME': field 'F': why" -> the spec's name for F.
-  std::string_view m = s.message();
-  const auto at = m.find("field '");
-  std::string f;
-  if (at != std::string_view::npos) {
-    const auto end = m.find('\'', at + 7);
-    f = std::string(m.substr(at + 7, end - at - 7));
-    m.remove_prefix(end == std::string_view::npos ? m.size() : std::min(m.size(), end + 2));
-    m = Trim(m);
-  }
-  if (f.starts_with("gpu_types")) f = "gpu_type";
-  if (f == "gpus_per_task") f = "gpus_per_node";
-  if (field != nullptr) *field = f;
-  return InvalidArgumentError(fmt::format("field '{}': {}", f, m));
+  if (s.ok() || s.field().empty()) return s;
+  return InvalidFieldError(SpecField(s.field()), s.reason());
 }
 
 SchedulingController::SchedulingController(std::unique_ptr<planning::PlannerEstimator> planner,
@@ -405,8 +398,7 @@ Status SchedulingController::Reload() {
     while (true) {
       ASSIGN_OR_RETURN(JobPage page, store_->List(filter));
       for (const JobRecord& job : page.jobs) {
-        std::string field;
-        Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
+        Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson);
         Result<sched::GangJob> spec =
             js.ok() ? GangJobFromSpec(job, *js, executor_->TimeScale(), &cluster()) : js.status();
         if (!spec.ok()) {
@@ -596,8 +588,7 @@ std::string SchedulingController::PlannerNote(const sched::GangJob& job,
 }
 
 void SchedulingController::Handle(Submitted& in) {
-  std::string field;
-  Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson, &field);
+  Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson);
   Result<sched::GangJob> spec =
       js.ok() ? GangJobFromSpec(in.job, *js, executor_->TimeScale(), &cluster()) : js.status();
   if (spec.ok()) {
@@ -638,27 +629,18 @@ void SchedulingController::Handle(Submitted& in) {
 }
 
 void SchedulingController::HandleSubmission(const Submission& submission) {
-  std::string field;
-  auto refuse = [&](const Status& s) {
-    executor_->Submitted(
-        submission.key,
-        s.code() == StatusCode::kUnavailable
-            ? s
-            : InvalidArgumentError(
-                  field.empty() ? s.message() : fmt::format("{} (field {})", s.message(), field)));
-  };
-  Result<JobSpec> spec = ParseJobSpec(submission.spec_json, BodyFormat::kJson, &field);
+  // A refusal's message names its field ("field 'gpus': ..."), and the Status carries it.
+  auto refuse = [&](const Status& s) { executor_->Submitted(submission.key, s); };
+  Result<JobSpec> spec = ParseJobSpec(submission.spec_json, BodyFormat::kJson);
   if (!spec.ok()) return refuse(spec.status());
   if (!spec->tenant) return refuse(InvalidArgumentError("a submission names no tenant"));
   Result<std::optional<JobRecord>> original =
       store_->FindByIdempotencyKey(*spec->tenant, submission.key);
   if (!original.ok()) return refuse(UnavailableError(original.status().message()));
   if (*original) return executor_->Submitted(submission.key, (*original)->id);
-  if (Status admitted = Admit(*spec, &field); !admitted.ok()) return refuse(admitted);
-  field.clear();
+  if (Status admitted = Admit(*spec); !admitted.ok()) return refuse(admitted);
   if (Status allowed = CheckTenantPolicy(*spec->tenant, spec->priority); !allowed.ok()) {
-    field = "priority";
-    return refuse(allowed);
+    return refuse(InvalidFieldError("priority", allowed.message()));
   }
   Result<SubmitResult> r =
       store_->Submit({*spec->tenant, spec->name, CanonicalJson(*spec), submission.key});
@@ -1505,9 +1487,9 @@ Result<WhatIfView> SchedulingController::WhatIf(const JobSpec& spec) {
   return v;
 }
 
-Status SchedulingController::Admit(const JobSpec& spec, std::string* field) const {
-  RETURN_IF_ERROR(AdmitJob(spec, *admission_cluster_, field));
-  return CheckJob(spec, field);
+Status SchedulingController::Admit(const JobSpec& spec) const {
+  RETURN_IF_ERROR(AdmitJob(spec, *admission_cluster_));
+  return CheckJob(spec);
 }
 
 std::optional<PlacementView> SchedulingController::JobPlacement(JobId job) const {

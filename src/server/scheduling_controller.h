@@ -119,7 +119,7 @@ class SchedulingController final : public Controller {
     std::lock_guard lock(snapshot_mu_);
     return topology_summary_;
   }
-  Status Admit(const JobSpec& spec, std::string* field) const override;
+  Status Admit(const JobSpec& spec) const override;
   ClusterView Cluster() const override;
   std::int64_t StateVersion() const override { return cycles(); }
   Result<perf::SystemSpec> PlanningSystem() const override { return planning_system_; }
@@ -255,7 +255,7 @@ class SchedulingController final : public Controller {
   std::unique_ptr<const topo::Cluster> admission_cluster_;
   // The scheduler's own validation of the job (sched::ValidateJob) on admission_cluster_, with
   // its field names mapped to the API's. Part of Admit.
-  Status CheckJob(const JobSpec& spec, std::string* field) const;
+  Status CheckJob(const JobSpec& spec) const;
   // The cluster's structure as Cluster() answers it, without allocation; immutable after Create.
   static ClusterView ClusterLayout(const topo::Cluster& c);
   ClusterView layout_;

@@ -56,10 +56,9 @@ class RecordingController final : public Controller {
     for (const std::string& n : known_nodes) out.push_back(NodeView{n, "healthy", {}, 8, 0, {}});
     return out;
   }
-  Status Admit(const JobSpec&, std::string* field) const override {
+  Status Admit(const JobSpec&) const override {
     if (!refuse_all) return Status::Ok();
-    *field = "gpus";
-    return InvalidArgumentError("field 'gpus': the cluster lost its nodes");
+    return InvalidFieldError("gpus", "the cluster lost its nodes");
   }
   std::optional<PlacementView> JobPlacement(JobId) const override {
     if (phase.empty()) return std::nullopt;

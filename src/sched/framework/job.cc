@@ -42,18 +42,23 @@ constexpr MigProfile kMig80[] = {
 constexpr MigProfile kMig40[] = {
     {"1g.5gb", 1, 1}, {"2g.10gb", 2, 2}, {"3g.20gb", 3, 4}, {"4g.20gb", 4, 4}, {"7g.40gb", 7, 8}};
 
+// "job 'NAME': field 'FIELD': why", with the field and the reason in the Status.
+Status JobFieldError(const GangJob& job, std::string field, std::string why) {
+  return InvalidFieldError(std::move(field), std::move(why))
+      .WithPrefix(fmt::format("job '{}'", Printable(job.name)));
+}
+
 // The extended resources of `job` are well formed and known to `cluster`.
 Status CheckExtended(const GangJob& job, const topo::Cluster& cluster) {
   if (job.extended.size() > kMaxExtendedPerTask) {
-    return InvalidArgumentError(fmt::format("job '{}': field 'extended': {} resources, at most {}",
-                                            Printable(job.name), job.extended.size(),
-                                            kMaxExtendedPerTask));
+    return JobFieldError(
+        job, "extended",
+        fmt::format("{} resources, at most {}", job.extended.size(), kMaxExtendedPerTask));
   }
   for (std::size_t i = 0; i < job.extended.size(); ++i) {
     const auto& r = job.extended[i];
     auto bad = [&](const std::string& why) {
-      return InvalidArgumentError(fmt::format("job '{}': field 'extended.{}': {}",
-                                              Printable(job.name), Printable(r.name), why));
+      return JobFieldError(job, fmt::format("extended.{}", Printable(r.name)), why);
     };
     if (Status s = topo::CheckExtendedResourceName(r.name); !s.ok()) return bad(s.message());
     for (std::size_t k = 0; k < i; ++k) {
@@ -111,17 +116,15 @@ Status CheckHostFit(const GangJob& job, const topo::Cluster& cluster, int task_g
   if (short_of.empty()) short_of = "gpus";
   std::string extended;
   for (const auto& r : job.extended) extended += fmt::format(", {} {}", r.amount, r.name);
-  return InvalidArgumentError(
-      fmt::format("job '{}': field '{}': no node of cluster '{}' has {} GPUs, {} milli-CPU and {} "
-                  "MiB{} for one task",
-                  Printable(job.name), short_of, cluster.name(), task_gpus, job.cpu_milli,
-                  job.memory_mib, extended));
+  return JobFieldError(
+      job, short_of,
+      fmt::format("no node of cluster '{}' has {} GPUs, {} milli-CPU and {} MiB{} for one task",
+                  cluster.name(), task_gpus, job.cpu_milli, job.memory_mib, extended));
 }
 
 Status ValidateCpuOnly(const GangJob& job, const topo::Cluster& cluster) {
   auto bad = [&](std::string_view field, const std::string& why) {
-    return InvalidArgumentError(
-        fmt::format("job '{}': field '{}': {}", Printable(job.name), field, why));
+    return JobFieldError(job, std::string(field), why);
   };
   if (SharesGpu(job)) {
     return bad(job.gpu_milli > 0 ? "gpu_milli" : "mig_profile",
@@ -204,8 +207,7 @@ int DefaultElasticStep(const GangJob& job, const topo::Cluster& cluster) {
 
 Status ValidateJob(const GangJob& job, const topo::Cluster& cluster) {
   auto bad = [&](std::string_view field, const std::string& why) {
-    return InvalidArgumentError(
-        fmt::format("job '{}': field '{}': {}", Printable(job.name), field, why));
+    return JobFieldError(job, std::string(field), why);
   };
   if (!job.id.valid()) return bad("id", "missing job id");
   if (job.cpu_milli < 0)

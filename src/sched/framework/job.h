@@ -165,7 +165,9 @@ std::optional<GpuShareAmount> ShareOn(const GangJob& job, const topo::GpuSpec& g
 // with GPU fields, an extended resource (field "extended.NAME") no node shape declares, with a
 // negative amount, given twice or past kMaxExtendedPerTask, or a task whose GPUs, CPU, memory and
 // extended resources together exceed every node (of the accepted types). A node shape with 0 CPUs
-// or 0 memory does not declare that resource and does not limit it.
+// or 0 memory does not declare that resource and does not limit it. A refusal's field() names
+// the GangJob field ("gpus_per_task", "gpu_types[0]", "extended.NAME", ...) and its reason() says
+// why; its message is "job 'NAME': field 'FIELD': REASON".
 Status ValidateJob(const GangJob& job, const topo::Cluster& cluster);
 
 // The task size ValidateJob accepted for `job` on `cluster` (resolves gpus_per_task == 0).

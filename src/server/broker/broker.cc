@@ -109,18 +109,17 @@ std::int64_t Broker::QuotaFor(const std::string& tenant) const {
   return p != nullptr && p->max_gpus ? *p->max_gpus : -1;
 }
 
-Status Broker::Admit(const JobSpec& spec, std::string* field) const {
+Status Broker::Admit(const JobSpec& spec) const {
   if (!spec.stage.empty()) {
-    *field = "stage";
-    return InvalidArgumentError(
-        "field 'stage': the broker fills it from its routing plan; give federation.datasets");
+    return InvalidFieldError("stage",
+                             "the broker fills it from its routing plan; give federation.datasets");
   }
   std::int64_t quota = spec.tenant ? QuotaFor(*spec.tenant) : -1;
   if (quota >= 0 && spec.gpus > quota) {
-    *field = "gpus";
-    return InvalidArgumentError(fmt::format(
-        "field 'gpus': {} is more than tenant '{}' may have in flight across the federation ({})",
-        spec.gpus, *spec.tenant, quota));
+    return InvalidFieldError(
+        "gpus", fmt::format("{} is more than tenant '{}' may have in flight across the federation "
+                            "({})",
+                            spec.gpus, *spec.tenant, quota));
   }
   const FederationFields none;
   const FederationFields& f = spec.federation ? *spec.federation : none;
@@ -128,27 +127,22 @@ Status Broker::Admit(const JobSpec& spec, std::string* field) const {
     bool found = false;
     for (const federation::Site& s : sites_.sites()) found = found || s.FindDataset(f.datasets[i]);
     if (!found) {
-      *field = fmt::format("federation.datasets[{}]", i);
-      return InvalidArgumentError(
-          fmt::format("field '{}': no site stores a dataset '{}'", *field, f.datasets[i]));
+      return InvalidFieldError(fmt::format("federation.datasets[{}]", i),
+                               fmt::format("no site stores a dataset '{}'", f.datasets[i]));
     }
   }
   if (!f.home_site.empty() && sites_.Find(f.home_site) < 0) {
-    *field = "federation.home_site";
-    return InvalidArgumentError(
-        fmt::format("field 'federation.home_site': unknown site '{}'", f.home_site));
+    return InvalidFieldError("federation.home_site", fmt::format("unknown site '{}'", f.home_site));
   }
   if (f.home_site.empty() && policy_.name == "home-site") {
-    *field = "federation.home_site";
-    return InvalidArgumentError("field 'federation.home_site': the home-site policy needs one");
+    return InvalidFieldError("federation.home_site", "the home-site policy needs one");
   }
   for (std::size_t i = 0; i < f.require_regions.size(); ++i) {
     bool any = false;
     for (const federation::Site& s : sites_.sites()) any = any || s.InRegion(f.require_regions[i]);
     if (!any) {
-      *field = fmt::format("federation.require_regions[{}]", i);
-      return InvalidArgumentError(
-          fmt::format("field '{}': no site is in region '{}'", *field, f.require_regions[i]));
+      return InvalidFieldError(fmt::format("federation.require_regions[{}]", i),
+                               fmt::format("no site is in region '{}'", f.require_regions[i]));
     }
   }
   return Status::Ok();
@@ -259,7 +253,7 @@ Status Broker::Recover() {
             job.checkpoint_site = site;  // it ran there, or may have
           }
         }
-        Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson, nullptr);
+        Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson);
         if (!spec.ok()) {
           LOG_ERROR("federation job {}: its stored spec no longer parses: {}", r.id,
                     spec.status().ToString());
@@ -307,7 +301,7 @@ void Broker::Drain() {
     cancelled.swap(cancelled_);
   }
   for (JobRecord& r : submitted) {
-    Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson, nullptr);
+    Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson);
     if (!spec.ok()) continue;  // the API stored what it parsed: not expected
     FedJob job;
     job.spec = std::move(spec).value();

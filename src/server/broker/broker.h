@@ -100,7 +100,7 @@ class Broker final : public Controller {
   void OnNodeAdminChanged(const NodeAdminState&) override {}
   // The federation fields against the sites file (known datasets and sites, regions some site
   // carries), no `stage` (the broker fills it), and the tenant's quota.
-  Status Admit(const JobSpec& spec, std::string* field) const override;
+  Status Admit(const JobSpec& spec) const override;
   Status CheckTenantPolicy(std::string_view tenant, int priority) const override {
     return options_.tenancy.CheckPriority(tenant, priority);
   }

@@ -330,7 +330,7 @@ struct RunningBroker {
   }
   // Stores a job of tenant team-a from `spec_json` and hands it to the broker.
   JobId Submit(const std::string& spec_json) {
-    Result<JobSpec> spec = ParseJobSpec(spec_json, BodyFormat::kJson, nullptr);
+    Result<JobSpec> spec = ParseJobSpec(spec_json, BodyFormat::kJson);
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
     if (!spec.ok()) return 0;
     spec->tenant = "team-a";
@@ -539,7 +539,7 @@ TEST(BrokerRestartTest, AFreshDatabaseNeverCollidesWithAnEarlierBrokersKeys) {
     EXPECT_TRUE((*broker)->Start(**store, metrics).ok());
     Result<JobSpec> spec =
         ParseJobSpec(fmt::format(R"({{"name": "{}", "gpus": 8, "estimated_runtime_s": 60}})", name),
-                     BodyFormat::kJson, nullptr);
+                     BodyFormat::kJson);
     EXPECT_TRUE(spec.ok());
     spec->tenant = "team-a";
     Result<SubmitResult> r = (*store)->Submit({"team-a", name, CanonicalJson(*spec), ""});

@@ -51,7 +51,7 @@ std::unique_ptr<Broker> MakeBroker(BrokerOptions options = {}) {
 }
 
 JobSpec Spec(std::string_view body) {
-  Result<JobSpec> spec = ParseJobSpec(body, BodyFormat::kJson, nullptr);
+  Result<JobSpec> spec = ParseJobSpec(body, BodyFormat::kJson);
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
   JobSpec s = std::move(spec).value();
   if (!s.tenant) s.tenant = "team-a";
@@ -110,14 +110,13 @@ TEST_P(BrokerAdmits, ByTheSitesFileAndTheQuota) {
   auto broker = MakeBroker(o);
   ASSERT_NE(broker, nullptr);
   const AdmitCase& c = GetParam();
-  std::string field;
-  Status st = broker->Admit(Spec(c.body), &field);
+  Status st = broker->Admit(Spec(c.body));
   if (std::string(c.field).empty()) {
     EXPECT_TRUE(st.ok()) << st.ToString();
     return;
   }
   ASSERT_FALSE(st.ok()) << c.body;
-  EXPECT_EQ(field, c.field);
+  EXPECT_EQ(st.field(), c.field);
   EXPECT_NE(st.message().find(c.message_part), std::string::npos) << st.message();
 }
 
@@ -203,8 +202,7 @@ TEST(BrokerTest, TheShippedSitesFileValidatesAndRoutesItsOwnDatasets) {
           R"({{"name": "ft", "gpus": 8, "estimated_runtime_s": 3600,
                "federation": {{"datasets": ["{}"]}}}})",
           d.name));
-      std::string field;
-      Status st = (*broker)->Admit(spec, &field);
+      Status st = (*broker)->Admit(spec);
       EXPECT_TRUE(st.ok()) << d.name << ": " << st.ToString();
       federation::JobNeeds needs;
       needs.name = "ft";

@@ -11,9 +11,8 @@
 namespace baton::server {
 namespace {
 
-Status Refuse(std::string* field, std::string_view name, const std::string& why) {
-  if (field != nullptr) *field = std::string(name);
-  return InvalidArgumentError(fmt::format("field '{}': {}", name, why));
+Status Refuse(std::string_view name, std::string why) {
+  return InvalidFieldError(std::string(name), std::move(why));
 }
 
 bool TierHasLevel(const topo::Cluster& cluster, topo::Level level) {
@@ -63,11 +62,10 @@ int LargestDomainGpus(const topo::Cluster& cluster, topo::Level level) {
   return cluster.counts().total;
 }
 
-Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster, std::string* field) {
-  if (field != nullptr) field->clear();
+Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster) {
   const std::int64_t total = cluster.counts().total;
   if (spec.gpus > total) {
-    return Refuse(field, "gpus",
+    return Refuse("gpus",
                   fmt::format("{} GPUs but cluster '{}' has {}", spec.gpus, cluster.name(), total));
   }
   // GPUs (and the largest node) among the nodes the job may use.
@@ -76,8 +74,7 @@ Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster, std::string* 
   if (!spec.gpu_type.empty()) {
     Result<const topo::GpuSpec*> type = topo::FindGpu(spec.gpu_type);
     if (!type.ok()) {
-      return Refuse(field, "gpu_type",
-                    fmt::format("unknown GPU type '{}'", Printable(spec.gpu_type, 64)));
+      return Refuse("gpu_type", fmt::format("unknown GPU type '{}'", Printable(spec.gpu_type, 64)));
     }
     std::map<std::string, int> present;
     usable = 0;
@@ -95,18 +92,16 @@ Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster, std::string* 
       for (const auto& [name, n] : present) {
         have += fmt::format("{}{} x {}", have.empty() ? "" : ", ", n, name);
       }
-      return Refuse(field, "gpu_type",
-                    fmt::format("cluster '{}' has no {} GPUs (it has {})", cluster.name(),
-                                (*type)->name, have));
+      return Refuse("gpu_type", fmt::format("cluster '{}' has no {} GPUs (it has {})",
+                                            cluster.name(), (*type)->name, have));
     }
     if (spec.gpus > usable) {
-      return Refuse(field, "gpus",
-                    fmt::format("{} GPUs but cluster '{}' has {} of type {}", spec.gpus,
-                                cluster.name(), usable, (*type)->name));
+      return Refuse("gpus", fmt::format("{} GPUs but cluster '{}' has {} of type {}", spec.gpus,
+                                        cluster.name(), usable, (*type)->name));
     }
   }
   if (spec.gpus_per_node > largest_node) {
-    return Refuse(field, "gpus_per_node",
+    return Refuse("gpus_per_node",
                   fmt::format("{} GPUs per node but the largest node{} has {}", spec.gpus_per_node,
                               spec.gpu_type.empty() ? "" : " of that type", largest_node));
   }
@@ -114,13 +109,12 @@ Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster, std::string* 
                                     std::pair{"topology.preferred", &spec.topology_preferred}}) {
     if (value->empty()) continue;
     Result<topo::Level> level = topo::ParseLevel(*value);
-    if (!level.ok()) return Refuse(field, name, std::string(level.status().message()));
+    if (!level.ok()) return Refuse(name, std::string(level.status().message()));
     const bool exists = *level == topo::Level::kNode || *level == topo::Level::kNvlinkDomain ||
                         *level == topo::Level::kGpu || TierHasLevel(cluster, *level);
     if (!exists) {
-      return Refuse(field, name,
-                    fmt::format("level '{}' does not exist in cluster '{}' (it has {})", *value,
-                                cluster.name(), Levels(cluster)));
+      return Refuse(name, fmt::format("level '{}' does not exist in cluster '{}' (it has {})",
+                                      *value, cluster.name(), Levels(cluster)));
     }
     // Only the required level is a constraint; a preferred one that cannot hold the gang is
     // relaxed by the scheduler.
@@ -128,9 +122,8 @@ Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster, std::string* 
       const int domain = LargestDomainGpus(cluster, *level);
       if (spec.gpus > domain) {
         return Refuse(
-            field, name,
-            fmt::format("{} GPUs cannot fit in one {}: the largest in cluster '{}' has {}",
-                        spec.gpus, *value, cluster.name(), domain));
+            name, fmt::format("{} GPUs cannot fit in one {}: the largest in cluster '{}' has {}",
+                              spec.gpus, *value, cluster.name(), domain));
       }
     }
   }

@@ -16,10 +16,10 @@
 
 namespace baton::server {
 
-// OK, or kInvalidArgument naming the field in `*field` (the API's names: "gpus", "gpu_type",
-// "gpus_per_node", "topology.required", "topology.preferred") and the reason in the message
-// ("field 'gpus': 4096 GPUs but cluster 'superpod-h100' has 1024").
-Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster, std::string* field);
+// OK, or kInvalidArgument whose field() is the API's name for the field at fault ("gpus",
+// "gpu_type", "gpus_per_node", "topology.required", "topology.preferred") and whose message says
+// why ("field 'gpus': 4096 GPUs but cluster 'superpod-h100' has 1024").
+Status AdmitJob(const JobSpec& spec, const topo::Cluster& cluster);
 
 // The GPUs in the largest domain of `level` (a node, an NVLink domain, a leaf's subtree, ...);
 // levels the fabric does not have count as the next level up that it has, and the whole cluster

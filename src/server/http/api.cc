@@ -69,8 +69,8 @@ int HttpStatus(StatusCode code) {
   return 500;
 }
 
-void SendStatus(httplib::Response& res, const Status& s, std::string_view field = {}) {
-  SendError(res, HttpStatus(s.code()), StatusCodeName(s.code()), s.message(), field);
+void SendStatus(httplib::Response& res, const Status& s) {
+  SendError(res, HttpStatus(s.code()), StatusCodeName(s.code()), s.message(), s.field());
 }
 
 std::string_view ErrorCodeForHttp(int status) {
@@ -541,22 +541,22 @@ struct Api::Routes {
   // endpoints do; the controller's PlannerEstimator is touched only by its own thread). Without a
   // scheduler there is no cluster to check against: the plan is accepted, and a controller that
   // cannot use it later fails the job with the reason.
-  Status CheckPlan(const JobSpec& spec, std::string* field) {
+  Status CheckPlan(const JobSpec& spec) {
     Result<perf::SystemSpec> cluster = api.controller_.PlanningSystem();
     if (!cluster.ok()) return Status::Ok();
     perf::SystemSpec system = std::move(cluster).value();
     if (spec.gpus > system.gpus) {
-      *field = "gpus";
-      return InvalidArgumentError(
-          fmt::format("field 'gpus': {} is more than the cluster's {} GPUs, so the plan cannot run",
-                      spec.gpus, system.gpus));
+      return InvalidFieldError(
+          "gpus", fmt::format("{} is more than the cluster's {} GPUs, so the plan cannot run",
+                              spec.gpus, system.gpus));
     }
     system.gpus = static_cast<int>(spec.gpus);
-    Result<perf::ParallelPlan> plan = perf::ResolveJobPlan(spec.plan->request, system, field);
+    std::string field;
+    Result<perf::ParallelPlan> plan = perf::ResolveJobPlan(spec.plan->request, system, &field);
     if (plan.ok()) return Status::Ok();
     std::string_view message = plan.status().message();  // "plan: ..."
-    if (message.starts_with(*field + ":")) message.remove_prefix(field->size() + 1);
-    return InvalidArgumentError(fmt::format("field '{}': {}", *field, Trim(message)));
+    if (message.starts_with(field + ":")) message.remove_prefix(field.size() + 1);
+    return InvalidFieldError(field, std::string(Trim(message)));
   }
 
   // The answer to a submit whose Idempotency-Key already names `original`: that job (200) when
@@ -586,10 +586,9 @@ struct Api::Routes {
       SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE", format.status().message(), "Content-Type");
       return 415;
     }
-    std::string field;
-    Result<JobSpec> parsed = ParseJobSpec(body, *format, &field);
+    Result<JobSpec> parsed = ParseJobSpec(body, *format);
     if (!parsed.ok()) {
-      SendError(res, 400, "INVALID_ARGUMENT", parsed.status().message(), field);
+      SendStatus(res, parsed.status());
       return 400;
     }
     if (parsed->tenant && *parsed->tenant != who.tenant && who.role != Role::kAdmin) {
@@ -616,7 +615,6 @@ struct Api::Routes {
       if (refused != 415) api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
       return;
     }
-    std::string field;
     // A retry is answered from the store before the checks below: the job it names was admitted
     // when it was created, and a retry must get it back (never a refusal that would make its
     // sender submit it elsewhere) even if the cluster or the policy changed since.
@@ -633,9 +631,9 @@ struct Api::Routes {
       if (*original) return Replay(**original, CanonicalJson(*spec), key, res);
     }
     // Admission: what can never run on this cluster is refused now, not failed later.
-    if (Status admitted = api.controller_.Admit(*spec, &field); !admitted.ok()) {
+    if (Status admitted = api.controller_.Admit(*spec); !admitted.ok()) {
       api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-      SendError(res, 400, "INVALID_ARGUMENT", admitted.message(), field);
+      SendStatus(res, admitted);
       return;
     }
     // The tenancy policy's priority range (docs/tenancy.md): a tenant may not lift its own jobs
@@ -647,10 +645,10 @@ struct Api::Routes {
       return;
     }
     if (spec->plan) {
-      Status planned = CheckPlan(*spec, &field);
+      Status planned = CheckPlan(*spec);
       if (!planned.ok()) {
         api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-        SendError(res, 400, "INVALID_ARGUMENT", planned.message(), field);
+        SendStatus(res, planned);
         return;
       }
     }
@@ -675,18 +673,15 @@ struct Api::Routes {
               const Principal& who) {
     std::optional<JobSpec> spec;
     if (ReadJobSpec(req, body, who, "ask about jobs of", res, &spec) != 0) return;
-    std::string field;
-    if (Status admitted = api.controller_.Admit(*spec, &field); !admitted.ok()) {
-      return SendError(res, 400, "INVALID_ARGUMENT", admitted.message(), field);
+    if (Status admitted = api.controller_.Admit(*spec); !admitted.ok()) {
+      return SendStatus(res, admitted);
     }
     if (Status allowed = api.controller_.CheckTenantPolicy(*spec->tenant, spec->priority);
         !allowed.ok()) {
       return SendError(res, 400, "INVALID_ARGUMENT", allowed.message(), "priority");
     }
     if (spec->plan) {
-      if (Status planned = CheckPlan(*spec, &field); !planned.ok()) {
-        return SendError(res, 400, "INVALID_ARGUMENT", planned.message(), field);
-      }
+      if (Status planned = CheckPlan(*spec); !planned.ok()) return SendStatus(res, planned);
     }
     Result<WhatIfView> w = api.controller_.WhatIf(*spec);
     if (!w.ok()) return SendStatus(res, w.status());

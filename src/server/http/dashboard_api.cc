@@ -125,7 +125,7 @@ json JobPlacementJson(const JobRecord& job, const Controller& controller) {
   // The plan, as the API checked it at submission (perf::ResolveJobPlan on the daemon's cluster):
   // the job's own plan when feasible there, else the planner's best for its GPUs.
   std::string field;
-  Result<JobSpec> spec = ParseJobSpec(job.spec_json, BodyFormat::kJson, &field);
+  Result<JobSpec> spec = ParseJobSpec(job.spec_json, BodyFormat::kJson);
   if (!spec.ok() || !spec->plan) {
     out["plan_note"] =
         "the job has no plan: the planner prices placements only for jobs submitted with one";

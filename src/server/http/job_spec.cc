@@ -31,10 +31,8 @@ struct FieldError {
   std::string message;
 };
 
-Status Fail(std::string* out_field, const FieldError& e) {
-  if (out_field != nullptr) *out_field = e.field;
-  std::string message = e.field.empty() ? e.message : "field '" + e.field + "': " + e.message;
-  return InvalidArgumentError(std::move(message));
+Status Fail(const FieldError& e) {
+  return e.field.empty() ? InvalidArgumentError(e.message) : InvalidFieldError(e.field, e.message);
 }
 
 // --- YAML → JSON, so that one validator serves both formats. ---------------------------------
@@ -579,8 +577,7 @@ Result<BodyFormat> BodyFormatFromContentType(std::string_view content_type) {
                               "' (expected application/json or application/yaml)");
 }
 
-Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::string* field) {
-  if (field != nullptr) field->clear();
+Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format) {
   json doc;
   if (format == BodyFormat::kJson) {
     // Depth, size and duplicate keys are checked before the document is parsed, so that nothing
@@ -589,7 +586,7 @@ Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::stri
     limits.max_depth = kMaxDepth;
     limits.max_bytes = kMaxBodyBytes;
     Result<json> parsed = ParseJsonBounded(body, limits);
-    if (!parsed.ok()) return Fail(field, {"", std::string(parsed.status().message())});
+    if (!parsed.ok()) return Fail({"", std::string(parsed.status().message())});
     doc = std::move(parsed).value();
   } else {
     YamlLimits limits;
@@ -597,21 +594,21 @@ Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::stri
     limits.max_bytes = kMaxBodyBytes;
     limits.max_nodes = kMaxYamlNodes;
     Result<YAML::Node> root = LoadYamlBounded(body, "body", limits);
-    if (!root.ok()) return Fail(field, {"", std::string(root.status().message())});
+    if (!root.ok()) return Fail({"", std::string(root.status().message())});
     try {
       int budget = kMaxYamlNodes;
-      if (auto e = YamlToJson(*root, 0, budget, "", doc)) return Fail(field, *e);
+      if (auto e = YamlToJson(*root, 0, budget, "", doc)) return Fail(*e);
     } catch (const YAML::Exception& e) {
-      return Fail(field, {"", std::string("malformed YAML: ") + e.what()});
+      return Fail({"", std::string("malformed YAML: ") + e.what()});
     } catch (const std::exception& e) {
-      return Fail(field, {"", std::string("malformed YAML: ") + e.what()});
+      return Fail({"", std::string("malformed YAML: ") + e.what()});
     }
   }
   JobSpec spec;
   try {
-    if (auto e = Validate(doc, spec)) return Fail(field, *e);
+    if (auto e = Validate(doc, spec)) return Fail(*e);
   } catch (const json::exception& e) {  // not expected: every access is type-checked first
-    return Fail(field, {"", std::string("invalid job spec: ") + e.what()});
+    return Fail({"", std::string("invalid job spec: ") + e.what()});
   }
   return spec;
 }

@@ -110,11 +110,10 @@ enum class BodyFormat { kJson, kYaml };
 // format; empty means JSON. kInvalidArgument for anything else.
 Result<BodyFormat> BodyFormatFromContentType(std::string_view content_type);
 
-// Parses and validates a request body. On error, `*field`
-// (when not null) is set to the dotted path of the offending field ("gpus", "topology.required",
-// "command[2]"), or to "" when the body as a whole is malformed; the Status is kInvalidArgument and
-// its message names the field and the reason.
-Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format, std::string* field);
+// Parses and validates a request body. On error the Status is kInvalidArgument; its field() is
+// the dotted path of the offending field ("gpus", "topology.required", "command[2]"), or "" when
+// the body as a whole is malformed, and its message names the field and the reason.
+Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format);
 
 // Canonical JSON of a validated spec: sorted keys, every field present. Round-trips through
 // ParseJobSpec.

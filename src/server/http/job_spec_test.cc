@@ -18,11 +18,10 @@ class JobSpecRejects : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(JobSpecRejects, NamesTheField) {
   const BadCase& c = GetParam();
-  std::string field = "unset";
-  Result<JobSpec> r = ParseJobSpec(c.body, BodyFormat::kJson, &field);
+  Result<JobSpec> r = ParseJobSpec(c.body, BodyFormat::kJson);
   ASSERT_FALSE(r.ok()) << c.body;
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(field, c.field) << r.status().message();
+  EXPECT_EQ(r.status().field(), c.field) << r.status().message();
   EXPECT_NE(r.status().message().find(c.message_part), std::string::npos) << r.status().message();
 }
 
@@ -171,13 +170,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "plan.global_batch", "explicit plan"}));
 
 TEST(JobSpecTest, AcceptsAFullSpecAndCanonicalises) {
-  std::string field;
   Result<JobSpec> r = ParseJobSpec(R"({
       "name": "llama-70b", "gpus": 1024, "gpus_per_node": 8, "gpu_type": "h100",
       "priority": 10, "preemptible": false, "grace_period_s": 120,
       "estimated_runtime_s": 86400, "command": ["torchrun", "train.py"],
       "topology": {"required": "spine", "preferred": "leaf"}})",
-                                   BodyFormat::kJson, &field);
+                                   BodyFormat::kJson);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->gpus, 1024);
   EXPECT_EQ(r->gpu_type, "H100-SXM");
@@ -185,55 +183,51 @@ TEST(JobSpecTest, AcceptsAFullSpecAndCanonicalises) {
   EXPECT_EQ(r->topology_required, "spine");
   EXPECT_EQ(r->command.size(), 2u);
   std::string canonical = CanonicalJson(*r);
-  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson);
   ASSERT_TRUE(again.ok()) << canonical << ": " << again.status().ToString();
   EXPECT_EQ(CanonicalJson(*again), canonical);
 }
 
 TEST(JobSpecTest, ResourcesAndSharesRoundTrip) {
-  std::string field;
   auto r = ParseJobSpec(
       R"({"name": "half", "gpus": 1, "gpu_milli": 500, "cpu_milli": 6000, "memory_mib": 12288})",
-      BodyFormat::kJson, &field);
+      BodyFormat::kJson);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->gpu_milli, 500);
   EXPECT_EQ(r->cpu_milli, 6000);
   EXPECT_EQ(r->memory_mib, 12288);
-  auto back = ParseJobSpec(CanonicalJson(*r), BodyFormat::kJson, &field);
+  auto back = ParseJobSpec(CanonicalJson(*r), BodyFormat::kJson);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(CanonicalJson(*back), CanonicalJson(*r));
   // A CPU-only job; gpu_milli 1000 is a whole GPU.
-  auto cpu =
-      ParseJobSpec(R"({"name": "c", "gpus": 0, "cpu_milli": 2000})", BodyFormat::kJson, &field);
+  auto cpu = ParseJobSpec(R"({"name": "c", "gpus": 0, "cpu_milli": 2000})", BodyFormat::kJson);
   ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
-  auto whole =
-      ParseJobSpec(R"({"name": "w", "gpus": 1, "gpu_milli": 1000})", BodyFormat::kJson, &field);
+  auto whole = ParseJobSpec(R"({"name": "w", "gpus": 1, "gpu_milli": 1000})", BodyFormat::kJson);
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(whole->gpu_milli, 0);
 }
 
 TEST(JobSpecTest, ExtendedResourcesRoundTrip) {
-  std::string field;
   auto r = ParseJobSpec(R"({"name": "x", "gpus": 8, "extended": {"rdma_nic": 4, "nvme_gb": 500}})",
-                        BodyFormat::kJson, &field);
+                        BodyFormat::kJson);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   using Entry = std::pair<std::string, std::int64_t>;
   EXPECT_EQ(r->extended, (std::vector<Entry>{{"nvme_gb", 500}, {"rdma_nic", 4}}));
   const std::string canonical = CanonicalJson(*r);
   EXPECT_NE(canonical.find(R"("extended":{"nvme_gb":500,"rdma_nic":4})"), std::string::npos)
       << canonical;
-  auto back = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  auto back = ParseJobSpec(canonical, BodyFormat::kJson);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->extended, r->extended);
   // YAML takes the same field; a job of extended resources alone is CPU-only.
-  auto yaml = ParseJobSpec("name: y\ngpus: 0\nextended: {example.com/fpga: 1}\n", BodyFormat::kYaml,
-                           &field);
+  auto yaml =
+      ParseJobSpec("name: y\ngpus: 0\nextended: {example.com/fpga: 1}\n", BodyFormat::kYaml);
   ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
   EXPECT_EQ(yaml->extended, (std::vector<Entry>{{"example.com/fpga", 1}}));
 }
 
 TEST(JobSpecTest, MinimalSpecGetsDefaults) {
-  Result<JobSpec> r = ParseJobSpec(R"({"name": "a", "gpus": 1})", BodyFormat::kJson, nullptr);
+  Result<JobSpec> r = ParseJobSpec(R"({"name": "a", "gpus": 1})", BodyFormat::kJson);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->preemptible);
   EXPECT_EQ(r->grace_period_s, 30);
@@ -244,11 +238,10 @@ TEST(JobSpecTest, MinimalSpecGetsDefaults) {
 }
 
 TEST(JobSpecTest, PlanIsValidatedAndRoundTrips) {
-  std::string field;
   Result<JobSpec> r = ParseJobSpec(R"({"name": "pretrain", "gpus": 64,
       "plan": {"model": "Llama3-70B", "tp": 8, "pp": 4, "mbs": 1, "recompute": "selective",
                "global_batch": 1024}})",
-                                   BodyFormat::kJson, &field);
+                                   BodyFormat::kJson);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->plan.has_value());
   const perf::JobPlanRequest& p = r->plan->request;
@@ -262,49 +255,47 @@ TEST(JobSpecTest, PlanIsValidatedAndRoundTrips) {
   EXPECT_NE(canonical.find(R"("plan":{"global_batch":1024,"mbs":1,"model":"llama3-70b",)"),
             std::string::npos)
       << canonical;
-  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson);
   ASSERT_TRUE(again.ok()) << canonical << ": " << again.status().ToString();
   EXPECT_EQ(CanonicalJson(*again), canonical);
   EXPECT_EQ(again->plan->request.plan, p.plan);
 
   // The model alone: the planner's best plan for the job's GPUs, with its default training.
-  r = ParseJobSpec("name: best\ngpus: 16\nplan: {model: llama3-8b}\n", BodyFormat::kYaml, &field);
+  r = ParseJobSpec("name: best\ngpus: 16\nplan: {model: llama3-8b}\n", BodyFormat::kYaml);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->plan.has_value());
   EXPECT_FALSE(r->plan->request.plan.has_value());
   EXPECT_GT(r->plan->request.training.global_batch, 0);
   canonical = CanonicalJson(*r);
   EXPECT_NE(canonical.find(R"("plan":{"model":"llama3-8b"})"), std::string::npos) << canonical;
-  again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  again = ParseJobSpec(canonical, BodyFormat::kJson);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(CanonicalJson(*again), canonical);
 
   // No plan: none in the canonical form either.
-  r = ParseJobSpec(R"({"name": "a", "gpus": 8})", BodyFormat::kJson, &field);
+  r = ParseJobSpec(R"({"name": "a", "gpus": 8})", BodyFormat::kJson);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(CanonicalJson(*r).find("plan"), std::string::npos);
 }
 
 TEST(JobSpecTest, YamlBodiesUseTheSameRules) {
-  std::string field;
   Result<JobSpec> r = ParseJobSpec(
       "name: bert\ngpus: 16\ngpus_per_node: 8\npreemptible: false\ncommand: [python, '8']\n"
       "topology:\n  required: leaf\n",
-      BodyFormat::kYaml, &field);
+      BodyFormat::kYaml);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->gpus, 16);
   EXPECT_EQ(r->command[1], "8");
   EXPECT_EQ(r->topology_required, "leaf");
 
-  EXPECT_FALSE(ParseJobSpec("name: a\ngpus: '8'\n", BodyFormat::kYaml, &field).ok());
-  EXPECT_EQ(field, "gpus");
-  EXPECT_FALSE(ParseJobSpec("name: a\ngpus: 0\n", BodyFormat::kYaml, &field).ok());
-  EXPECT_EQ(field, "gpus");
-  EXPECT_FALSE(ParseJobSpec("name: [a\n", BodyFormat::kYaml, &field).ok());
-  EXPECT_EQ(field, "");
-  EXPECT_FALSE(
-      ParseJobSpec("name: a\ngpus: 8\ntopology: {required: x}\n", BodyFormat::kYaml, &field).ok());
-  EXPECT_EQ(field, "topology.required");
+  auto field_of = [](std::string_view body) {
+    Result<JobSpec> bad = ParseJobSpec(body, BodyFormat::kYaml);
+    return bad.ok() ? std::string("(accepted)") : bad.status().field();
+  };
+  EXPECT_EQ(field_of("name: a\ngpus: '8'\n"), "gpus");
+  EXPECT_EQ(field_of("name: a\ngpus: 0\n"), "gpus");
+  EXPECT_EQ(field_of("name: [a\n"), "");
+  EXPECT_EQ(field_of("name: a\ngpus: 8\ntopology: {required: x}\n"), "topology.required");
 }
 
 TEST(JobSpecTest, HostileYamlIsRejectedNotExpanded) {
@@ -318,29 +309,27 @@ TEST(JobSpecTest, HostileYamlIsRejectedNotExpanded) {
     doc += "]\n";
     prev = name;
   }
-  std::string field;
-  Result<JobSpec> r = ParseJobSpec(doc, BodyFormat::kYaml, &field);
+  Result<JobSpec> r = ParseJobSpec(doc, BodyFormat::kYaml);
   ASSERT_FALSE(r.ok());
   // Refused by LoadYamlBounded's walk, before the JSON conversion spends its own budget.
   EXPECT_NE(r.status().message().find("YAML nodes once aliases are expanded"), std::string::npos)
       << r.status().message();
 
   std::string deep(5000, '[');
-  EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kYaml, &field).ok());
-  EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kJson, &field).ok());
+  EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kYaml).ok());
+  EXPECT_FALSE(ParseJobSpec(deep, BodyFormat::kJson).ok());
 }
 
 // Found by fuzz_job_spec: yaml-cpp passes any bytes through, and the canonical JSON would have
 // replaced them, so the stored command differed from the submitted one.
 TEST(JobSpecTest, YamlStringsMustBeUtf8) {
-  std::string field;
   Result<JobSpec> r = ParseJobSpec("name: bert\ngpus: 16\ncommand: [python3, \"\xff\x96.py\"]\n",
-                                   BodyFormat::kYaml, &field);
+                                   BodyFormat::kYaml);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(field, "command[1]");
+  EXPECT_EQ(r.status().field(), "command[1]");
   EXPECT_NE(r.status().message().find("UTF-8"), std::string::npos) << r.status().message();
   EXPECT_TRUE(ParseJobSpec("name: bert\ngpus: 16\ncommand: [python3, \"\xc3\xa9t\xc3\xa9.py\"]\n",
-                           BodyFormat::kYaml, &field)
+                           BodyFormat::kYaml)
                   .ok());
 }
 
@@ -358,22 +347,21 @@ TEST(JobSpecTest, ContentTypes) {
 // now bounded before anything recursive sees the document.
 TEST(JobSpecTest, DeepNestingIsRefusedWithoutRecursion) {
   const std::string deep = std::string(60'000, '[') + std::string(60'000, ']');
-  std::string field;
   for (const std::string& body : {R"({"name": "a", "gpus": 8, "plan": {"model": )" + deep + "}}",
                                   R"({"name": "a", "gpus": 8, "plan": {"tp": )" + deep + "}}",
                                   R"({"name": "a", "gpus": 8, "command": )" + deep + "}"}) {
-    Result<JobSpec> r = ParseJobSpec(body, BodyFormat::kJson, &field);
+    Result<JobSpec> r = ParseJobSpec(body, BodyFormat::kJson);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find("nested deeper than 32"), std::string::npos)
         << r.status().message();
   }
   Result<JobSpec> y =
-      ParseJobSpec("name: a\ngpus: 8\nplan: {model: " + deep + "}\n", BodyFormat::kYaml, &field);
+      ParseJobSpec("name: a\ngpus: 8\nplan: {model: " + deep + "}\n", BodyFormat::kYaml);
   EXPECT_FALSE(y.ok());
   for (perf::PlanQuestion q : {perf::PlanQuestion::kEstimate, perf::PlanQuestion::kSearch}) {
     Result<perf::PlanRequest> p =
-        perf::ParsePlanRequest(R"({"gpus": 8, "model": )" + deep + "}", q, &field);
+        perf::ParsePlanRequest(R"({"gpus": 8, "model": )" + deep + "}", q, nullptr);
     ASSERT_FALSE(p.ok());
     EXPECT_NE(p.status().message().find("nested deeper than"), std::string::npos)
         << p.status().message();
@@ -382,27 +370,24 @@ TEST(JobSpecTest, DeepNestingIsRefusedWithoutRecursion) {
 
 // Regression (issue 15): the last of two equal keys used to win silently.
 TEST(JobSpecTest, DuplicateKeysAreRefused) {
-  std::string field;
-  Result<JobSpec> r =
-      ParseJobSpec(R"({"name": "a", "gpus": 8, "gpus": 4096})", BodyFormat::kJson, &field);
+  Result<JobSpec> r = ParseJobSpec(R"({"name": "a", "gpus": 8, "gpus": 4096})", BodyFormat::kJson);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate key 'gpus'"), std::string::npos)
       << r.status().message();
-  r = ParseJobSpec("name: a\ngpus: 8\ngpus: 4096\n", BodyFormat::kYaml, &field);
+  r = ParseJobSpec("name: a\ngpus: 8\ngpus: 4096\n", BodyFormat::kYaml);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate key 'gpus'"), std::string::npos)
       << r.status().message();
   r = ParseJobSpec(R"({"name": "a", "gpus": 8, "plan": {"model": "llama3-8b", "tp": 1, "tp": 8}})",
-                   BodyFormat::kJson, &field);
+                   BodyFormat::kJson);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate key 'tp'"), std::string::npos)
       << r.status().message();
 }
 
 TEST(JobSpecTest, ElasticRangeDefaultsAndRoundTrips) {
-  std::string field;
   Result<JobSpec> r = ParseJobSpec(R"({"name": "el", "elastic": {"min_gpus": 16, "max_gpus": 64}})",
-                                   BodyFormat::kJson, &field);
+                                   BodyFormat::kJson);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->gpus, 16);  // starts at its smallest size
   ASSERT_TRUE(r->elastic.has_value());
@@ -412,23 +397,23 @@ TEST(JobSpecTest, ElasticRangeDefaultsAndRoundTrips) {
   const std::string canonical = CanonicalJson(*r);
   EXPECT_NE(canonical.find(R"("elastic":{"max_gpus":64,"min_gpus":16})"), std::string::npos)
       << canonical;
-  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, &field);
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(CanonicalJson(*again), canonical);
   // YAML, a step and a starting size inside the range.
   r = ParseJobSpec("name: el\ngpus: 24\nelastic: {min_gpus: 16, max_gpus: 64, step_gpus: 8}\n",
-                   BodyFormat::kYaml, &field);
+                   BodyFormat::kYaml);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->gpus, 24);
   EXPECT_EQ(r->elastic->step_gpus, 8);
   // Duplicate keys inside the range are refused, as everywhere.
   r = ParseJobSpec(R"({"name": "el", "elastic": {"min_gpus": 2, "max_gpus": 4, "max_gpus": 64}})",
-                   BodyFormat::kJson, &field);
+                   BodyFormat::kJson);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate key 'max_gpus'"), std::string::npos)
       << r.status().message();
   r = ParseJobSpec("name: el\nelastic:\n  min_gpus: 2\n  min_gpus: 1\n  max_gpus: 4\n",
-                   BodyFormat::kYaml, &field);
+                   BodyFormat::kYaml);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate key 'min_gpus'"), std::string::npos)
       << r.status().message();
@@ -439,7 +424,7 @@ TEST(JobSpec, StageAndFederationRoundTrip) {
       "stage": [{"kind": "dataset", "name": "corpus-zh", "from": "shenzhen", "size_gib": 3072}],
       "federation": {"datasets": ["corpus-zh"], "home_site": "hefei", "require_regions": ["cn"],
                      "deadline": "2026-12-01T18:00:00Z", "checkpoint_gib": 120}})";
-  Result<JobSpec> spec = ParseJobSpec(body, BodyFormat::kJson, nullptr);
+  Result<JobSpec> spec = ParseJobSpec(body, BodyFormat::kJson);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_EQ(spec->stage.size(), 1u);
   EXPECT_EQ(spec->stage[0].from, "shenzhen");
@@ -449,7 +434,7 @@ TEST(JobSpec, StageAndFederationRoundTrip) {
   ASSERT_TRUE(spec->federation->deadline_unix_s);
   EXPECT_EQ(*spec->federation->deadline_unix_s, 1796148000.0);  // date -d ... +%s
   std::string canonical = CanonicalJson(*spec);
-  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson, nullptr);
+  Result<JobSpec> again = ParseJobSpec(canonical, BodyFormat::kJson);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(CanonicalJson(*again), canonical);
 }

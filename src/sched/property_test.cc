@@ -96,8 +96,7 @@ std::string RunRandom(std::uint64_t seed) {
   const int node_gpus = cluster.nodes()[0].gpus;
   const auto nodes = static_cast<std::uint32_t>(cluster.nodes().size());
   SchedulerConfig config;
-  if (rng.Bernoulli(0.5))
-    config.queue_sort = rng.Bernoulli(0.5) ? QueueSort::kLas : QueueSort::kDrf;
+  if (rng.Bernoulli(0.5)) config.queue_sort = rng.Bernoulli(0.5) ? "las" : "drf";
   auto s = std::move(Scheduler::Create(std::move(cluster), config)).value();
   std::map<std::uint32_t, topo::NodeHealth> health;
   std::string trace;

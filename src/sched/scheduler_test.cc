@@ -212,7 +212,7 @@ TEST(SchedulerTest, NonPreemptibleAndEqualPriorityAreNeverVictims) {
 
 SchedulerConfig LasBand(PreemptBy preempt_by) {
   SchedulerConfig c;
-  c.queue_sort = QueueSort::kLas;
+  c.queue_sort = "las";
   c.preempt_by = preempt_by;
   c.plugins.push_back({"las", 1, {{"thresholds[0]", "1"}}});  // one band boundary: 1 GPU-hour
   return c;

@@ -12,13 +12,6 @@
 namespace baton::sched {
 namespace {
 
-constexpr std::array<std::pair<QueueSort, std::string_view>, 5> kQueueSorts = {{
-    {QueueSort::kFifo, "fifo"},
-    {QueueSort::kPriority, "priority"},
-    {QueueSort::kShortestFirst, "shortest-first"},
-    {QueueSort::kLas, "las"},
-    {QueueSort::kDrf, "drf"},
-}};
 constexpr std::array<std::pair<PreemptBy, std::string_view>, 2> kPreemptBys = {{
     {PreemptBy::kPriority, "priority"},
     {PreemptBy::kLasBand, "las-band"},
@@ -95,8 +88,8 @@ Result<SchedulerConfig> Parse(const YAML::Node& root) {
         c.actions.push_back(std::move(a));
       }
     } else if (key == "queue_sort") {
-      ASSIGN_OR_RETURN(std::string s, Scalar(v, key));
-      ASSIGN_OR_RETURN(c.queue_sort, ParseQueueSort(s));
+      ASSIGN_OR_RETURN(c.queue_sort, Scalar(v, key));
+      if (c.queue_sort.empty()) return InvalidArgumentError("field 'queue_sort': empty");
     } else if (key == "head_of_line_blocking") {
       ASSIGN_OR_RETURN(c.head_of_line_blocking, BoolField(v, key));
     } else if (key == "plugins") {
@@ -152,17 +145,6 @@ Result<SchedulerConfig> Parse(const YAML::Node& root) {
 }
 
 }  // namespace
-
-std::string_view QueueSortName(QueueSort q) {
-  for (const auto& [value, text] : kQueueSorts) {
-    if (value == q) return text;
-  }
-  return "?";
-}
-
-Result<QueueSort> ParseQueueSort(std::string_view name) {
-  return ParseEnum(kQueueSorts, "queue_sort", name);
-}
 
 std::string_view PreemptByName(PreemptBy p) {
   for (const auto& [value, text] : kPreemptBys) {

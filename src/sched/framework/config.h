@@ -43,19 +43,6 @@ struct PluginConfig {
   bool operator==(const PluginConfig&) const = default;
 };
 
-// The order in which pending jobs are considered; each value is a queue-sort plugin of the
-// registry (QueueSortName gives its registered name).
-enum class QueueSort : std::uint8_t {
-  kFifo,           // submit order
-  kPriority,       // higher priority first, then submit order
-  kShortestFirst,  // shortest estimated runtime first
-  kLas,            // least attained service (Tiresias' discretised bands)
-  kDrf,            // dominant resource fairness across tenants
-};
-std::string_view QueueSortName(QueueSort q);
-// Errors name the field: "field 'queue_sort': 'x' is not one of fifo, priority, ...".
-Result<QueueSort> ParseQueueSort(std::string_view name);
-
 // Who may evict whom in the preempt action (see SchedulerConfig::preempt_by).
 enum class PreemptBy : std::uint8_t { kPriority, kLasBand };
 std::string_view PreemptByName(PreemptBy p);
@@ -63,7 +50,10 @@ Result<PreemptBy> ParsePreemptBy(std::string_view name);
 
 struct SchedulerConfig {
   std::vector<std::string> actions = {"admit", "allocate", "backfill", "preempt"};
-  QueueSort queue_sort = QueueSort::kPriority;
+  // The order in which pending jobs are considered: the name of a queue-sort plugin of the
+  // registry (built in: fifo, priority, shortest-first, las, drf; plugins/queue_sort). Checked
+  // against the registry when the scheduler is built.
+  std::string queue_sort = "priority";
   // Strict queue order: the allocate action stops at the first job that is blocked for lack of
   // room, so no later job passes it (head-of-line blocking; the `fifo` policy). Off, allocate
   // places every job that fits, in queue order (first-fit). With the backfill action, allocate

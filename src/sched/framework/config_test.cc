@@ -28,7 +28,7 @@ max_candidates: 8
 )");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->actions, (std::vector<std::string>{"admit", "allocate", "preempt"}));
-  EXPECT_EQ(c->queue_sort, QueueSort::kDrf);
+  EXPECT_EQ(c->queue_sort, "drf");
   ASSERT_EQ(c->plugins.size(), 4u);
   EXPECT_EQ(c->plugins[2].weight, 2.5);
   EXPECT_EQ(c->plugins[3].args.at("tenants.a.guaranteed"), "64");
@@ -52,19 +52,30 @@ TEST(ConfigTest, ErrorsNameTheField) {
             std::string::npos);
 }
 
-TEST(ConfigTest, QueueSortAndPreemptByAreEnumsWhoseErrorsNameTheField) {
+// The queue order is a plugin of the registry, named; an unknown one is refused when the
+// scheduler is built, naming the field and the registry's plugins.
+TEST(ConfigTest, QueueSortIsARegistryNameAndPreemptByAnEnumWhoseErrorsNameTheField) {
   auto c = ParseSchedulerConfig("queue_sort: las\npreempt_by: las-band\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->queue_sort, QueueSort::kLas);
+  EXPECT_EQ(c->queue_sort, "las");
   EXPECT_EQ(c->preempt_by, PreemptBy::kLasBand);
-  for (QueueSort q : {QueueSort::kFifo, QueueSort::kPriority, QueueSort::kShortestFirst,
-                      QueueSort::kLas, QueueSort::kDrf}) {
-    EXPECT_EQ(*ParseQueueSort(QueueSortName(q)), q);
+  for (const char* q : {"fifo", "priority", "shortest-first", "las", "drf"}) {
+    SchedulerConfig named;
+    named.queue_sort = q;
+    EXPECT_TRUE(Scheduler::Create(testing::SmallTree(), named).ok()) << q;
   }
-  const std::string bad_sort = ParseSchedulerConfig("queue_sort: lifo").status().message();
-  EXPECT_NE(bad_sort.find("field 'queue_sort': 'lifo' is not one of fifo, priority"),
-            std::string::npos)
+  auto lifo = ParseSchedulerConfig("queue_sort: lifo");
+  ASSERT_TRUE(lifo.ok()) << lifo.status().ToString();
+  const std::string bad_sort = Scheduler::Create(testing::SmallTree(), *lifo).status().message();
+  EXPECT_NE(bad_sort.find("field 'queue_sort': unknown plugin 'lifo' (known: "), std::string::npos)
       << bad_sort;
+  // A plugin of the registry that orders no queue.
+  SchedulerConfig binpack;
+  binpack.queue_sort = "binpack";
+  const std::string not_sort = Scheduler::Create(testing::SmallTree(), binpack).status().message();
+  EXPECT_NE(not_sort.find("field 'queue_sort': 'binpack' is not a queue-sort plugin"),
+            std::string::npos)
+      << not_sort;
   const std::string bad_by = ParseSchedulerConfig("preempt_by: size").status().message();
   EXPECT_NE(bad_by.find("field 'preempt_by'"), std::string::npos) << bad_by;
   // A list where one value belongs names the field too (it used to throw inside yaml-cpp).
@@ -147,7 +158,7 @@ TEST(ConfigTest, FileIsSizeCheckedBeforeItIsRead) {
   std::ofstream(ok) << "queue_sort: fifo\n";
   auto c = LoadSchedulerConfigFile(ok);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->queue_sort, QueueSort::kFifo);
+  EXPECT_EQ(c->queue_sort, "fifo");
   auto missing = LoadSchedulerConfigFile(dir + "/nope.yaml");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   std::remove(big.c_str());

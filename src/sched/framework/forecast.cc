@@ -377,17 +377,8 @@ Result<WhatIfAnswer> Scheduler::WhatIf(TimePoint now, GangJob job, int max_cycle
 bool Scheduler::WhatIfReusable(const Scheduler& copy, JobId id) {
   const JobInfo& job = copy.jobs_.at(id);
   if (SharesGpu(job.spec) || CpuOnly(job.spec) || !copy.state_.shared_gpus().empty()) return false;
-  // Plugins whose answers depend only on the job, the allocation state and `now` (no learning,
-  // no random draws, no quota usage).
-  static constexpr std::string_view kStateless[] = {
-      "health",    "gpu-type", "bad-nodes", "node-attributes",
-      "resources", "topology", "binpack",   "planner",
-      "lost-work", "fifo",     "priority",  "shortest-first"};
   for (const auto& p : copy.plugins_.owned) {
-    if (std::find(std::begin(kStateless), std::end(kStateless), p->Name()) ==
-        std::end(kStateless)) {
-      return false;
-    }
+    if (!p->Stateless()) return false;
   }
   if (copy.plugins_.queue_sort.ext == nullptr || copy.plugins_.bands.ext != nullptr) return false;
   std::set<std::string_view> actions;

@@ -8,6 +8,7 @@
 
 #include "core/rng.h"
 #include "sched/framework/scheduler.h"
+#include "sched/plugins/builtin_plugins.h"
 #include "sched/testing.h"
 
 namespace baton::sched {
@@ -330,11 +331,11 @@ SchedulerConfig RandomConfig(Rng& rng, int variant) {
   SchedulerConfig c;  // variant 0: the defaults (priority order, all four actions)
   switch (variant) {
     case 1:
-      c.queue_sort = QueueSort::kFifo;
+      c.queue_sort = "fifo";
       c.max_candidates = 1;
       break;
     case 2:
-      c.queue_sort = QueueSort::kFifo;
+      c.queue_sort = "fifo";
       c.actions = {"admit", "allocate"};
       c.head_of_line_blocking = true;
       break;
@@ -342,12 +343,12 @@ SchedulerConfig RandomConfig(Rng& rng, int variant) {
       c.actions = {"admit", "allocate", "preempt"};
       break;
     case 4:
-      c.queue_sort = QueueSort::kShortestFirst;
+      c.queue_sort = "shortest-first";
       c.actions = {"admit", "allocate", "backfill"};
       c.backfill_reservations = 2;
       break;
     case 5:
-      c.queue_sort = QueueSort::kLas;  // keys change as jobs run: never reused
+      c.queue_sort = "las";  // keys change as jobs run: never reused
       break;
     default:
       break;
@@ -462,6 +463,39 @@ TEST(WhatIfReuseTest, OneProjectionUntilTheNextCycle) {
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->forecast.estimated_start, At(100));
   EXPECT_EQ(s->whatif_reused(), 7u);
+}
+
+// A plugin outside the built-in set that declares itself stateless: the what-if may share its
+// projection. Regression (issue 31): the what-if knew the stateless plugins by a list of names,
+// so any new plugin, stateless or not, turned the sharing off.
+class EvenNodesOnly final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "even-nodes"; }
+  bool Stateless() const override { return true; }
+  PluginStatus Filter(const PluginContext&, const JobInfo&, topo::NodeId node) override {
+    return node.value() % 2 == 0 ? PluginStatus::Success() : PluginStatus::Unresolvable("odd node");
+  }
+};
+
+TEST(WhatIfReuseTest, APluginDeclaredStatelessKeepsTheSharedProjection) {
+  PluginRegistry registry = BuiltinPlugins();
+  registry["even-nodes"] = [](const PluginArgs&,
+                              const PluginDeps&) -> Result<std::unique_ptr<Plugin>> {
+    return std::unique_ptr<Plugin>(new EvenNodesOnly());
+  };
+  SchedulerConfig c = AllocateBackfill();
+  c.plugins.push_back({"even-nodes", 1, {}});
+  SchedulerOptions o;
+  o.registry = &registry;
+  auto made = Scheduler::Create(SmallTree(4), c, o);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::unique_ptr<Scheduler> s = std::move(made).value();
+  s->RunCycle({At(0), std::vector<Event>{Event::Submit(Timed(1, 16, 100))}});
+  for (int i = 0; i < 2; ++i) {
+    Result<WhatIfAnswer> e = s->WhatIf(At(10), Timed(99, 8, 10));
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+  }
+  EXPECT_EQ(s->whatif_reused(), 2u);
 }
 
 }  // namespace

@@ -33,11 +33,18 @@ class Plugin {
  public:
   virtual ~Plugin() = default;
   virtual std::string_view Name() const = 0;
+  // True when every answer depends only on the job, the allocation state and `now`: nothing
+  // learnt from the jobs seen, no random draws, no usage counted across jobs. The what-if shares
+  // one projection of the queue among its questions only when every configured plugin is (a
+  // plugin that does not say so is taken not to be: always correct, only slower).
+  virtual bool Stateless() const { return false; }
 };
 
 // Orders the pending queue. Called many times per cycle: Less must be a strict weak order,
-// cheap, and deterministic (break ties by submit time, then job id). PrepareSort runs once per
-// cycle before sorting and may cache per-job keys in the CycleState. Exactly one per config.
+// cheap, and deterministic (break ties by submit time, then job id). PrepareSort runs before each
+// sort of the pending queue: every time an action asks for the queue (so several times a cycle,
+// and it sees the placements made earlier in the cycle); it may cache keys for that sort.
+// Exactly one per config.
 class QueueSortPlugin {
  public:
   virtual ~QueueSortPlugin() = default;
@@ -76,6 +83,12 @@ class FilterPlugin {
  public:
   virtual ~FilterPlugin() = default;
   virtual PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) = 0;
+  // True when, for `job`, Filter's answer for a node depends only on the node, the allocation
+  // state and the job's shape (task GPUs, required topology level, accepted GPU types), never on
+  // the rest of the job. Only then does the session take one job's placement failure for the next
+  // job of that shape in the same allocation state (asking nothing again); the default, false,
+  // asks for every job.
+  virtual bool DecidedByShape(const JobInfo& /*job*/) const { return false; }
 };
 
 // The framework's filter chain, handed to the placement plugin.
@@ -109,6 +122,10 @@ class PlacementPlugin {
   // its last fitting probe's placement, and keeps a reservation across cycles while it provably
   // stays the search's answer). False keeps every call.
   virtual bool Deterministic() const { return false; }
+  // True when, for `job`, a failure of Propose would fail again for any job of the same shape
+  // (FilterPlugin::DecidedByShape) asking as many or more GPUs in the same allocation state,
+  // through the same filters. The session's failure reuse needs it of the placement plugin too.
+  virtual bool DecidedByShape(const JobInfo& /*job*/) const { return false; }
 };
 
 // Scores one candidate placement: higher is better, in [0, 100]. The framework multiplies by the

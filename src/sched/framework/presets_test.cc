@@ -18,7 +18,7 @@ std::string SourceDir() {
 // must keep their behaviour (first-fit is the old `fifo`). Each has gained `resize` before
 // preempt (issue 27: elastic jobs shrink rather than be evicted), which does nothing without
 // elastic jobs, so the old behaviour is kept for every rigid job.
-SchedulerConfig OldBase(QueueSort sort, bool backfill) {
+SchedulerConfig OldBase(const std::string& sort, bool backfill) {
   SchedulerConfig c;
   c.queue_sort = sort;
   c.actions = {"admit", "allocate"};
@@ -33,22 +33,22 @@ SchedulerConfig OldBase(QueueSort sort, bool backfill) {
 }
 
 TEST(PoliciesTest, NamedFilesKeepTheOldPresets) {
-  EXPECT_EQ(*PolicyPreset("first-fit"), OldBase(QueueSort::kFifo, false));
-  EXPECT_EQ(*PolicyPreset("backfill"), OldBase(QueueSort::kFifo, true));
-  SchedulerConfig las = OldBase(QueueSort::kLas, false);
+  EXPECT_EQ(*PolicyPreset("first-fit"), OldBase("fifo", false));
+  EXPECT_EQ(*PolicyPreset("backfill"), OldBase("fifo", true));
+  SchedulerConfig las = OldBase("las", false);
   las.preempt_by = PreemptBy::kLasBand;
   // The old preset predates the tenancy policy; the file restores what it did: evict at any age,
   // across tenants.
   las.tenancy.min_run_time = Seconds(0);
   las.tenancy.cross_tenant_preemption = true;
   EXPECT_EQ(*PolicyPreset("las"), las);
-  SchedulerConfig topo = OldBase(QueueSort::kFifo, true);
+  SchedulerConfig topo = OldBase("fifo", true);
   topo.plugins.push_back({"binpack", 2, {}});
   topo.plugins.push_back({"planner", 1, {}});
   topo.max_candidates = 8;
   EXPECT_EQ(*PolicyPreset("topo"), topo);
   // fifo is now strict: the old preset plus head-of-line blocking.
-  SchedulerConfig fifo = OldBase(QueueSort::kFifo, false);
+  SchedulerConfig fifo = OldBase("fifo", false);
   fifo.head_of_line_blocking = true;
   EXPECT_EQ(*PolicyPreset("fifo"), fifo);
   // daemon: the daemon's default (server::DefaultDaemonSchedulerConfig reads this preset), as it

@@ -23,4 +23,15 @@ using PluginFactory =
     std::function<Result<std::unique_ptr<Plugin>>(const PluginArgs& args, const PluginDeps& deps)>;
 using PluginRegistry = std::map<std::string, PluginFactory, std::less<>>;
 
+// A factory for a plugin that takes no arguments (an argument is an error naming it).
+template <typename P>
+PluginFactory NoArgs() {
+  return [](const PluginArgs& args, const PluginDeps&) -> Result<std::unique_ptr<Plugin>> {
+    if (!args.empty()) {
+      return InvalidArgumentError("unknown argument '" + args.begin()->first + "'");
+    }
+    return std::unique_ptr<Plugin>(std::make_unique<P>());
+  };
+}
+
 }  // namespace baton::sched

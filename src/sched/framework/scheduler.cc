@@ -85,10 +85,11 @@ Result<std::vector<std::unique_ptr<Action>>> Scheduler::MakeActions(const Schedu
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(topo::Cluster cluster, SchedulerConfig config,
                                                      SchedulerOptions options) {
-  if (config.preempt_by == PreemptBy::kLasBand && config.queue_sort != QueueSort::kLas) {
-    return InvalidArgumentError("field 'preempt_by': las-band requires queue_sort: las");
-  }
   ASSIGN_OR_RETURN(PluginSet plugins, MakePlugins(config, options));
+  if (config.preempt_by == PreemptBy::kLasBand && plugins.bands.ext == nullptr) {
+    return InvalidArgumentError(
+        "field 'preempt_by': las-band requires a queue order with service bands (queue_sort: las)");
+  }
   ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Action>> actions, MakeActions(config));
   return std::unique_ptr<Scheduler>(new Scheduler(ClusterState(std::move(cluster)),
                                                   std::move(config), options, std::move(plugins),

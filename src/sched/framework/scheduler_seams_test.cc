@@ -110,6 +110,39 @@ TEST(SchedulerSeamsTest, ReplacementGoesThroughTheFilterChain) {
   EXPECT_EQ(d.replacements[0].new_node.value() % 2, 0u) << "the filter refused it";
 }
 
+// A filter that reads more of the job than its shape: tenant "x" may use no node.
+class NotTenantX final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "not-x"; }
+  PluginStatus Filter(const PluginContext&, const JobInfo& job, topo::NodeId) override {
+    return job.spec.tenant == "x" ? PluginStatus::Unschedulable("tenant x waits")
+                                  : PluginStatus::Success();
+  }
+};
+
+// Regression (issue 31): the session reused one job's placement failure for the next job of the
+// same shape whenever the job had none of nine job-specific fields, which is sound for the
+// built-in filters only: a filter reading anything else (here the tenant) gave every later job
+// of that shape the first one's answer. A filter now says when its answer is the shape's.
+TEST(SchedulerSeamsTest, AFilterReadingMoreThanTheShapeIsAskedForEveryJob) {
+  PluginRegistry registry = BuiltinPlugins();
+  registry["not-x"] = [](const PluginArgs&, const PluginDeps&) -> Result<std::unique_ptr<Plugin>> {
+    return std::unique_ptr<Plugin>(new NotTenantX());
+  };
+  SchedulerConfig c;
+  c.plugins.push_back({"not-x", 1, {}});
+  SchedulerOptions o;
+  o.registry = &registry;
+  auto s = Make(SmallTree(), c, o);
+  GangJob x = Job(1, 8);
+  x.tenant = "x";
+  GangJob y = Job(2, 8);
+  y.tenant = "y";
+  auto d = s->RunCycle({At(0), std::vector<Event>{Event::Submit(x), Event::Submit(y)}});
+  ASSERT_EQ(d.binds.size(), 1u);
+  EXPECT_EQ(d.binds[0].job, JobId(2));
+}
+
 // Issue 15 (code read): drivers told failed from rejected by comparing the plugin name with
 // "health". The kind says it.
 TEST(SchedulerSeamsTest, RejectionKindsSayWhyNotWho) {

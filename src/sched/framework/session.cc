@@ -99,7 +99,7 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
   PluginSet set;
   std::set<std::string> seen;
   std::vector<PluginConfig> all = config.plugins;
-  const std::string sort_name(QueueSortName(config.queue_sort));
+  const std::string& sort_name = config.queue_sort;
   bool sort_listed = false;
   for (const auto& p : all) sort_listed |= p.name == sort_name;
   if (!sort_listed) all.insert(all.begin(), PluginConfig{sort_name, 1, {}});
@@ -109,7 +109,9 @@ Result<PluginSet> BuildPluginSet(const SchedulerConfig& config, const PluginRegi
     if (it == registry.end()) {
       std::string known;
       for (const auto& [name, f] : registry) known += (known.empty() ? "" : ", ") + name;
-      return InvalidArgumentError(fmt::format("unknown plugin '{}' (known: {})", pc.name, known));
+      Status unknown =
+          InvalidArgumentError(fmt::format("unknown plugin '{}' (known: {})", pc.name, known));
+      return i == 0 && !sort_listed ? unknown.WithPrefix("field 'queue_sort'") : unknown;
     }
     if (!seen.insert(pc.name).second) {
       return InvalidArgumentError(fmt::format("plugin '{}' is listed twice", pc.name));
@@ -248,15 +250,6 @@ const PluginStatus* Session::CachedFailure(const ShapeKey& key, int gpus, double
   return nullptr;
 }
 
-namespace {
-// Per-type quotas make a placement failure depend on the tenant, which the failure cache's shape
-// key does not hold.
-bool HasTypeQuota(const TenancyPolicy& p, std::string_view tenant) {
-  const TenantPolicy* t = p.Find(tenant);
-  return t != nullptr && !t->max_gpus_by_type.empty();
-}
-}  // namespace
-
 PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraFilter& extra,
                                Placement* out) {
   for (const auto& pf : plugins_->pre_filters) {
@@ -266,11 +259,11 @@ PluginStatus Session::TryPlace(const JobInfo& job, Statement* stmt, const ExtraF
   const bool plugin_places_all = plugins_->placement.ext->PlacesShares();
   if (SharesGpu(job.spec) && !plugin_places_all) return PlaceShare(job, stmt, extra.filter, out);
   if (CpuOnly(job.spec) && !plugin_places_all) return PlaceCpuOnly(job, stmt, extra.filter, out);
-  const bool cacheable = (extra.filter == nullptr || extra.family > 0) && job.bad_nodes.empty() &&
-                         TaskHost(job).empty() && !SharesGpu(job.spec) &&
-                         job.allowed_nodes == nullptr && job.spec.sub_groups.empty() &&
-                         !job.spec.spread.has_value() && !job.spec.one_task_per_node &&
-                         !HasTypeQuota(config_->tenancy, job.spec.tenant);
+  // A failure stands for the next job of this shape only when the placement plugin and every
+  // filter say that their answers for this job are the shape's.
+  bool cacheable = (extra.filter == nullptr || extra.family > 0) && !SharesGpu(job.spec) &&
+                   plugins_->placement.ext->DecidedByShape(job);
+  for (const auto& f : plugins_->filters) cacheable = cacheable && f.ext->DecidedByShape(job);
   const std::uint64_t family = extra.filter == nullptr ? 0 : extra.family;
   ShapeKey key{job.task_gpus,
                static_cast<int>(job.spec.topology.required.value_or(topo::Level::kNone)),

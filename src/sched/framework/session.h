@@ -181,10 +181,10 @@ class Session {
   // Waiting notes in the order given; Finish keeps the last per job still pending.
   std::vector<std::pair<JobId, PluginStatus>> waiting_;
   std::map<std::string, Timing, std::less<>> timings_;
-  // Failure cache: a job with the same shape and no job-specific node restriction, at the same
-  // allocation-state version, fails again when it asks for as many or more GPUs under the same or
-  // a more restrictive extra filter (or fails without any extra filter). Sound for filters that
-  // depend only on the node, the task size and the accepted GPU types (the built-in ones).
+  // Failure cache: a job of the same shape, at the same allocation-state version, fails again
+  // when it asks for as many or more GPUs under the same or a more restrictive extra filter (or
+  // fails without any extra filter). Used only for jobs whose every filter and placement plugin
+  // says DecidedByShape (plugin.h).
   struct ShapeKey {
     int task_gpus;
     int required;

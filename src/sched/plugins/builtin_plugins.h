@@ -1,4 +1,5 @@
-// The built-in plugin table (name -> factory); see builtin_plugins.cc for the list.
+// The built-in plugin table (name -> factory): every plugin folder's registration function
+// (plugins/CMakeLists.txt) has added its plugins.
 #pragma once
 
 #include "sched/framework/registry.h"

@@ -132,7 +132,7 @@ Result<PackingResult> RunPacking(std::span<const OpenbNode> nodes, std::span<con
 
   sched::SchedulerConfig config;
   config.actions = {"admit", "allocate"};
-  config.queue_sort = sched::QueueSort::kFifo;
+  config.queue_sort = "fifo";
   // "name" or "name:key=value/key=value" (plugin arguments).
   sched::PluginConfig policy{options.policy, 1, {}};
   if (const auto colon = options.policy.find(':'); colon != std::string::npos) {

@@ -216,7 +216,7 @@ TEST(WhatIf, StrictFifoWaitsLongerThanTheDaemonsBackfill) {
   Reader reader(in, "history.jsonl");
   sched::SchedulerConfig fifo;
   fifo.actions = {"admit", "allocate"};
-  fifo.queue_sort = sched::QueueSort::kFifo;
+  fifo.queue_sort = "fifo";
   fifo.head_of_line_blocking = true;
   Result<WhatIfReport> r = WhatIf(reader, fifo);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sched/framework/registry.h"
+
 namespace baton::sched {
 
 PluginStatus HealthFilterPlugin::Filter(const PluginContext& ctx, const JobInfo&,
@@ -64,6 +66,14 @@ PluginStatus ResourcesFilterPlugin::Filter(const PluginContext& ctx, const JobIn
     }
   }
   return PluginStatus::Success();
+}
+
+void RegisterFilterPlugins(PluginRegistry& registry) {
+  registry["health"] = NoArgs<HealthFilterPlugin>();
+  registry["gpu-type"] = NoArgs<GpuTypeFilterPlugin>();
+  registry["bad-nodes"] = NoArgs<BadNodesFilterPlugin>();
+  registry["node-attributes"] = NoArgs<NodeAttributesFilterPlugin>();
+  registry["resources"] = NoArgs<ResourcesFilterPlugin>();
 }
 
 }  // namespace baton::sched

@@ -14,30 +14,40 @@ namespace baton::sched {
 class HealthFilterPlugin final : public Plugin, public FilterPlugin {
  public:
   std::string_view Name() const override { return "health"; }
+  bool Stateless() const override { return true; }
+  bool DecidedByShape(const JobInfo&) const override { return true; }
   PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
 };
 
 class GpuTypeFilterPlugin final : public Plugin, public FilterPlugin {
  public:
   std::string_view Name() const override { return "gpu-type"; }
+  bool Stateless() const override { return true; }
+  bool DecidedByShape(const JobInfo&) const override { return true; }  // accepted types
   PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
 };
 
 class BadNodesFilterPlugin final : public Plugin, public FilterPlugin {
  public:
   std::string_view Name() const override { return "bad-nodes"; }
+  bool Stateless() const override { return true; }
+  bool DecidedByShape(const JobInfo& job) const override { return job.bad_nodes.empty(); }
   PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
 };
 
 class NodeAttributesFilterPlugin final : public Plugin, public FilterPlugin {
  public:
   std::string_view Name() const override { return "node-attributes"; }
+  bool Stateless() const override { return true; }
+  bool DecidedByShape(const JobInfo& job) const override { return job.allowed_nodes == nullptr; }
   PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
 };
 
 class ResourcesFilterPlugin final : public Plugin, public FilterPlugin {
  public:
   std::string_view Name() const override { return "resources"; }
+  bool Stateless() const override { return true; }
+  bool DecidedByShape(const JobInfo& job) const override { return TaskHost(job).empty(); }
   PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
 };
 

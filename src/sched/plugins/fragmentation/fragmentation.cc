@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/strings.h"
+#include "sched/framework/registry.h"
 
 namespace baton::sched {
 namespace {
@@ -401,5 +402,15 @@ Result<std::unique_ptr<Plugin>> RandomFitPlugin::Create(const PluginArgs& args) 
 }
 
 double RandomFitPlugin::Cost(const NodeFree&, const Choice&) { return rng_.Uniform(); }
+
+void RegisterPackingPlugins(PluginRegistry& registry) {
+  registry["fragmentation"] = [](const PluginArgs& a, const PluginDeps&) {
+    return FragmentationPlugin::Create(a);
+  };
+  registry["best-fit"] = NoArgs<BestFitPlugin>();
+  registry["random-fit"] = [](const PluginArgs& a, const PluginDeps&) {
+    return RandomFitPlugin::Create(a);
+  };
+}
 
 }  // namespace baton::sched

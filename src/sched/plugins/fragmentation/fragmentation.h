@@ -108,6 +108,10 @@ class PackingPlacement : public Plugin, public PlacementPlugin {
   PluginStatus Propose(const PluginContext& ctx, const JobInfo& job, const NodeFilter& filter,
                        int max_candidates, std::vector<Placement>* out) final;
   bool PlacesShares() const final { return true; }
+  // As the topology plugin's, and the host's CPU, memory and extended resources are read here.
+  bool DecidedByShape(const JobInfo& job) const final {
+    return gangs_.DecidedByShape(job) && TaskHost(job).empty();
+  }
 
  protected:
   // One way to place the job on a node: which GPUs, and the node's free capacity after it.

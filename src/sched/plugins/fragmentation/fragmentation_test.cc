@@ -43,7 +43,7 @@ topo::Cluster TwoNodes() {
 std::unique_ptr<Scheduler> Make(const std::string& policy) {
   SchedulerConfig config;
   config.actions = {"admit", "allocate"};
-  config.queue_sort = QueueSort::kFifo;
+  config.queue_sort = "fifo";
   config.plugins = {{"health", 1, {}}, {"gpu-type", 1, {}}, {"resources", 1, {}}, {policy, 1, {}}};
   config.max_candidates = 1;
   auto s = Scheduler::Create(TwoNodes(), config);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "sched/framework/registry.h"
 
 namespace baton::sched {
 
@@ -95,6 +96,14 @@ bool DrfPlugin::Less(const PluginContext&, const JobInfo& a, const JobInfo& b) c
   if (sa != sb) return sa < sb;
   if (a.spec.priority != b.spec.priority) return a.spec.priority > b.spec.priority;
   return a.spec.submit_time < b.spec.submit_time;
+}
+
+void RegisterQueueSortPlugins(PluginRegistry& registry) {
+  registry["fifo"] = NoArgs<FifoPlugin>();
+  registry["priority"] = NoArgs<PriorityPlugin>();
+  registry["shortest-first"] = NoArgs<ShortestFirstPlugin>();
+  registry["las"] = [](const PluginArgs& a, const PluginDeps&) { return LasPlugin::Create(a); };
+  registry["drf"] = [](const PluginArgs& a, const PluginDeps&) { return DrfPlugin::Create(a); };
 }
 
 }  // namespace baton::sched

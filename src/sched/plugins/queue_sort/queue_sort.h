@@ -7,8 +7,9 @@
 //                   discretised 2D-LAS), lower band first. With preempt_by: las-band the preempt
 //                   action also uses these bands: a waiting job evicts running jobs (whole gangs,
 //                   gracefully) in strictly worse bands, counting their current run's service
-//   drf             fair share across tenants: lowest (allocated GPUs / weight, as of the start
-//                   of the cycle) first, then priority (args tenants.<t>.weight, default 1)
+//   drf             fair share across tenants: lowest (allocated GPUs / weight, as of each sort:
+//                   an action's placements count for the next action's queue) first, then
+//                   priority (args tenants.<t>.weight, default 1)
 #pragma once
 
 #include <map>
@@ -24,6 +25,7 @@ namespace baton::sched {
 class FifoPlugin final : public Plugin, public QueueSortPlugin {
  public:
   std::string_view Name() const override { return "fifo"; }
+  bool Stateless() const override { return true; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
   bool OrderFixedWithinCycle() const override { return true; }
 };
@@ -31,6 +33,7 @@ class FifoPlugin final : public Plugin, public QueueSortPlugin {
 class PriorityPlugin final : public Plugin, public QueueSortPlugin {
  public:
   std::string_view Name() const override { return "priority"; }
+  bool Stateless() const override { return true; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
   bool OrderFixedWithinCycle() const override { return true; }
 };
@@ -38,6 +41,7 @@ class PriorityPlugin final : public Plugin, public QueueSortPlugin {
 class ShortestFirstPlugin final : public Plugin, public QueueSortPlugin {
  public:
   std::string_view Name() const override { return "shortest-first"; }
+  bool Stateless() const override { return true; }
   bool Less(const PluginContext& ctx, const JobInfo& a, const JobInfo& b) const override;
   bool OrderFixedWithinCycle() const override { return true; }
 };
@@ -66,7 +70,7 @@ class DrfPlugin final : public Plugin, public QueueSortPlugin {
 
  private:
   std::map<std::string, double> weights_;
-  std::map<std::string, double> share_;  // this cycle
+  std::map<std::string, double> share_;  // as of the last PrepareSort
 };
 
 }  // namespace baton::sched

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/strings.h"
+#include "sched/framework/registry.h"
 
 namespace baton::sched {
 namespace {
@@ -72,6 +73,11 @@ void QuotaPlugin::Reserve(const PluginContext& ctx, const JobInfo& job, const Pl
 
 void QuotaPlugin::Unreserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) {
   Usage(ctx)[job.spec.tenant] -= p.gpus();
+}
+
+// tenant-quota is not in the registry: the scheduler adds it when the tenancy policy has quotas.
+void RegisterQuotaPlugins(PluginRegistry& registry) {
+  registry["quota"] = [](const PluginArgs& a, const PluginDeps&) { return QuotaPlugin::Create(a); };
 }
 
 }  // namespace baton::sched

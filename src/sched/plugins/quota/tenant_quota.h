@@ -27,6 +27,11 @@ class TenantQuotaPlugin final : public Plugin,
   std::string_view Name() const override { return "tenant-quota"; }
   PluginStatus PreFilter(const PluginContext& ctx, const JobInfo& job) override;
   PluginStatus Filter(const PluginContext& ctx, const JobInfo& job, topo::NodeId node) override;
+  // A per-type cap makes the answer the tenant's.
+  bool DecidedByShape(const JobInfo& job) const override {
+    const Caps* c = CapsOf(job.spec.tenant);
+    return c == nullptr || c->by_type.empty();
+  }
   void Reserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) override;
   void Unreserve(const PluginContext& ctx, const JobInfo& job, const Placement& p) override;
 

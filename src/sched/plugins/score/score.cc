@@ -1,6 +1,10 @@
 #include "sched/plugins/score/score.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
+
+#include "sched/framework/registry.h"
 
 namespace baton::sched {
 
@@ -24,6 +28,17 @@ double PlannerScorePlugin::Score(const PluginContext&, const JobInfo& job, const
   double slowdown = estimator_->Slowdown(job.spec, gpus);
   if (!std::isfinite(slowdown) || slowdown < 1.0) slowdown = 1.0;
   return 100.0 / slowdown;
+}
+
+void RegisterScorePlugins(PluginRegistry& registry) {
+  registry["binpack"] = NoArgs<BinpackScorePlugin>();
+  registry["planner"] = [](const PluginArgs& a,
+                           const PluginDeps& d) -> Result<std::unique_ptr<Plugin>> {
+    if (!a.empty()) {
+      return InvalidArgumentError(fmt::format("unknown argument '{}'", a.begin()->first));
+    }
+    return std::unique_ptr<Plugin>(std::make_unique<PlannerScorePlugin>(d.estimator));
+  };
 }
 
 }  // namespace baton::sched

@@ -12,6 +12,7 @@ namespace baton::sched {
 class BinpackScorePlugin final : public Plugin, public ScorePlugin {
  public:
   std::string_view Name() const override { return "binpack"; }
+  bool Stateless() const override { return true; }
   double Score(const PluginContext& ctx, const JobInfo& job, const Placement& p) override;
 };
 
@@ -19,6 +20,7 @@ class PlannerScorePlugin final : public Plugin, public ScorePlugin {
  public:
   explicit PlannerScorePlugin(StepTimeEstimator* estimator) : estimator_(estimator) {}
   std::string_view Name() const override { return "planner"; }
+  bool Stateless() const override { return true; }
   double Score(const PluginContext& ctx, const JobInfo& job, const Placement& p) override;
 
  private:

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <set>
 
+#include "sched/framework/registry.h"
+
 namespace baton::sched {
 namespace {
 
@@ -343,6 +345,10 @@ PluginStatus TopologyPlugin::Propose(const PluginContext& ctx, const JobInfo& jo
                           job.spec.gpus, g)
             : fmt::format("no {} has {} free GPUs in tasks of {}", topo::LevelName(required),
                           job.spec.gpus, g));
+}
+
+void RegisterTopologyPlugins(PluginRegistry& registry) {
+  registry["topology"] = NoArgs<TopologyPlugin>();
 }
 
 }  // namespace baton::sched

@@ -24,6 +24,11 @@ class TopologyPlugin final : public Plugin, public PlacementPlugin {
   PluginStatus Propose(const PluginContext& ctx, const JobInfo& job, const NodeFilter& filter,
                        int max_candidates, std::vector<Placement>* out) override;
   bool Deterministic() const override { return true; }
+  bool Stateless() const override { return true; }
+  // Sub-groups, a spread and one task per node place by more than the shape.
+  bool DecidedByShape(const JobInfo& job) const override {
+    return job.spec.sub_groups.empty() && !job.spec.spread && !job.spec.one_task_per_node;
+  }
 };
 
 }  // namespace baton::sched

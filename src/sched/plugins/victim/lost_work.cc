@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sched/framework/registry.h"
+
 namespace baton::sched {
 
 std::optional<double> LostWorkPlugin::VictimCost(const PluginContext& ctx, const JobInfo& preemptor,
@@ -16,6 +18,10 @@ std::optional<double> LostWorkPlugin::EvictionCost(const PluginContext& ctx, con
   const TimePoint since = std::max(victim.start, victim.last_checkpoint);
   const double gpus = victim.placement.gpus();
   return std::max(0.0, (ctx.now - since).value()) * gpus + 1e-3 * gpus;
+}
+
+void RegisterVictimPlugins(PluginRegistry& registry) {
+  registry["lost-work"] = NoArgs<LostWorkPlugin>();
 }
 
 }  // namespace baton::sched

@@ -11,6 +11,7 @@ namespace baton::sched {
 class LostWorkPlugin final : public Plugin, public VictimSelectionPlugin {
  public:
   std::string_view Name() const override { return "lost-work"; }
+  bool Stateless() const override { return true; }
   std::optional<double> VictimCost(const PluginContext& ctx, const JobInfo& preemptor,
                                    const JobInfo& victim) override;
   // Any preemptible running job, whatever its priority (preempt_by: las-band); same cost.

@@ -335,6 +335,10 @@ Result<nlohmann::json> ParseJsonBounded(std::string_view text, const JsonLimits&
   return doc;
 }
 
+Status YamlReadError(std::string_view source, const YAML::Exception& e) {
+  return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg);
+}
+
 Result<YAML::Node> LoadYamlBounded(std::string_view text, std::string_view source,
                                    const YamlLimits& limits) {
   if (text.size() > limits.max_bytes) {

@@ -80,4 +80,20 @@ struct YamlLimits {
 Result<YAML::Node> LoadYamlBounded(std::string_view text, std::string_view source,
                                    const YamlLimits& limits = {});
 
+// kInvalidArgument "source:line: message" for an exception yaml-cpp threw while a tree was read.
+Status YamlReadError(std::string_view source, const YAML::Exception& e);
+
+// Runs `read`, which reads a tree LoadYamlBounded returned and answers a Status or a Result<T>,
+// with yaml-cpp's exceptions (a node converted to a type it does not hold) answered as
+// YamlReadError. With LoadYamlBounded, the one place yaml-cpp's exceptions are caught: readers
+// call it once around their whole walk.
+template <typename Read>
+auto ReadYaml(std::string_view source, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const YAML::Exception& e) {
+    return YamlReadError(source, e);
+  }
+}
+
 }  // namespace baton

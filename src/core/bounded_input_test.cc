@@ -205,5 +205,19 @@ TEST(YamlBoundsTest, ReportsMalformedYamlWithTheLine) {
   EXPECT_NE(doc.status().message().find("malformed YAML"), std::string::npos);
 }
 
+// A reader's conversion of a node to a type it does not hold is a Status naming the file and
+// line, whatever the reader returns.
+TEST(YamlBoundsTest, AReadersConversionErrorNamesTheFileAndLine) {
+  auto doc = LoadYamlBounded("a: 1\nb: [1, 2]\n", "conf.yaml");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  Result<int> b = ReadYaml("conf.yaml", [&]() -> Result<int> { return (*doc)["b"].as<int>(); });
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(b.status().message().starts_with("conf.yaml:2: ")) << b.status().message();
+  Status fine = ReadYaml(
+      "conf.yaml", [&] { return (*doc)["a"].as<int>() == 1 ? Status::Ok() : InternalError("a"); });
+  EXPECT_TRUE(fine.ok()) << fine.ToString();
+}
+
 }  // namespace
 }  // namespace baton

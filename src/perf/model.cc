@@ -213,9 +213,8 @@ template <typename T>
 Status ReadField(const YAML::Node& node, const char* key, std::string_view field, T& out) {
   const YAML::Node v = node[key];
   if (!v) return Status::Ok();
-  try {
-    out = v.as<T>();
-  } catch (const YAML::Exception&) {
+  // decode is yaml-cpp's conversion without the exception as<T> throws.
+  if (!YAML::convert<T>::decode(v, out)) {
     return FieldError(field, fmt::format("cannot read '{}'", Printable(v.Scalar())));
   }
   return Status::Ok();

@@ -159,13 +159,11 @@ Result<PreemptBy> ParsePreemptBy(std::string_view name) {
 
 Result<SchedulerConfig> ParseSchedulerConfig(std::string_view yaml, std::string_view source) {
   ASSIGN_OR_RETURN(YAML::Node root, LoadYamlBounded(yaml, source, kConfigYamlLimits));
-  try {
+  return ReadYaml(source, [&]() -> Result<SchedulerConfig> {
     Result<SchedulerConfig> c = Parse(root);
     if (!c.ok()) return c.status().WithPrefix(source);
     return c;
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
-  }
+  });
 }
 
 Result<SchedulerConfig> LoadSchedulerConfigFile(const std::string& path) {

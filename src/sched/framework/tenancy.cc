@@ -164,23 +164,19 @@ bool TenancyPolicy::HasQuotas() const {
 bool IsPolicyField(std::string_view key) { return key == "tenancy" || key == "min_run_time"; }
 
 Status ParsePolicyField(std::string_view key, const YAML::Node& value, SchedulerConfig* config) {
-  try {
-    if (key == "min_run_time") {
-      // Seconds; a day is far beyond any useful hysteresis and refuses unit mistakes (ms).
-      if (!value.IsScalar()) return Field("min_run_time", "expected seconds");
-      auto v = ParseDouble(value.Scalar());
-      if (!v || !(*v >= 0) || *v > 86400) {
-        return Field("min_run_time", "expected seconds in [0, 86400]");
-      }
-      config->tenancy.min_run_time = Seconds(*v);
-      return Status::Ok();
+  if (key == "min_run_time") {
+    // Seconds; a day is far beyond any useful hysteresis and refuses unit mistakes (ms).
+    if (!value.IsScalar()) return Field("min_run_time", "expected seconds");
+    auto v = ParseDouble(value.Scalar());
+    if (!v || !(*v >= 0) || *v > 86400) {
+      return Field("min_run_time", "expected seconds in [0, 86400]");
     }
-    if (key == "tenancy") {
-      ASSIGN_OR_RETURN(config->tenancy, ParseTenancy(value, config->tenancy.min_run_time));
-      return Status::Ok();
-    }
-  } catch (const YAML::Exception& e) {
-    return Field(key, e.what());
+    config->tenancy.min_run_time = Seconds(*v);
+    return Status::Ok();
+  }
+  if (key == "tenancy") {
+    ASSIGN_OR_RETURN(config->tenancy, ParseTenancy(value, config->tenancy.min_run_time));
+    return Status::Ok();
   }
   return Field(key, "not a tenancy field");
 }

@@ -76,7 +76,8 @@ struct TenancyPolicy {
 
 // Parses one top-level scheduler-config field this file owns ("tenancy" or "min_run_time") into
 // `config`. Errors name the field ("field 'tenancy.tenants.a.priority.min': expected an
-// integer"); unknown keys and duplicate tenants are refused.
+// integer"); unknown keys and duplicate tenants are refused. A node of the wrong type may make
+// yaml-cpp throw: call it within ReadYaml (core/bounded_input.h), as ParseSchedulerConfig does.
 Status ParsePolicyField(std::string_view key, const YAML::Node& value, SchedulerConfig* config);
 // Whether ParsePolicyField owns `key`.
 bool IsPolicyField(std::string_view key);

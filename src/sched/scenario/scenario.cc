@@ -375,12 +375,10 @@ class Runner {
 
 Status RunScenario(std::string_view yaml, std::string_view source) {
   ASSIGN_OR_RETURN(YAML::Node root, LoadYamlBounded(yaml, source));
-  try {
+  return ReadYaml(source, [&] {
     Runner r{std::string(source)};
     return r.Run(root);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
-  }
+  });
 }
 
 Status RunScenarioFile(const std::string& path) {

@@ -57,7 +57,7 @@ Result<Authenticator> Authenticator::FromYaml(std::string_view yaml, std::string
   YamlLimits limits;
   limits.max_bytes = static_cast<std::size_t>(kMaxAuthFileBytes);
   ASSIGN_OR_RETURN(YAML::Node root, LoadYamlBounded(yaml, source, limits));
-  try {
+  RETURN_IF_ERROR(ReadYaml(source, [&]() -> Status {
     if (!root.IsMap()) return InvalidArgumentError(where + ": must be a mapping with 'principals'");
     for (const auto& kv : root) {
       if (!kv.first.IsScalar() || kv.first.Scalar() != "principals") {
@@ -132,9 +132,8 @@ Result<Authenticator> Authenticator::FromYaml(std::string_view yaml, std::string
       }
       auth.entries_.push_back(std::move(e));
     }
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(where + ": " + e.what());
-  }
+    return Status::Ok();
+  }));
   return auth;
 }
 

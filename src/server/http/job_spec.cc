@@ -595,12 +595,13 @@ Result<JobSpec> ParseJobSpec(std::string_view body, BodyFormat format) {
     limits.max_nodes = kMaxYamlNodes;
     Result<YAML::Node> root = LoadYamlBounded(body, "body", limits);
     if (!root.ok()) return Fail({"", std::string(root.status().message())});
+    int budget = kMaxYamlNodes;
     try {
-      int budget = kMaxYamlNodes;
-      if (auto e = YamlToJson(*root, 0, budget, "", doc)) return Fail(*e);
-    } catch (const YAML::Exception& e) {
-      return Fail({"", std::string("malformed YAML: ") + e.what()});
-    } catch (const std::exception& e) {
+      RETURN_IF_ERROR(ReadYaml("body", [&] {
+        std::optional<FieldError> e = YamlToJson(*root, 0, budget, "", doc);
+        return e ? Fail(*e) : Status::Ok();
+      }));
+    } catch (const std::exception& e) {  // not expected: a YAML scalar nlohmann cannot hold
       return Fail({"", std::string("malformed YAML: ") + e.what()});
     }
   }

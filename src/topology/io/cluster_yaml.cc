@@ -685,11 +685,7 @@ Result<Cluster> LoadClusterYaml(std::string_view text, std::string_view filename
   limits.max_nodes = std::max<std::size_t>(1'000'000, text.size());
   ASSIGN_OR_RETURN(const Yaml root, LoadYamlBounded(text, filename, limits));
   try {
-    return Loader(filename, max_nodes).Load(root);
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) return InvalidArgumentError(fmt::format("{}: {}", filename, e.msg));
-    return InvalidArgumentError(
-        fmt::format("{}:{}:{}: {}", filename, e.mark.line + 1, e.mark.column + 1, e.msg));
+    return ReadYaml(filename, [&] { return Loader(filename, max_nodes).Load(root); });
   } catch (const std::exception& e) {
     return InternalError(fmt::format("{}: {}", filename, e.what()));
   }

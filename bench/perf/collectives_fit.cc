@@ -59,21 +59,23 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "usage: --project SYSTEM BYTES R1,R2,...\n");
       return 2;
     }
-    fmt::print("{}\n{:>6} {:>16} {:>10} {:>10} {:>12} {:>10}\n", FormatFabric(*fit), "ranks",
-               "collective", "time ms", "busbw GB/s", "latency ms", "latency %");
+    fmt::print("{}\n{:>6} {:>16} {:>10} {:>10} {:>12} {:>10} {}\n", FormatFabric(*fit), "ranks",
+               "collective", "time ms", "busbw GB/s", "latency ms", "latency %", "algo");
     for (std::string_view r : Split(argv[5], ',')) {
       auto ranks = ParseInt64(r);
       if (!ranks || *ranks < 2 || *ranks > (1 << 20)) continue;
       for (Collective op : {Collective::kAllGather, Collective::kReduceScatter}) {
         const int n = static_cast<int>(*ranks);
         CollectiveFabric f = fit->fabric;
-        Seconds t = EstimateCollective(f, op, Bytes(*bytes), n).time;
-        f.intra_bus_bandwidth = BytesPerSecond(1e30);
-        f.inter_bus_bandwidth = BytesPerSecond(1e30);
-        Seconds lat = EstimateCollective(f, op, Bytes(*bytes), n).time;
-        const double busbw = *bytes * BusBandwidthFactor(op, n) / t.value() / 1e9;
-        fmt::print("{:>6} {:>16} {:>10.2f} {:>10.1f} {:>12.2f} {:>9.0f}%\n", n, CollectiveName(op),
-                   t.value() * 1e3, busbw, lat.value() * 1e3, 100 * lat.value() / t.value());
+        const CollectiveTime t = EstimateCollective(f, op, Bytes(*bytes), n);
+        // The latency share: the time less the same algorithm's transfer alone.
+        f.base_latency = f.intra_step_latency = f.inter_step_latency = Seconds(0);
+        const Seconds lat = t.time - EstimateCollective(f, op, Bytes(*bytes), n).time;
+        const double busbw = *bytes * BusBandwidthFactor(op, n) / t.time.value() / 1e9;
+        fmt::print("{:>6} {:>16} {:>10.2f} {:>10.1f} {:>12.2f} {:>9.0f}% {}/{}\n", n,
+                   CollectiveName(op), t.time.value() * 1e3, busbw, lat.value() * 1e3,
+                   100 * lat.value() / t.time.value(), CollectiveAlgorithmName(t.algorithm),
+                   NcclProtocolName(t.protocol));
       }
     }
     return 0;

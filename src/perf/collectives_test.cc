@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 
@@ -206,6 +207,8 @@ struct HostileCase {
   std::string text;
   std::string error;  // a fragment of the message
 };
+// Test names and failures show the case's name, not its bytes (a 10 MB line among them).
+void PrintTo(const HostileCase& c, std::ostream* os) { *os << c.name; }
 
 class NcclTestsHostileTest : public ::testing::TestWithParam<HostileCase> {};
 

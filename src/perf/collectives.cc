@@ -798,7 +798,8 @@ double Median(std::vector<double> v) {
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(q * (v.size() - 1) + 0.5));
+  const auto nearest = std::lround(q * static_cast<double>(v.size() - 1));
+  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(nearest));
   return v[i];
 }
 
@@ -1064,6 +1065,7 @@ CollectivesReport FitAndValidate(const std::vector<CollectiveSample>& samples,
     // (a) Leave one rank count out.
     if (by_scale.size() < 2) continue;
     std::vector<int> scales;
+    scales.reserve(by_scale.size());
     for (const auto& cell : by_scale) scales.push_back(cell.first);
     for (int ranks : scales) {
       std::vector<CollectiveSample> train;

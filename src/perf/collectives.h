@@ -36,8 +36,9 @@ double BusBandwidthFactor(Collective op, int ranks);
 // LL, LL128 or Simple protocol, each pair with its own base latency, per-step latency (NVLink or
 // network) and share of the bus bandwidth, and NCCL takes the fastest. The fabric's free terms
 // are the ring/LL latencies and the ring/Simple bus bandwidths; every other pair's are those times
-// tuning.cc's ratios (kProtocolTable in collectives.cc), so a fit moves NCCL's whole table by one
-// scale per term. The defaults are tuning.cc's own ring/LL values.
+// tuning.cc's ratios (kBaseLatUs, kNvlinkLatUs, kNetLatUs and BandwidthShare in collectives.cc), so
+// a fit moves NCCL's whole table by one scale per term. The defaults are tuning.cc's own ring/LL
+// values.
 struct CollectiveFabric {
   // GPUs that reach each other over NVLink: a node's HGX board (8), or a whole NVL72 rack.
   int domain_gpus = 8;

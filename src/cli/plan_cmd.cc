@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "perf/calibrate.h"
+#include "perf/collectives.h"
 #include "perf/estimator.h"
 #include "perf/placement.h"
 #include "perf/profile.h"
@@ -76,6 +77,7 @@ struct PlanOptions {
   std::string profile;
   std::string attention_file;
   std::string out_file;
+  std::string collectives;  // nccl-tests outputs for `calibrate --collectives`
   std::string families;
   bool no_bands = false;
   std::string placement = "compact";
@@ -558,7 +560,29 @@ Status RunValidate(const PlanOptions& o) {
   return Status::Ok();
 }
 
+// `calibrate --collectives`: the fabric's collective terms fitted to the user's nccl-tests
+// outputs, printed with the error at every size. Not written into the profile: the estimator
+// does not read a fitted fabric yet (perf/collectives.h is not wired into Evaluate).
+Status RunCalibrateCollectives(const PlanOptions& o) {
+  std::vector<perf::NcclTestsRun> runs;
+  for (std::string_view f : Split(o.collectives, ',')) {
+    if (Trim(f).empty()) continue;
+    ASSIGN_OR_RETURN(perf::NcclTestsRun run, perf::LoadNcclTestsOutput(Trim(f)));
+    fmt::print("{}: {} on {} ranks{}, {} GPUs per node{}, {} sizes\n", run.source,
+               perf::CollectiveName(run.op), run.ranks,
+               run.ranks_from_ratio ? " (from busbw/algbw)" : "", run.gpus_per_node,
+               run.gpus_per_node > 0 ? "" : " (not printed; 8 assumed)", run.points.size());
+    runs.push_back(std::move(run));
+  }
+  if (runs.empty()) return InvalidArgumentError("collectives: no nccl-tests output given");
+  const std::vector<perf::CollectiveSample> samples = perf::SamplesFromNcclTests(runs, "yours");
+  ASSIGN_OR_RETURN(perf::FittedFabric fit, perf::FitFabric(samples, perf::CollectiveFabric{}));
+  fmt::print("\n{}\n{}", perf::FormatFabric(fit), perf::FormatSampleErrors(fit, samples));
+  return Status::Ok();
+}
+
 Status RunCalibrate(const PlanOptions& o) {
+  if (!o.collectives.empty()) return RunCalibrateCollectives(o);
   if (o.out_file.empty()) return InvalidArgumentError("out: --out FILE.yaml is required");
   ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedTables(RunsFor(o)));
   ASSIGN_OR_RETURN(perf::SystemProfile start, ProfileFor(o));
@@ -826,7 +850,12 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
                   "Only fit these GPU families (comma list: ampere,hopper,blackwell)");
   cal->add_flag("--no-bands", cal_opts->no_bands,
                 "Skip the cross-validation that sets the uncertainty bands (faster)");
-  cal->add_option("--out", cal_opts->out_file, "Profile YAML to write")->required();
+  cal->add_option("--out", cal_opts->out_file,
+                  "Profile YAML to write (required unless --collectives)");
+  cal->add_option("--collectives", cal_opts->collectives,
+                  "nccl-tests outputs, comma-separated, one run per file (OP=FILE names the "
+                  "collective where the output does not): fit the fabric's collective terms "
+                  "and print them with the error per size");
   Bind(cal, exit_code, cal_opts, RunCalibrate);
 
   auto launch_opts = std::make_shared<PlanOptions>();

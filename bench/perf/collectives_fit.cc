@@ -67,10 +67,16 @@ int main(int argc, char** argv) {
       for (Collective op : {Collective::kAllGather, Collective::kReduceScatter}) {
         const int n = static_cast<int>(*ranks);
         CollectiveFabric f = fit->fabric;
-        const CollectiveTime t = EstimateCollective(f, op, Bytes(*bytes), n);
+        const std::optional<CollectiveTime> est = EstimateCollective(f, op, Bytes(*bytes), n);
+        if (!est) {
+          fmt::print("{:>6} {:>16} the fit has no network rate for {} ranks\n", n,
+                     CollectiveName(op), n);
+          continue;
+        }
+        const CollectiveTime& t = *est;
         // The latency share: the time less the same algorithm's transfer alone.
         f.base_latency = f.intra_step_latency = f.inter_step_latency = Seconds(0);
-        const Seconds lat = t.time - EstimateCollective(f, op, Bytes(*bytes), n).time;
+        const Seconds lat = t.time - EstimateCollective(f, op, Bytes(*bytes), n)->time;
         const double busbw = *bytes * BusBandwidthFactor(op, n) / t.time.value() / 1e9;
         fmt::print("{:>6} {:>16} {:>10.2f} {:>10.1f} {:>12.2f} {:>9.0f}% {}/{}\n", n,
                    CollectiveName(op), t.time.value() * 1e3, busbw, lat.value() * 1e3,

@@ -192,14 +192,15 @@ CollectiveCandidates CandidateTerms(Collective op, Bytes bytes, int ranks, int d
   return out;
 }
 
-CollectiveTime EstimateCollective(const CollectiveFabric& fabric, Collective op, Bytes bytes,
-                                  int ranks) {
-  if (ranks < 2) return {};
+std::optional<CollectiveTime> EstimateCollective(const CollectiveFabric& fabric, Collective op,
+                                                 Bytes bytes, int ranks) {
+  if (ranks < 2) return CollectiveTime{};
   const auto theta = ThetaOf(fabric);
+  if (!HasBandwidth(CandidateTerms(op, bytes, ranks, fabric.domain_gpus).terms[0], theta)) {
+    return std::nullopt;
+  }
   CollectiveTerms t = FasterTerms(op, bytes, ranks, fabric.domain_gpus, theta);
-  CHECK(HasBandwidth(CandidateTerms(op, bytes, ranks, fabric.domain_gpus).terms[0], theta))
-      << "collective fabric without the bandwidth this collective needs";
-  return {Seconds(Dot(t, theta)), t.algorithm, t.protocol};
+  return CollectiveTime{Seconds(Dot(t, theta)), t.algorithm, t.protocol};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -94,9 +94,11 @@ struct CollectiveTime {
   NcclProtocol protocol = NcclProtocol::kSimple;
 };
 
-// The fastest candidate (NCCL picks by the same model), one call. Pure, thread-safe.
-CollectiveTime EstimateCollective(const CollectiveFabric& fabric, Collective op, Bytes bytes,
-                                  int ranks);
+// The fastest candidate (NCCL picks by the same model), one call; nullopt when the fabric lacks
+// a bandwidth the collective needs (an inter-domain rate left 0 for ranks over several domains).
+// Fewer than 2 ranks take no time. Pure, thread-safe.
+std::optional<CollectiveTime> EstimateCollective(const CollectiveFabric& fabric, Collective op,
+                                                 Bytes bytes, int ranks);
 
 // ---------------------------------------------------------------------------------------------
 // Readers. Both read one bounded line at a time (core/bounded_input.h) and name source, line and

@@ -36,6 +36,16 @@ TEST(CollectivesTest, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kAllToAll, 4), 0.75);
 }
 
+// A fabric fitted on one node has no network rate: ranks over two nodes get no time, not a
+// crash (a user's fit may hold only single-node outputs).
+TEST(CollectivesTest, AFabricWithoutANetworkRateAnswersNothingAcrossDomains) {
+  CollectiveFabric f = H100Like();
+  f.inter_bus_bandwidth = BytesPerSecond(0);
+  EXPECT_TRUE(EstimateCollective(f, Collective::kAllGather, MiB(64), 8).has_value());
+  EXPECT_FALSE(EstimateCollective(f, Collective::kAllGather, MiB(64), 16).has_value());
+  EXPECT_EQ(EstimateCollective(f, Collective::kAllGather, MiB(64), 1)->time, Seconds(0));
+}
+
 // Time never falls as the message grows, for every collective and scale.
 TEST(CollectivesTest, MonotoneInBytes) {
   const CollectiveFabric f = H100Like();
@@ -43,7 +53,7 @@ TEST(CollectivesTest, MonotoneInBytes) {
     for (int ranks : {2, 8, 16, 128, 1024}) {
       Seconds last(0);
       for (double b = 8; b <= 16e9; b *= 2) {
-        Seconds t = EstimateCollective(f, op, Bytes(b), ranks).time;
+        Seconds t = EstimateCollective(f, op, Bytes(b), ranks)->time;
         EXPECT_GE(t.value(), last.value()) << CollectiveName(op) << " " << ranks << " " << b;
         last = t;
       }
@@ -58,7 +68,7 @@ TEST(CollectivesTest, LatencyGrowsWithRanks) {
   for (Collective op : kCollectives) {
     Seconds last(0);
     for (int ranks : {2, 4, 8, 16, 64, 256, 1024}) {
-      Seconds t = EstimateCollective(f, op, Bytes(8), ranks).time;
+      Seconds t = EstimateCollective(f, op, Bytes(8), ranks)->time;
       EXPECT_GT(t.value(), last.value()) << CollectiveName(op) << " " << ranks;
       last = t;
     }
@@ -66,7 +76,7 @@ TEST(CollectivesTest, LatencyGrowsWithRanks) {
   // Ring all-gather at 1,024 ranks with LL: base + 1,023 steps, 127 of them over the network,
   // NVLink steps at 1.8x once the collective leaves the node (tuning.cc).
   const double expect = 6.6 + (1023 - 127) * 0.47 * 1.8 + 127 * 2.7;
-  EXPECT_NEAR(ToMicroseconds(EstimateCollective(f, Collective::kAllGather, Bytes(8), 1024).time),
+  EXPECT_NEAR(ToMicroseconds(EstimateCollective(f, Collective::kAllGather, Bytes(8), 1024)->time),
               expect, 0.01);
 }
 
@@ -75,19 +85,20 @@ TEST(CollectivesTest, LatencyGrowsWithRanks) {
 // bandwidth); inside one node the ring always. Small messages go LL, large ones Simple.
 TEST(CollectivesTest, RingTreeCrossover) {
   const CollectiveFabric f = H100Like();
-  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, KiB(64), 1024).algorithm,
+  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, KiB(64), 1024)->algorithm,
             CollectiveAlgorithm::kTree);
-  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, GiB(4), 64).algorithm,
+  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, GiB(4), 64)->algorithm,
             CollectiveAlgorithm::kRing);
-  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, Bytes(8), 8).algorithm,
+  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, Bytes(8), 8)->algorithm,
             CollectiveAlgorithm::kRing);
-  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, Bytes(8), 8).protocol, NcclProtocol::kLL);
-  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, GiB(1), 8).protocol,
+  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, Bytes(8), 8)->protocol,
+            NcclProtocol::kLL);
+  EXPECT_EQ(EstimateCollective(f, Collective::kAllReduce, GiB(1), 8)->protocol,
             NcclProtocol::kSimple);
   // The crossover moves to larger messages as the ring's step count grows.
   auto crossover = [&](int ranks) {
     for (double b = 8; b < 1e12; b *= 2) {
-      if (EstimateCollective(f, Collective::kAllReduce, Bytes(b), ranks).algorithm ==
+      if (EstimateCollective(f, Collective::kAllReduce, Bytes(b), ranks)->algorithm ==
           CollectiveAlgorithm::kRing) {
         return b;
       }
@@ -339,7 +350,7 @@ TEST(CollectivesFitTest, RecoversKnownTerms) {
         s.ranks = ranks;
         s.domain_gpus = 8;
         s.bytes = Bytes(b);
-        s.time = EstimateCollective(truth, op, s.bytes, ranks).time;
+        s.time = EstimateCollective(truth, op, s.bytes, ranks)->time;
         samples.push_back(s);
       }
     }
@@ -374,7 +385,7 @@ TEST(CollectivesFitTest, UnmeasuredTierIsNotPredicted) {
     s.ranks = 8;
     s.domain_gpus = 8;
     s.bytes = Bytes(b);
-    s.time = EstimateCollective(truth, s.op, s.bytes, 8).time;
+    s.time = EstimateCollective(truth, s.op, s.bytes, 8)->time;
     samples.push_back(s);
   }
   auto fit = FitFabric(samples, CollectiveFabric{});

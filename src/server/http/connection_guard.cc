@@ -65,6 +65,16 @@ bool HasUnreadBytes(int fd) {
   return ::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0;
 }
 
+// Whether a request head ends ("\r\n\r\n") within the first `limit` bytes waiting unread in
+// `fd`, peeked and left there. A client may send its body right behind its head, and a request
+// queued for a worker then holds more than any head: those bytes are the body.
+bool HeadEndsWithin(int fd, std::uint64_t limit) {
+  std::string peeked(limit + 4, '\0');
+  const ssize_t n = ::recv(fd, peeked.data(), peeked.size(), MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 && std::string_view(peeked.data(), static_cast<std::size_t>(n)).find("\r\n\r\n") !=
+                      std::string_view::npos;
+}
+
 // Every connection accepted on `port` that this process holds.
 std::vector<Connection> AcceptedConnections(int port) {
   std::vector<Connection> out;
@@ -94,6 +104,12 @@ bool Cut(int fd, const std::pair<std::string, int>& peer, int port) {
 }  // namespace
 
 bool ShutdownAfterFlush(int fd, std::chrono::milliseconds linger) {
+  const bool flushed = FlushAndHalfClose(fd, linger);
+  ::shutdown(fd, SHUT_RD);
+  return flushed;
+}
+
+bool FlushAndHalfClose(int fd, std::chrono::milliseconds linger) {
   ::shutdown(fd, SHUT_WR);
   const auto deadline = std::chrono::steady_clock::now() + linger;
   bool flushed = false;
@@ -107,7 +123,6 @@ bool ShutdownAfterFlush(int fd, std::chrono::milliseconds linger) {
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ::shutdown(fd, SHUT_RD);
   return flushed;
 }
 
@@ -127,13 +142,13 @@ ConnectionHooks ConnectionGuard::Hooks() {
       close = it != peers_.end() && it->second.close_requested;
       if (close) ++cuts_["refused"];
     }
+    // A refused connection is closed by the server's connection loop once the response is out
+    // (HttpServer: a lingering close, which reads and drops what the peer still sends, bounded
+    // in time and bytes). It stays marked in a request meanwhile: the bytes drained are the
+    // refused body, not the head of a next request (counted as one, they passed
+    // max_head_bytes and the scan cut the connection, resetting the refusal on its way).
+    if (close) return;
     Mark(addr, port, /*in_request=*/false, /*close=*/false);
-    if (!close) return;
-    // On the worker thread that owns the connection, right after its response was written: no
-    // other thread can close the descriptor meanwhile. The unread body is never read.
-    for (const Connection& c : AcceptedConnections(port_)) {
-      if (c.peer == std::pair{addr, port}) ShutdownAfterFlush(c.fd, options_.refuse_linger);
-    }
   };
   return h;
 }
@@ -152,6 +167,7 @@ void ConnectionGuard::Mark(const std::string& addr, int port, bool in_request, b
   t.in_request = in_request;
   t.since = SteadyClock::now();
   t.head_base = -1;
+  t.oversized_scans = 0;
   if (!in_request) t.close_requested = false;
 }
 
@@ -204,12 +220,17 @@ void ConnectionGuard::Scan() {
         if (t.head_base < 0) t.head_base = received;
         if (received >= 0 && t.head_base >= 0) head_bytes = received - t.head_base;
       }
+      // Oversized on two scans in a row: a worker that has read a head and not yet handed it to
+      // the API leaves only the body unread for a moment.
+      const bool oversized = !t.in_request &&
+                             static_cast<std::uint64_t>(head_bytes) > options_.max_head_bytes &&
+                             !HeadEndsWithin(c.fd, options_.max_head_bytes);
+      t.oversized_scans = oversized ? t.oversized_scans + 1 : 0;
       seen[c.peer] = t;
       const auto age = now - t.since;
       if (!t.in_request && age > options_.head_timeout) {
         cut.push_back({&c, "head_timeout"});
-      } else if (!t.in_request &&
-                 static_cast<std::uint64_t>(head_bytes) > options_.max_head_bytes) {
+      } else if (t.oversized_scans >= 2) {
         cut.push_back({&c, "head_too_large"});
       } else if (t.in_request && age > options_.request_timeout) {
         cut.push_back({&c, "request_timeout"});

@@ -239,7 +239,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   strm.Flush();
   t_stream = nullptr;
   if (close_requested) {
-    ShutdownAfterFlush(sock, refuse_linger_);
+    FlushAndHalfClose(sock, refuse_linger_);
     // A lingering close: a client still sending what we refused (a body over the limit) would
     // get a RST from close(), and a RST makes its kernel drop the answer it has not read yet.
     // Read and discard until it stops, bounded in time and bytes.

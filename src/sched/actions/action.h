@@ -17,6 +17,10 @@ class Action {
   virtual std::string_view Name() const = 0;
   // Runs once per cycle. Must leave no Statement open and never throw.
   virtual void Execute(Session& session) = 0;
+  // True when this action gives the first jobs blocked for lack of room a reservation that
+  // later jobs may pass only on its terms (backfill). allocate then stops at the first blocked
+  // job and leaves who may pass it to this action.
+  virtual bool ReservesForBlockedJobs() const { return false; }
 };
 
 // The built-in actions by name: admit, allocate, backfill, preempt, reclaim, resize (one file each

@@ -582,7 +582,7 @@ void Scheduler::ProjectStart(Scheduler& s, TimePoint now, const ForecastOptions&
     Session probe(now, &copy->state_, &copy->jobs_, &copy->plugins_, &copy->config_, &copy->cycle_,
                   &none, nullptr, std::move(ids), std::move(records), std::nullopt, nullptr,
                   /*waiting_notes=*/false);
-    const bool backfill = probe.HasAction("backfill");
+    const bool backfill = copy->BlockedJobsReserved();
     int best_ahead = std::numeric_limits<int>::min();  // highest priority ahead so far
     for (JobForecast& f : out.jobs) {
       const JobInfo* job = copy->job(f.job);

@@ -132,6 +132,11 @@ Scheduler::Scheduler(ClusterState state, SchedulerConfig config, SchedulerOption
 
 Scheduler::~Scheduler() = default;
 
+bool Scheduler::BlockedJobsReserved() const {
+  return std::any_of(actions_.begin(), actions_.end(),
+                     [](const auto& a) { return a->ReservesForBlockedJobs(); });
+}
+
 const JobInfo* Scheduler::job(JobId id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
@@ -211,7 +216,9 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
     }
     // A running gang may continue with a replacement node when every constraint still holds:
     // the new node meets the old one at or below the required level and every sub-group level
-    // (the tree is ultrametric, so then it meets every other node of the gang there too).
+    // (the tree is ultrametric, so then it meets every other node of the gang there too), and
+    // the configured filter chain accepts it (GPU type, bad nodes, node attributes, quota: the
+    // same filters a placement passes, and only those).
     if (job.phase == JobPhase::kRunning && !job.spec.spread && !SharesGpu(job.spec) &&
         !CpuOnly(job.spec) && TaskHost(job).empty()) {
       topo::Level limit = job.spec.topology.required.value_or(topo::Level::kCore);
@@ -226,11 +233,6 @@ void Scheduler::NodeDown(topo::NodeId node, TimePoint now, Decisions* out) {
       for (int f = need; f <= state_.max_node_gpus() && limit >= topo::Level::kNvlinkDomain; ++f) {
         for (std::uint32_t n : state_.NodesWithFree(f)) {
           topo::NodeId cand(n);
-          if (!Accepts(job, c, cand) ||
-              std::binary_search(job.bad_nodes.begin(), job.bad_nodes.end(), cand) ||
-              (job.allowed_nodes && !(*job.allowed_nodes)[n])) {
-            continue;
-          }
           bool in_job = false;
           for (const auto& a : job.placement.nodes) in_job |= a.node == cand;
           if (in_job) continue;
@@ -450,6 +452,7 @@ Decisions Scheduler::RunCycle(const CycleInput& input) {
                   std::move(pending), std::move(pending_jobs), lowest_victim, &queue_order_,
                   options_.waiting_notes);
   session.set_tail_probe(tail_probe_);
+  session.set_blocked_jobs_reserved(BlockedJobsReserved());
   for (const auto& a : actions_) {
     const TimePoint t0 = options_.timer ? options_.timer->Now() : TimePoint{};
     a->Execute(session);

@@ -171,6 +171,8 @@ class Scheduler {
   SchedulerOptions options_;
   PluginSet plugins_;
   std::vector<std::unique_ptr<Action>> actions_;
+  // Whether one of actions_ reserves for blocked jobs (Action::ReservesForBlockedJobs).
+  bool BlockedJobsReserved() const;
   CycleState cycle_;
   TimePoint last_now_;
   std::uint64_t admitted_ = 0;       // JobInfo::admission of the last job admitted

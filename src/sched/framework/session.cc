@@ -167,11 +167,6 @@ Session::Session(TimePoint now, ClusterState* state, JobTable* jobs, const Plugi
   CHECK(pending_jobs_.size() == pending_at_start_.size());
 }
 
-bool Session::HasAction(std::string_view name) const {
-  return std::find(config_->actions.begin(), config_->actions.end(), name) !=
-         config_->actions.end();
-}
-
 std::vector<JobId> Session::PendingQueue() {
   std::vector<JobInfo*> jobs = PendingJobs();
   std::vector<JobId> ids;

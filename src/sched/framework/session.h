@@ -90,7 +90,6 @@ class Session {
   const PluginSet& plugins() const { return *plugins_; }
   const SchedulerConfig& config() const { return *config_; }
   Decisions& decisions() { return *out_; }
-  bool HasAction(std::string_view name) const;
 
   // Pending jobs eligible now, in queue-sort order (ties by submit time, then id). The order is
   // total, so it does not depend on where the sort starts: it starts from the last order returned
@@ -156,6 +155,9 @@ class Session {
   // The projection's observer (see TailProbe); null in real cycles. Not owned.
   TailProbe* tail_probe() const { return tail_probe_; }
   void set_tail_probe(TailProbe* probe) { tail_probe_ = probe; }
+  // Whether an action of the cycle reserves for blocked jobs (Action::ReservesForBlockedJobs).
+  bool blocked_jobs_reserved() const { return blocked_jobs_reserved_; }
+  void set_blocked_jobs_reserved(bool reserved) { blocked_jobs_reserved_ = reserved; }
   // Emits waiting notes and timings into the decisions.
   void Finish();
 
@@ -173,6 +175,7 @@ class Session {
   std::vector<JobId>* queue_order_;
   bool waiting_notes_;
   TailProbe* tail_probe_ = nullptr;
+  bool blocked_jobs_reserved_ = false;
   // The last PendingJobs result in this cycle: later calls start from it, since the eligible
   // pending jobs only shrink within a cycle (binds, evictions and rejections never make a job
   // pending). Rejected jobs are nulled here.

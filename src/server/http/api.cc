@@ -17,6 +17,7 @@
 #include "perf/report.h"
 #include "perf/request.h"
 #include "perf/search.h"
+#include "server/http/api_routes.h"
 #include "server/http/dashboard.h"
 #include "server/http/dashboard_api.h"
 #include "server/http/dcgm.h"
@@ -25,10 +26,7 @@
 #include "server/http/web_assets.h"
 
 namespace baton::server {
-namespace {
-
-using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+namespace api_internal {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -38,7 +36,7 @@ void SendJson(httplib::Response& res, int status, const json& body) {
 }
 
 void SendError(httplib::Response& res, int status, std::string_view code, std::string_view message,
-               std::string_view field = {}) {
+               std::string_view field) {
   json err = {{"code", code}, {"message", message}};
   if (!field.empty()) err["field"] = field;
   SendJson(res, status, json{{"error", std::move(err)}});
@@ -175,6 +173,20 @@ bool ValidIdempotencyKey(std::string_view key) {
   return true;
 }
 
+// The limits for the small admin bodies ({"reason": "..."}, telemetry samples): flat objects.
+JsonLimits ShallowJson() {
+  JsonLimits limits;
+  limits.max_depth = 4;
+  return limits;
+}
+
+}  // namespace api_internal
+
+namespace {
+
+using api_internal::ErrorCodeForHttp;
+using Clock = std::chrono::steady_clock;
+
 // The route label of the request being handled on this thread (for the latency histogram), when
 // it started and who sent it; set by the pre-routing hook, which runs on the same worker thread
 // as the route's handler, before any of the body is read.
@@ -194,8 +206,6 @@ struct Refusal {
 };
 thread_local std::optional<Refusal> t_refusal;
 
-enum class Access { kPublic, kAuthenticated, kAdmin };
-
 // The metric label for a request method: a closed set, so that junk method names (which anyone
 // can send) cannot create label values.
 std::string_view MethodLabel(std::string_view method) {
@@ -203,13 +213,6 @@ std::string_view MethodLabel(std::string_view method) {
     if (method == m) return m;
   }
   return "other";
-}
-
-// The limits for the small admin bodies ({"reason": "..."}, telemetry samples): flat objects.
-JsonLimits ShallowJson() {
-  JsonLimits limits;
-  limits.max_depth = 4;
-  return limits;
 }
 
 bool IsNameChar(char c, bool first) {
@@ -275,805 +278,298 @@ bool HasBody(const httplib::Request& req) {
 
 }  // namespace
 
-// The handlers, with access to the Api's members.
-struct Api::Routes {
-  // `body` is the request body, read within the limit (empty when the request has none).
-  using Handler = std::function<void(const httplib::Request&, std::string_view body,
-                                     httplib::Response&, const Principal&)>;
-
-  struct Route {
-    std::string method;  // GET, POST or DELETE (HEAD is served as GET)
-    const char* label;   // the route's shape, as MatchesShape reads it; the label in metrics
-    Access access;
+void Api::Routes::Add(const char* method, const std::string& pattern, const char* route,
+                      Access access, const Handler& handler) {
+  table.push_back({method, route, access});
+  std::string m = method;
+  if (m == "GET") {
+    server.Get(pattern, [handler](const httplib::Request& req, httplib::Response& res) {
+      handler(req, {}, res, t_principal);
+    });
+    return;
+  }
+  // POST and DELETE take the body through a content reader, so that it is read only here,
+  // after the pre-routing hook has authenticated the request, and only up to the limit
+  // (httplib itself bounds only a Content-Length body, not a chunked one).
+  auto with_body = [this, handler](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+    if (t_refusal) {
+      reader([](const char*, std::size_t) { return true; });  // drained, bounded above
+      const Refusal r = *std::exchange(t_refusal, std::nullopt);
+      return SendError(res, r.status, r.code, r.message, r.field);
+    }
+    std::string body;
+    if (!ReadBody(req, reader, res, body)) return;
+    handler(req, body, res, t_principal);
   };
-
-  Api& api;
-  httplib::Server& server;
-  std::size_t max_body;
-  ConnectionHooks hooks;
-  std::vector<Route> table;
-
-  void Add(const char* method, const std::string& pattern, const char* route, Access access,
-           const Handler& handler) {
-    table.push_back({method, route, access});
-    std::string m = method;
-    if (m == "GET") {
-      server.Get(pattern, [handler](const httplib::Request& req, httplib::Response& res) {
-        handler(req, {}, res, t_principal);
-      });
-      return;
-    }
-    // POST and DELETE take the body through a content reader, so that it is read only here,
-    // after the pre-routing hook has authenticated the request, and only up to the limit
-    // (httplib itself bounds only a Content-Length body, not a chunked one).
-    auto with_body = [this, handler](const httplib::Request& req, httplib::Response& res,
-                                     const httplib::ContentReader& reader) {
-      if (t_refusal) {
-        reader([](const char*, std::size_t) { return true; });  // drained, bounded above
-        const Refusal r = *std::exchange(t_refusal, std::nullopt);
-        return SendError(res, r.status, r.code, r.message, r.field);
-      }
-      std::string body;
-      if (!ReadBody(req, reader, res, body)) return;
-      handler(req, body, res, t_principal);
-    };
-    if (m == "POST") {
-      server.Post(pattern, with_body);
-    } else {
-      server.Delete(pattern, with_body);
-    }
+  if (m == "POST") {
+    server.Post(pattern, with_body);
+  } else {
+    server.Delete(pattern, with_body);
   }
+}
 
-  // Stops reading the request's connection once the response is written (a refused body is left
-  // unread: reading it would be the attack).
-  void CloseAfterResponse(const httplib::Request& req, httplib::Response& res) {
-    res.set_header("Connection", "close");
-    HttpServer::CloseAfterThisResponse();
-    if (hooks.close_after_response) hooks.close_after_response(req.remote_addr, req.remote_port);
-  }
+// Stops reading the request's connection once the response is written (a refused body is left
+// unread: reading it would be the attack).
+void Api::Routes::CloseAfterResponse(const httplib::Request& req, httplib::Response& res) {
+  res.set_header("Connection", "close");
+  HttpServer::CloseAfterThisResponse();
+  if (hooks.close_after_response) hooks.close_after_response(req.remote_addr, req.remote_port);
+}
 
-  // Reads the body, chunked or not, into `body`, refusing it with 413 once it passes the limit.
-  // A request that announces no body (a cancel with neither Content-Length nor chunks) has none:
-  // nothing is waited for.
-  bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
-                httplib::Response& res, std::string& body) {
-    if (!HasBody(req)) return true;
-    bool over = false;
-    bool ok = reader([&](const char* data, std::size_t n) {
-      if (n > max_body - body.size()) {
-        over = true;
-        return false;
-      }
-      body.append(data, n);
-      return true;
-    });
-    if (over) {
-      t_route = "rejected";
-      CloseAfterResponse(req, res);
-      SendError(res, 413, "PAYLOAD_TOO_LARGE",
-                "request body is larger than the limit of " + std::to_string(max_body) + " bytes",
-                "body");
+// Reads the body, chunked or not, into `body`, refusing it with 413 once it passes the limit.
+// A request that announces no body (a cancel with neither Content-Length nor chunks) has none:
+// nothing is waited for.
+bool Api::Routes::ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                           httplib::Response& res, std::string& body) {
+  if (!HasBody(req)) return true;
+  bool over = false;
+  bool ok = reader([&](const char* data, std::size_t n) {
+    if (n > max_body - body.size()) {
+      over = true;
       return false;
     }
-    if (!ok) {
-      CloseAfterResponse(req, res);
-      SendError(res, 400, "INVALID_ARGUMENT", "the request body could not be read", "body");
-      return false;
-    }
+    body.append(data, n);
     return true;
+  });
+  if (over) {
+    t_route = "rejected";
+    CloseAfterResponse(req, res);
+    SendError(res, 413, "PAYLOAD_TOO_LARGE",
+              "request body is larger than the limit of " + std::to_string(max_body) + " bytes",
+              "body");
+    return false;
   }
-
-  // Runs before httplib reads any of the body: finds the route (404 or 405 otherwise),
-  // authenticates and authorises (401, 403), and checks an announced Content-Length (413). A
-  // refused request's body is never read, and its connection is closed after the answer.
-  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res) {
-    t_route = "unmatched";
-    t_start = Clock::now();
-    t_principal = Principal{};
-    t_refusal.reset();
-    // Request smuggling: where a proxy in front reads the body's length one way and httplib
-    // another, the rest of the body becomes a request of its own. httplib 0.11 takes the first
-    // Content-Length and, given "Transfer-Encoding: chunked", ignores Content-Length; RFC 9112
-    // (6.1, 6.3) has a server refuse such a request and close the connection. Checked before
-    // anything else, and the body is never read.
-    if (std::string why = AmbiguousLength(req); !why.empty()) {
-      t_route = "rejected";
-      CloseAfterResponse(req, res);
-      SendError(res, 400, "INVALID_ARGUMENT", why, "Content-Length");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
-    const bool drainable = (req.method == "POST" || req.method == "DELETE") && !IsChunked(req) &&
-                           length && *length >= 0 &&
-                           static_cast<std::uint64_t>(*length) / 8 <= max_body;
-    auto refuse = [&](int status, std::string_view code, const std::string& message,
-                      std::string_view field = {}) {
-      if (HasBody(req) && drainable) {
-        // httplib reads (at most 8x the limit) and drops the body, then the route's handler or
-        // the error handler answers with this.
-        t_refusal = Refusal{status, std::string(code), message, std::string(field)};
-        if (hooks.request_started) hooks.request_started(req.remote_addr, req.remote_port);
-        return httplib::Server::HandlerResponse::Unhandled;
-      }
-      if (HasBody(req)) CloseAfterResponse(req, res);
-      SendError(res, status, code, message, field);
-      return httplib::Server::HandlerResponse::Handled;
-    };
-    const std::string method = req.method == "HEAD" ? "GET" : req.method;
-    const Route* route = nullptr;
-    std::string allowed;
-    for (const Route& r : table) {
-      if (!MatchesShape(r.label, req.path)) continue;
-      if (r.method == method) {
-        route = &r;
-        break;
-      }
-      if (allowed.find(r.method) == std::string::npos) {
-        allowed += (allowed.empty() ? "" : ", ") + r.method;
-      }
-    }
-    if (route == nullptr) {
-      if (allowed.empty()) return refuse(404, "NOT_FOUND", "no such endpoint");
-      res.set_header("Allow", allowed);
-      return refuse(405, "METHOD_NOT_ALLOWED",
-                    "method " + Printable(req.method, 16) +
-                        " is not allowed here (allowed: " + allowed + ")");
-    }
-    t_route = route->label;
-    if (route->access != Access::kPublic) {
-      // Answers that need a token (and their refusals) are the caller's alone: never stored by
-      // a shared or browser cache.
-      res.set_header("Cache-Control", "no-store");
-      Result<Principal> p = api.auth_.Authenticate(req.get_header_value("Authorization"));
-      if (!p.ok()) {
-        res.set_header("WWW-Authenticate", "Bearer");
-        return refuse(401, "UNAUTHENTICATED", std::string(p.status().message()), "Authorization");
-      }
-      // A broker acts for the tenant its request names, and is that tenant from here on.
-      const std::string broker_header(kBrokerTenantHeader);
-      Result<Principal> acting =
-          ResolveBroker(*p, req.get_header_value(broker_header), req.has_header(broker_header));
-      if (!acting.ok()) {
-        return refuse(400, "INVALID_ARGUMENT", std::string(acting.status().message()),
-                      broker_header);
-      }
-      if (route->access == Access::kAdmin && acting->role != Role::kAdmin) {
-        return refuse(403, "PERMISSION_DENIED",
-                      "this endpoint needs the admin role; " + acting->name + " is " +
-                          (acting->via.empty() ? "a tenant" : "a broker"));
-      }
-      t_principal = std::move(acting).value();
-    }
-    if (HasBody(req) && route->method == "GET") {
-      return refuse(400, "INVALID_ARGUMENT", "a GET request takes no body", "body");
-    }
-    if (req.has_header("Content-Length") && (!length || *length < 0)) {
-      return refuse(400, "INVALID_ARGUMENT", "Content-Length is not a byte count",
-                    "Content-Length");
-    }
-    if (length && static_cast<std::uint64_t>(*length) > max_body) {
-      t_route = "rejected";
-      return refuse(413, "PAYLOAD_TOO_LARGE",
-                    "request body of " + std::to_string(*length) +
-                        " bytes is larger than the limit of " + std::to_string(max_body),
-                    "body");
-    }
-    if (hooks.request_started) hooks.request_started(req.remote_addr, req.remote_port);
-    return httplib::Server::HandlerResponse::Unhandled;
+  if (!ok) {
+    CloseAfterResponse(req, res);
+    SendError(res, 400, "INVALID_ARGUMENT", "the request body could not be read", "body");
+    return false;
   }
+  return true;
+}
 
-  // Loads a job the principal may see; a tenant gets "not found" for other tenants' jobs, so
-  // that ids do not reveal what other tenants run.
-  std::optional<JobRecord> VisibleJob(const httplib::Request& req, httplib::Response& res,
-                                      const Principal& who) {
-    std::optional<std::int64_t> id = ParseInt64(req.matches[1].str());
-    if (!id || *id <= 0) {
-      SendError(res, 404, "NOT_FOUND", "job " + Printable(req.matches[1].str()) + " not found");
-      return std::nullopt;
-    }
-    Result<JobRecord> job = api.store_.Get(*id);
-    if (!job.ok()) {
-      SendStatus(res, job.status());
-      return std::nullopt;
-    }
-    if (who.role != Role::kAdmin && job->tenant != who.tenant) {
-      SendError(res, 404, "NOT_FOUND", "job " + std::to_string(*id) + " not found");
-      return std::nullopt;
-    }
-    return std::move(job).value();
+// Runs before httplib reads any of the body: finds the route (404 or 405 otherwise),
+// authenticates and authorises (401, 403), and checks an announced Content-Length (413). A
+// refused request's body is never read, and its connection is closed after the answer.
+httplib::Server::HandlerResponse Api::Routes::PreRoute(const httplib::Request& req,
+                                                       httplib::Response& res) {
+  t_route = "unmatched";
+  t_start = Clock::now();
+  t_principal = Principal{};
+  t_refusal.reset();
+  // Request smuggling: where a proxy in front reads the body's length one way and httplib
+  // another, the rest of the body becomes a request of its own. httplib 0.11 takes the first
+  // Content-Length and, given "Transfer-Encoding: chunked", ignores Content-Length; RFC 9112
+  // (6.1, 6.3) has a server refuse such a request and close the connection. Checked before
+  // anything else, and the body is never read.
+  if (std::string why = AmbiguousLength(req); !why.empty()) {
+    t_route = "rejected";
+    CloseAfterResponse(req, res);
+    SendError(res, 400, "INVALID_ARGUMENT", why, "Content-Length");
+    return httplib::Server::HandlerResponse::Handled;
   }
-
-  // The planner on the daemon's own cluster: estimate one plan, or search the space. Pure
-  // computation on this worker thread (a search is bounded by perf::kMaxRequestSearchSpace and
-  // takes milliseconds for the catalogue's models); nothing is stored.
-  void Plan(const httplib::Request& req, std::string_view body, httplib::Response& res,
-            perf::PlanQuestion question) {
-    Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
-    if (!format.ok() || *format != BodyFormat::kJson) {
-      return SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE",
-                       "plan requests are JSON (Content-Type: application/json)", "Content-Type");
+  std::optional<std::int64_t> length = ParseInt64(req.get_header_value("Content-Length"));
+  const bool drainable = (req.method == "POST" || req.method == "DELETE") && !IsChunked(req) &&
+                         length && *length >= 0 &&
+                         static_cast<std::uint64_t>(*length) / 8 <= max_body;
+  auto refuse = [&](int status, std::string_view code, const std::string& message,
+                    std::string_view field = {}) {
+    if (HasBody(req) && drainable) {
+      // httplib reads (at most 8x the limit) and drops the body, then the route's handler or
+      // the error handler answers with this.
+      t_refusal = Refusal{status, std::string(code), message, std::string(field)};
+      if (hooks.request_started) hooks.request_started(req.remote_addr, req.remote_port);
+      return httplib::Server::HandlerResponse::Unhandled;
     }
-    std::string field;
-    Result<perf::PlanRequest> request = perf::ParsePlanRequest(body, question, &field);
-    if (!request.ok()) {
-      return SendError(res, 400, "INVALID_ARGUMENT", request.status().message(), field);
+    if (HasBody(req)) CloseAfterResponse(req, res);
+    SendError(res, status, code, message, field);
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  const std::string method = req.method == "HEAD" ? "GET" : req.method;
+  const Route* route = nullptr;
+  std::string allowed;
+  for (const Route& r : table) {
+    if (!MatchesShape(r.label, req.path)) continue;
+    if (r.method == method) {
+      route = &r;
+      break;
     }
-    Result<perf::SystemSpec> cluster = api.controller_.PlanningSystem();
-    if (!cluster.ok()) return SendStatus(res, cluster.status());
-    perf::SystemSpec system = std::move(cluster).value();
-    if (request->gpus > system.gpus) {
-      return SendError(
-          res, 400, "INVALID_ARGUMENT",
-          fmt::format("gpus: {} is more than the cluster's {} GPUs", request->gpus, system.gpus),
-          "gpus");
+    if (allowed.find(r.method) == std::string::npos) {
+      allowed += (allowed.empty() ? "" : ", ") + r.method;
     }
-    system.gpus = request->gpus;
-    if (question == perf::PlanQuestion::kEstimate) {
-      Result<perf::StepEstimate> e =
-          perf::Estimate(request->model, request->plan, request->training, system);
-      if (!e.ok()) return SendStatus(res, e.status());
-      // The daemon's --profile (perf::InstallProfileFile) or the built-in one, as for the CLI.
-      json out =
-          perf::EstimateReportJson(request->model, request->training, system, request->plan, *e);
-      out["band"] =
-          perf::EstimateBandJson(perf::EstimateBand(perf::ActiveProfile(), request->model, system,
-                                                    request->plan, e->feasible() ? e->mfu : 0.0),
-                                 *e);
-      return SendJson(res, 200, out);
-    }
-    perf::SearchOptions options;
-    options.top_k = request->top_k;
-    options.objective = request->objective;
-    Result<perf::SearchResult> r =
-        perf::Search(request->model, request->training, system, request->space, options);
-    if (!r.ok()) return SendStatus(res, r.status());
-    perf::AttachTrust(perf::ActiveProfile(), request->model, system, request->gpus, &*r);
-    json out = perf::SearchToJson(*r);
-    out["model"] = request->model.name;
-    out["system"] = system.name;
-    out["gpus"] = request->gpus;
-    out["global_batch"] = request->training.global_batch;
-    SendJson(res, 200, out);
   }
-
-  // A job's plan must be feasible on the daemon's cluster: checked here, before the job is
-  // stored, with the planner itself (pure computation on this worker thread, as the plan
-  // endpoints do; the controller's PlannerEstimator is touched only by its own thread). Without a
-  // scheduler there is no cluster to check against: the plan is accepted, and a controller that
-  // cannot use it later fails the job with the reason.
-  Status CheckPlan(const JobSpec& spec) {
-    Result<perf::SystemSpec> cluster = api.controller_.PlanningSystem();
-    if (!cluster.ok()) return Status::Ok();
-    perf::SystemSpec system = std::move(cluster).value();
-    if (spec.gpus > system.gpus) {
-      return InvalidFieldError(
-          "gpus", fmt::format("{} is more than the cluster's {} GPUs, so the plan cannot run",
-                              spec.gpus, system.gpus));
-    }
-    system.gpus = static_cast<int>(spec.gpus);
-    std::string field;
-    Result<perf::ParallelPlan> plan = perf::ResolveJobPlan(spec.plan->request, system, &field);
-    if (plan.ok()) return Status::Ok();
-    std::string_view message = plan.status().message();  // "plan: ..."
-    if (message.starts_with(field + ":")) message.remove_prefix(field.size() + 1);
-    return InvalidFieldError(field, std::string(Trim(message)));
+  if (route == nullptr) {
+    if (allowed.empty()) return refuse(404, "NOT_FOUND", "no such endpoint");
+    res.set_header("Allow", allowed);
+    return refuse(
+        405, "METHOD_NOT_ALLOWED",
+        "method " + Printable(req.method, 16) + " is not allowed here (allowed: " + allowed + ")");
   }
-
-  // The answer to a submit whose Idempotency-Key already names `original`: that job (200) when
-  // the request is the same (canonical spec), else 409.
-  void Replay(const JobRecord& original, std::string_view spec_json, const std::string& key,
-              httplib::Response& res) {
-    if (original.spec_json != spec_json) {
-      SendError(res, 409, "IDEMPOTENCY_KEY_REUSED",
-                "Idempotency-Key '" + key + "' was used for a different request (job " +
-                    std::to_string(original.id) + ")",
-                "Idempotency-Key");
-      return;
+  t_route = route->label;
+  if (route->access != Access::kPublic) {
+    // Answers that need a token (and their refusals) are the caller's alone: never stored by
+    // a shared or browser cache.
+    res.set_header("Cache-Control", "no-store");
+    Result<Principal> p = api.auth_.Authenticate(req.get_header_value("Authorization"));
+    if (!p.ok()) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      return refuse(401, "UNAUTHENTICATED", std::string(p.status().message()), "Authorization");
     }
-    api.submissions_.WithLabels({original.tenant, "replayed"}).Increment();
-    res.set_header("Idempotent-Replayed", "true");
-    SendJson(res, 200, JobJson(original, api.controller_));
+    // A broker acts for the tenant its request names, and is that tenant from here on.
+    const std::string broker_header(kBrokerTenantHeader);
+    Result<Principal> acting =
+        ResolveBroker(*p, req.get_header_value(broker_header), req.has_header(broker_header));
+    if (!acting.ok()) {
+      return refuse(400, "INVALID_ARGUMENT", std::string(acting.status().message()), broker_header);
+    }
+    if (route->access == Access::kAdmin && acting->role != Role::kAdmin) {
+      return refuse(403, "PERMISSION_DENIED",
+                    "this endpoint needs the admin role; " + acting->name + " is " +
+                        (acting->via.empty() ? "a tenant" : "a broker"));
+    }
+    t_principal = std::move(acting).value();
   }
-
-  // The job spec of a submit or what-if body: its Content-Type (415), the spec itself (400 naming
-  // the field) and its tenant, which must be the caller's unless the caller is an admin (403;
-  // `verb` says what was refused: "submit jobs for"); a spec without one gets the caller's. On
-  // failure the error is sent and the HTTP status returned; 0 and `*spec` set on success.
-  int ReadJobSpec(const httplib::Request& req, std::string_view body, const Principal& who,
-                  std::string_view verb, httplib::Response& res, std::optional<JobSpec>* spec) {
-    Result<BodyFormat> format = BodyFormatFromContentType(req.get_header_value("Content-Type"));
-    if (!format.ok()) {
-      SendError(res, 415, "UNSUPPORTED_MEDIA_TYPE", format.status().message(), "Content-Type");
-      return 415;
-    }
-    Result<JobSpec> parsed = ParseJobSpec(body, *format);
-    if (!parsed.ok()) {
-      SendStatus(res, parsed.status());
-      return 400;
-    }
-    if (parsed->tenant && *parsed->tenant != who.tenant && who.role != Role::kAdmin) {
-      SendError(res, 403, "PERMISSION_DENIED",
-                fmt::format("{} may only {} tenant {}", who.name, verb, who.tenant), "tenant");
-      return 403;
-    }
-    if (parsed->federation && parsed->federation->lease_s > 0 && who.via.empty()) {
-      SendError(res, 400, "INVALID_ARGUMENT",
-                "only a federation broker leases a job (the field is the broker's to set)",
-                "federation.lease_s");
-      return 400;
-    }
-    if (!parsed->tenant) parsed->tenant = who.tenant;
-    *spec = std::move(*parsed);
-    return 0;
+  if (HasBody(req) && route->method == "GET") {
+    return refuse(400, "INVALID_ARGUMENT", "a GET request takes no body", "body");
   }
-
-  void Submit(const httplib::Request& req, std::string_view body, httplib::Response& res,
-              const Principal& who) {
-    std::optional<JobSpec> spec;
-    if (int refused = ReadJobSpec(req, body, who, "submit jobs for", res, &spec); refused != 0) {
-      // A body of another media type is not counted as a submission.
-      if (refused != 415) api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-      return;
-    }
-    // A retry is answered from the store before the checks below: the job it names was admitted
-    // when it was created, and a retry must get it back (never a refusal that would make its
-    // sender submit it elsewhere) even if the cluster or the policy changed since.
-    std::string key = req.get_header_value("Idempotency-Key");
-    if (req.has_header("Idempotency-Key")) {
-      if (!ValidIdempotencyKey(key)) {
-        SendError(res, 400, "INVALID_ARGUMENT",
-                  "Idempotency-Key must be 1-255 printable ASCII characters", "Idempotency-Key");
-        return;
-      }
-      Result<std::optional<JobRecord>> original =
-          api.store_.FindByIdempotencyKey(*spec->tenant, key);
-      if (!original.ok()) return SendStatus(res, original.status());
-      if (*original) return Replay(**original, CanonicalJson(*spec), key, res);
-    }
-    // Admission: what can never run on this cluster is refused now, not failed later.
-    if (Status admitted = api.controller_.Admit(*spec); !admitted.ok()) {
-      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-      SendStatus(res, admitted);
-      return;
-    }
-    // The tenancy policy's priority range (docs/tenancy.md): a tenant may not lift its own jobs
-    // above what the policy allows it.
-    if (Status allowed = api.controller_.CheckTenantPolicy(*spec->tenant, spec->priority);
-        !allowed.ok()) {
-      api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-      SendError(res, 400, "INVALID_ARGUMENT", allowed.message(), "priority");
-      return;
-    }
-    if (spec->plan) {
-      Status planned = CheckPlan(*spec);
-      if (!planned.ok()) {
-        api.submissions_.WithLabels({who.tenant, "rejected"}).Increment();
-        SendStatus(res, planned);
-        return;
-      }
-    }
-    NewJob job{*spec->tenant, spec->name, CanonicalJson(*spec), key};
-    Result<SubmitResult> r = api.store_.Submit(job);
-    if (!r.ok()) {
-      LOG_ERROR("submit for tenant {} failed: {}", job.tenant, r.status().ToString());
-      SendStatus(res, r.status());
-      return;
-    }
-    if (!r->created) return Replay(r->job, job.spec_json, key, res);
-    api.submissions_.WithLabels({job.tenant, "created"}).Increment();
-    api.controller_.OnJobSubmitted(r->job);
-    res.set_header("Location", "/api/v1/jobs/" + std::to_string(r->job.id));
-    SendJson(res, 201, JobJson(r->job, api.controller_));
+  if (req.has_header("Content-Length") && (!length || *length < 0)) {
+    return refuse(400, "INVALID_ARGUMENT", "Content-Length is not a byte count", "Content-Length");
   }
-
-  // POST /api/v1/whatif: the job spec of a submit, answered with what the scheduler would do with
-  // it now (queue position, estimated start, GPU type, placement, the planner's step time there).
-  // Stores nothing and changes nothing. The same checks as a submit, answered the same way.
-  void WhatIf(const httplib::Request& req, std::string_view body, httplib::Response& res,
-              const Principal& who) {
-    std::optional<JobSpec> spec;
-    if (ReadJobSpec(req, body, who, "ask about jobs of", res, &spec) != 0) return;
-    if (Status admitted = api.controller_.Admit(*spec); !admitted.ok()) {
-      return SendStatus(res, admitted);
-    }
-    if (Status allowed = api.controller_.CheckTenantPolicy(*spec->tenant, spec->priority);
-        !allowed.ok()) {
-      return SendError(res, 400, "INVALID_ARGUMENT", allowed.message(), "priority");
-    }
-    if (spec->plan) {
-      if (Status planned = CheckPlan(*spec); !planned.ok()) return SendStatus(res, planned);
-    }
-    Result<WhatIfView> w = api.controller_.WhatIf(*spec);
-    if (!w.ok()) return SendStatus(res, w.status());
-    json out = {{"queue_position", w->queue_position}, {"waiting_kind", w->waiting_kind}};
-    if (w->estimated_start) out["estimated_start"] = Rfc3339(*w->estimated_start);
-    if (!w->gpu_type.empty()) out["gpu_type"] = w->gpu_type;
-    if (!w->nodes.empty()) {
-      PlacementView p;
-      p.nodes = w->nodes;
-      p.level = w->level;
-      out["placement"] = PlacementJson(p);
-    }
-    if (w->step_time_s) out["step_time_s"] = *w->step_time_s;
-    out["free_gpus"] = w->free_gpus;
-    out["total_gpus"] = w->total_gpus;
-    SendJson(res, 200, out);
+  if (length && static_cast<std::uint64_t>(*length) > max_body) {
+    t_route = "rejected";
+    return refuse(413, "PAYLOAD_TOO_LARGE",
+                  "request body of " + std::to_string(*length) +
+                      " bytes is larger than the limit of " + std::to_string(max_body),
+                  "body");
   }
+  if (hooks.request_started) hooks.request_started(req.remote_addr, req.remote_port);
+  return httplib::Server::HandlerResponse::Unhandled;
+}
 
-  void List(const httplib::Request& req, httplib::Response& res, const Principal& who) {
-    JobFilter filter;
-    for (const auto& [name, value] : req.params) {
-      if (name != "tenant" && name != "state" && name != "limit" && name != "cursor") {
-        SendError(res, 400, "INVALID_ARGUMENT",
-                  "unknown query parameter (expected tenant, state, limit or cursor)",
-                  Printable(name, 64));
-        return;
-      }
-    }
-    if (req.has_param("tenant")) filter.tenant = req.get_param_value("tenant");
-    if (who.role != Role::kAdmin) {
-      if (filter.tenant && *filter.tenant != who.tenant) {
-        SendError(res, 403, "PERMISSION_DENIED",
-                  who.name + " may only list jobs of tenant " + who.tenant, "tenant");
-        return;
-      }
-      filter.tenant = who.tenant;
-    }
-    if (req.has_param("state")) {
-      Result<JobState> state = ParseJobState(req.get_param_value("state"));
-      if (!state.ok())
-        return SendError(res, 400, "INVALID_ARGUMENT", state.status().message(), "state");
-      filter.state = *state;
-    }
-    if (req.has_param("limit")) {
-      std::optional<std::int64_t> limit = ParseInt64(req.get_param_value("limit"));
-      if (!limit || *limit < 1 || *limit > 1000) {
-        return SendError(res, 400, "INVALID_ARGUMENT", "limit must be an integer in 1..1000",
-                         "limit");
-      }
-      filter.limit = static_cast<int>(*limit);
-    }
-    if (req.has_param("cursor")) {
-      std::optional<std::int64_t> after = ParseInt64(req.get_param_value("cursor"));
-      if (!after || *after < 0) {
-        return SendError(res, 400, "INVALID_ARGUMENT", "cursor is not one this API returned",
-                         "cursor");
-      }
-      filter.after = *after;
-    }
-    Result<JobPage> page = api.store_.List(filter);
+// Loads a job the principal may see; a tenant gets "not found" for other tenants' jobs, so
+// that ids do not reveal what other tenants run.
+std::optional<JobRecord> Api::Routes::VisibleJob(const httplib::Request& req,
+                                                 httplib::Response& res, const Principal& who) {
+  std::optional<std::int64_t> id = ParseInt64(req.matches[1].str());
+  if (!id || *id <= 0) {
+    SendError(res, 404, "NOT_FOUND", "job " + Printable(req.matches[1].str()) + " not found");
+    return std::nullopt;
+  }
+  Result<JobRecord> job = api.store_.Get(*id);
+  if (!job.ok()) {
+    SendStatus(res, job.status());
+    return std::nullopt;
+  }
+  if (who.role != Role::kAdmin && job->tenant != who.tenant) {
+    SendError(res, 404, "NOT_FOUND", "job " + std::to_string(*id) + " not found");
+    return std::nullopt;
+  }
+  return std::move(job).value();
+}
+
+void Api::Routes::Install() {
+  using R = const httplib::Request&;
+  using B = std::string_view;
+  using W = httplib::Response&;
+  using P = const Principal&;
+  const std::string job = R"(/api/v1/jobs/(\d{1,19}))";
+  Add("GET", "/healthz", "/healthz", Access::kPublic, [this](R, B, W res, P) {
+    JobFilter probe;
+    probe.limit = 1;
+    Result<JobPage> page = api.store_.List(probe);  // the store answers reads
     if (!page.ok()) return SendStatus(res, page.status());
-    json jobs = json::array();
-    for (const JobRecord& j : page->jobs) jobs.push_back(JobJson(j, api.controller_));
-    json body = {{"jobs", std::move(jobs)}, {"next_cursor", nullptr}};
-    if (page->next_after) body["next_cursor"] = std::to_string(*page->next_after);
+    json body{{"status", "ok"}};
+    if (api.leader_epoch_ > 0) {
+      body["role"] = "leader";
+      body["epoch"] = api.leader_epoch_;
+    }
     SendJson(res, 200, body);
+  });
+  // Admin only: the metrics carry tenant names (docs/auth.md).
+  Add("GET", "/metrics", "/metrics", Access::kAdmin, [this](R, B, W res, P) {
+    res.status = 200;
+    res.set_content(api.registry_.Render(), std::string(Registry::kContentType).c_str());
+  });
+  // The dashboard (http/dashboard.h): its static files are public (one literal route each, so
+  // that the pre-routing table knows them), its data needs a token.
+  for (const WebAsset& asset : WebAssets()) {
+    const std::string path(asset.path);
+    const char* label = asset.path.data();  // static storage, NUL-terminated literal
+    Add("GET", path, label, Access::kPublic, [path](R, B, W res, P) { ServeWebAsset(path, res); });
   }
-
-  void Cancel(const httplib::Request& req, httplib::Response& res, const Principal& who) {
-    std::optional<JobRecord> job = VisibleJob(req, res, who);
-    if (!job) return;
-    if (job->state == JobState::kCancelling || job->state == JobState::kCancelled) {
-      return SendJson(res, 200,
-                      JobJson(*job, api.controller_));  // cancelling twice is not an error
-    }
-    std::string by = "by " + who.name;
-    Result<JobRecord> r = api.store_.Transition(
-        job->id, {{JobState::kQueued}, JobState::kCancelled, "cancelled", by});
-    if (!r.ok() && r.status().code() == StatusCode::kFailedPrecondition) {
-      r = api.store_.Transition(
-          job->id, {{JobState::kRunning}, JobState::kCancelling, "cancel_requested", by});
-    }
-    if (!r.ok()) return SendStatus(res, r.status());
-    api.controller_.OnJobCancelRequested(*r);
-    SendJson(res, 202, JobJson(*r, api.controller_));
-  }
-
-  void Events(const httplib::Request& req, httplib::Response& res, const Principal& who) {
-    std::optional<JobRecord> job = VisibleJob(req, res, who);
-    if (!job) return;
-    Result<std::vector<JobEvent>> events = api.store_.Events(job->id, 1000);
-    if (!events.ok()) return SendStatus(res, events.status());
-    json list = json::array();
-    for (const JobEvent& e : *events) {
-      list.push_back({{"time", Rfc3339(e.time)}, {"kind", e.kind}, {"message", e.message}});
-    }
-    SendJson(res, 200, json{{"job", job->id}, {"events", std::move(list)}});
-  }
-
-  void SetNode(const httplib::Request& req, std::string_view body, httplib::Response& res,
-               const Principal& who) {
-    NodeAdminState state;
-    state.node = req.matches[1].str();
-    std::string verb = req.matches[2].str();
-    state.admin = verb == "cordon"  ? NodeAdmin::kCordoned
-                  : verb == "drain" ? NodeAdmin::kDraining
-                                    : NodeAdmin::kActive;
-    state.by = who.name;
-    // A node the scheduler does not have is not found (without a scheduler there is no list to
-    // check against, and any name is recorded for when one starts).
-    std::vector<NodeView> known = api.controller_.Nodes();
-    if (!known.empty() && std::none_of(known.begin(), known.end(),
-                                       [&](const NodeView& n) { return n.name == state.node; })) {
-      return SendError(res, 404, "NOT_FOUND",
-                       "node " + Printable(state.node, 64) + " is not in the cluster", "node");
-    }
-    if (!body.empty()) {
-      Result<json> parsed = ParseJsonBounded(body, ShallowJson());
-      if (!parsed.ok()) {
-        return SendError(res, 400, "INVALID_ARGUMENT",
-                         "body: " + std::string(parsed.status().message()), "body");
-      }
-      if (!parsed->is_object()) {
-        return SendError(res, 400, "INVALID_ARGUMENT", "body must be a JSON object", "body");
-      }
-      for (const auto& [key, v] : parsed->items()) {
-        if (key != "reason") {
-          return SendError(res, 400, "INVALID_ARGUMENT", "unknown field (expected reason)",
-                           Printable(key, 64));
-        }
-        if (!v.is_string() || v.get<std::string>().size() > 1024) {
-          return SendError(res, 400, "INVALID_ARGUMENT", "must be a string of at most 1024 bytes",
-                           "reason");
-        }
-        state.reason = v.get<std::string>();
-      }
-    }
-    Status s = api.store_.SetNodeAdmin(state);
-    if (!s.ok()) return SendStatus(res, s);
-    // The reply is the record as stored, with the time the store gave it.
-    Result<std::vector<NodeAdminState>> stored = api.store_.ListNodeAdmin();
-    if (!stored.ok()) return SendStatus(res, stored.status());
-    for (const NodeAdminState& n : *stored) {
-      if (n.node == state.node) state = n;
-    }
-    api.controller_.OnNodeAdminChanged(state);
-    LOG_INFO("node {} set {} by {}: {}", state.node, NodeAdminName(state.admin), who.name,
-             state.reason);
-    SendJson(res, 200, NodeJson(state));
-  }
-
-  // Every node of the cluster (health, allocation, jobs) merged with its admin state; without a
-  // scheduler, only the nodes that have an admin state. `only`: one node by name.
-  void Nodes(httplib::Response& res, std::optional<std::string> only) {
-    Result<std::vector<NodeAdminState>> admin = api.store_.ListNodeAdmin();
-    if (!admin.ok()) return SendStatus(res, admin.status());
-    std::map<std::string, const NodeAdminState*> by_name;
-    for (const auto& a : *admin) by_name[a.node] = &a;
-    std::vector<NodeView> views = api.controller_.Nodes();
-    json list = json::array();
-    if (views.empty()) {
-      for (const auto& a : *admin) {
-        if (!only || a.node == *only) list.push_back(NodeJson(a));
-      }
-    }
-    for (const NodeView& v : views) {
-      if (only && v.name != *only) continue;
-      json n = {{"node", v.name},
-                {"health", v.health},
-                {"active_rules", v.active_rules},
-                {"gpus", v.gpus},
-                {"gpus_allocated", v.gpus_allocated},
-                {"jobs", v.jobs},
-                {"admin", "active"}};
-      if (auto it = by_name.find(v.name); it != by_name.end()) {
-        json a = NodeJson(*it->second);
-        for (const char* key : {"admin", "reason", "by", "updated_at"}) n[key] = a[key];
-      }
-      list.push_back(std::move(n));
-    }
-    if (only) {
-      if (list.empty()) {
-        return SendError(res, 404, "NOT_FOUND", "node " + Printable(*only, 64) + " not found");
-      }
-      return SendJson(res, 200, list[0]);
-    }
-    SendJson(res, 200, json{{"nodes", std::move(list)}});
-  }
-
-  void ApplyTelemetry(httplib::Response& res, const std::string& node,
-                      const TelemetrySample& sample) {
-    Status s = api.controller_.Telemetry(node, sample);
-    if (!s.ok()) return SendStatus(res, s);
-    api.telemetry_.WithLabels({"json"}).Increment();
-    SendJson(res, 202, json{{"node", node}, {"fields", sample.size()}});
-  }
-
-  void NodeTelemetry(const httplib::Request& req, std::string_view body, httplib::Response& res) {
-    Result<json> parsed = ParseJsonBounded(body, ShallowJson());
-    if (!parsed.ok()) {
-      return SendError(res, 400, "INVALID_ARGUMENT",
-                       "body: " + std::string(parsed.status().message()), "body");
-    }
-    if (!parsed->is_object() || parsed->empty()) {
-      return SendError(res, 400, "INVALID_ARGUMENT",
-                       "body must be a JSON object of DCGM field name -> number", "body");
-    }
-    TelemetrySample sample;
-    for (const auto& [key, v] : parsed->items()) {
-      if (!v.is_number()) {
-        return SendError(res, 400, "INVALID_ARGUMENT", "must be a number", Printable(key, 64));
-      }
-      sample[key] = v.get<double>();
-    }
-    ApplyTelemetry(res, req.matches[1].str(), sample);
-  }
-
-  void Dcgm(std::string_view body, httplib::Response& res) {
-    Result<DcgmScrape> scrape = ParseDcgmScrape(body);
-    if (!scrape.ok()) {
-      return SendError(res, 400, "INVALID_ARGUMENT", scrape.status().message(), "body");
-    }
-    json accepted = json::array(), unknown = json::array();
-    for (const auto& [node, sample] : scrape->nodes) {
-      Status s = api.controller_.Telemetry(node, sample);
-      if (s.code() == StatusCode::kNotFound) {
-        unknown.push_back(node);
-      } else if (!s.ok()) {
-        return SendStatus(res, s);
-      } else {
-        accepted.push_back(node);
-      }
-    }
-    api.telemetry_.WithLabels({"dcgm"}).Increment();
-    SendJson(res, 202,
-             json{{"nodes", std::move(accepted)},
-                  {"unknown_nodes", std::move(unknown)},
-                  {"samples", scrape->samples},
-                  {"skipped_lines", scrape->skipped}});
-  }
-
-  void Install() {
-    using R = const httplib::Request&;
-    using B = std::string_view;
-    using W = httplib::Response&;
-    using P = const Principal&;
-    const std::string job = R"(/api/v1/jobs/(\d{1,19}))";
-    Add("GET", "/healthz", "/healthz", Access::kPublic, [this](R, B, W res, P) {
-      JobFilter probe;
-      probe.limit = 1;
-      Result<JobPage> page = api.store_.List(probe);  // the store answers reads
-      if (!page.ok()) return SendStatus(res, page.status());
-      json body{{"status", "ok"}};
-      if (api.leader_epoch_ > 0) {
-        body["role"] = "leader";
-        body["epoch"] = api.leader_epoch_;
-      }
-      SendJson(res, 200, body);
-    });
-    // Admin only: the metrics carry tenant names (docs/auth.md).
-    Add("GET", "/metrics", "/metrics", Access::kAdmin, [this](R, B, W res, P) {
-      res.status = 200;
-      res.set_content(api.registry_.Render(), std::string(Registry::kContentType).c_str());
-    });
-    // The dashboard (http/dashboard.h): its static files are public (one literal route each, so
-    // that the pre-routing table knows them), its data needs a token.
-    for (const WebAsset& asset : WebAssets()) {
-      const std::string path(asset.path);
-      const char* label = asset.path.data();  // static storage, NUL-terminated literal
-      Add("GET", path, label, Access::kPublic,
-          [path](R, B, W res, P) { ServeWebAsset(path, res); });
-    }
-    Add("GET", "/api/v1/whoami", "/api/v1/whoami", Access::kAuthenticated, [](R, B, W res, P who) {
-      SendJson(res, 200,
-               json{{"name", who.name},
-                    {"role", RoleName(who.role)},
-                    {"tenant", who.tenant},
-                    {"via", who.via}});
-    });
-    Add("GET", "/api/v1/cluster", "/api/v1/cluster", Access::kAuthenticated,
-        [this](R, B, W res, P who) {
-          ClusterView view = api.controller_.Cluster();
-          if (view.nodes.empty()) {
-            return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no cluster)");
-          }
-          SendJson(res, 200, ClusterJson(view, who));
-        });
-    Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated,
-        [this](R, B, W res, P who) {
-          Result<std::shared_ptr<EventStreams::Ticket>> ticket = api.streams_.Open(who.name);
-          if (!ticket.ok()) {
-            res.set_header("Retry-After", "10");
-            return SendStatus(res, ticket.status());
-          }
-          StartEventStream(api.controller_, std::move(ticket).value(), res);
-        });
-    // The job, tenants and nodes views' data (http/dashboard_api.h).
-    for (DashboardRoute& r : DashboardRoutes(api.store_, api.controller_)) {
-      Add("GET", r.pattern, r.label, r.admin_only ? Access::kAdmin : Access::kAuthenticated,
-          [h = std::move(r.handler)](R req, B, W res, P who) { h(req, res, who); });
-    }
-    Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, B, W res, P) {
-      res.status = 200;
-      res.set_content(std::string(OpenApiJson()), "application/json");
-    });
-    Add("POST", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
-        [this](R req, B body, W res, P who) { Submit(req, body, res, who); });
-    Add("GET", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
-        [this](R req, B, W res, P who) { List(req, res, who); });
-    Add("GET", job, "/api/v1/jobs/{id}", Access::kAuthenticated, [this](R req, B, W res, P who) {
-      std::optional<JobRecord> j = VisibleJob(req, res, who);
-      if (!j) return;
-      // A broker's look at its job renews the job's federation lease, if it has one.
-      if (!who.via.empty()) api.controller_.OnLeaseRenewed(*j);
-      SendJson(res, 200, JobJson(*j, api.controller_));
-    });
-    Add("DELETE", job, "/api/v1/jobs/{id}", Access::kAuthenticated,
-        [this](R req, B, W res, P who) { Cancel(req, res, who); });
-    Add("POST", job + ":cancel", "/api/v1/jobs/{id}:cancel", Access::kAuthenticated,
-        [this](R req, B, W res, P who) { Cancel(req, res, who); });
-    Add("GET", job + "/events", "/api/v1/jobs/{id}/events", Access::kAuthenticated,
-        [this](R req, B, W res, P who) { Events(req, res, who); });
-    const std::string node = R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}))";
-    Add("GET", "/api/v1/nodes", "/api/v1/nodes", Access::kAdmin,
-        [this](R, B, W res, P) { Nodes(res, std::nullopt); });
-    Add("GET", node, "/api/v1/nodes/{node}", Access::kAdmin,
-        [this](R req, B, W res, P) { Nodes(res, req.matches[1].str()); });
-    Add("POST", node + "/telemetry", "/api/v1/nodes/{node}/telemetry", Access::kAdmin,
-        [this](R req, B body, W res, P) { NodeTelemetry(req, body, res); });
-    Add("POST", "/api/v1/telemetry/dcgm", "/api/v1/telemetry/dcgm", Access::kAdmin,
-        [this](R, B body, W res, P) { Dcgm(body, res); });
-    Add("GET", "/api/v1/topology", "/api/v1/topology", Access::kAuthenticated,
-        [this](R, B, W res, P) { Topology(res); });
-    Add("GET", "/api/v1/sites", "/api/v1/sites", Access::kAuthenticated,
-        [this](R, B, W res, P who) { Sites(res, who.role == Role::kAdmin); });
-    Add("POST", "/api/v1/plan/estimate", "/api/v1/plan/estimate", Access::kAuthenticated,
-        [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kEstimate); });
-    Add("POST", "/api/v1/plan/search", "/api/v1/plan/search", Access::kAuthenticated,
-        [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kSearch); });
-    Add("POST", "/api/v1/whatif", "/api/v1/whatif", Access::kAuthenticated,
-        [this](R req, B body, W res, P who) { WhatIf(req, body, res, who); });
-    Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
-        "/api/v1/nodes/{node}:{action}", Access::kAdmin,
-        [this](R req, B body, W res, P who) { SetNode(req, body, res, who); });
-  }
-
-  // A federation broker's sites: health, jobs in flight, the last what-if answer. Tenants see
-  // only each site's name and health: the rest (URLs, other tenants' answers) is an admin's.
-  void Sites(httplib::Response& res, bool full) {
-    std::optional<std::vector<SiteView>> sites = api.controller_.Sites();
-    if (!sites) return SendError(res, 404, "NOT_FOUND", "this daemon is not a federation broker");
-    json list = json::array();
-    for (const SiteView& s : *sites) {
-      if (!full) {
-        list.push_back({{"name", s.name}, {"healthy", s.healthy}});
-        continue;
-      }
-      json j = {{"name", s.name},
-                {"url", s.url},
-                {"regions", s.regions},
-                {"healthy", s.healthy},
-                {"jobs_in_flight", s.jobs_in_flight}};
-      if (s.last_ok) j["last_ok"] = Rfc3339(*s.last_ok);
-      if (!s.last_error.empty()) j["last_error"] = s.last_error;
-      if (s.last_answer_at) {
-        j["last_answer"] = {{"at", Rfc3339(*s.last_answer_at)}, {"summary", s.last_answer}};
-      }
-      list.push_back(std::move(j));
-    }
-    SendJson(res, 200, json{{"sites", std::move(list)}});
-  }
-
-  // The cluster's summary and its GPU counts, from one snapshot of the controller, so that the
-  // two agree.
-  void Topology(httplib::Response& res) {
-    std::string summary = api.controller_.Topology();
-    if (summary.empty()) {
-      return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no topology)");
-    }
-    std::vector<NodeView> nodes = api.controller_.Nodes();
-    int gpus = 0, allocated = 0;
-    for (const auto& n : nodes) {
-      gpus += n.gpus;
-      allocated += n.gpus_allocated;
-    }
+  Add("GET", "/api/v1/whoami", "/api/v1/whoami", Access::kAuthenticated, [](R, B, W res, P who) {
     SendJson(res, 200,
-             json{{"summary", summary},
-                  {"nodes", nodes.size()},
-                  {"gpus", gpus},
-                  {"gpus_allocated", allocated}});
+             json{{"name", who.name},
+                  {"role", RoleName(who.role)},
+                  {"tenant", who.tenant},
+                  {"via", who.via}});
+  });
+  Add("GET", "/api/v1/cluster", "/api/v1/cluster", Access::kAuthenticated,
+      [this](R, B, W res, P who) {
+        ClusterView view = api.controller_.Cluster();
+        if (view.nodes.empty()) {
+          return SendError(res, 503, "UNAVAILABLE", "no scheduler is running (no cluster)");
+        }
+        SendJson(res, 200, ClusterJson(view, who));
+      });
+  Add("GET", "/api/v1/stream", "/api/v1/stream", Access::kAuthenticated,
+      [this](R, B, W res, P who) {
+        Result<std::shared_ptr<EventStreams::Ticket>> ticket = api.streams_.Open(who.name);
+        if (!ticket.ok()) {
+          res.set_header("Retry-After", "10");
+          return SendStatus(res, ticket.status());
+        }
+        StartEventStream(api.controller_, std::move(ticket).value(), res);
+      });
+  // The job, tenants and nodes views' data (http/dashboard_api.h).
+  for (DashboardRoute& r : DashboardRoutes(api.store_, api.controller_)) {
+    Add("GET", r.pattern, r.label, r.admin_only ? Access::kAdmin : Access::kAuthenticated,
+        [h = std::move(r.handler)](R req, B, W res, P who) { h(req, res, who); });
   }
-};
+  Add("GET", "/api/v1/openapi.json", "/api/v1/openapi.json", Access::kPublic, [](R, B, W res, P) {
+    res.status = 200;
+    res.set_content(std::string(OpenApiJson()), "application/json");
+  });
+  Add("POST", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
+      [this](R req, B body, W res, P who) { Submit(req, body, res, who); });
+  Add("GET", "/api/v1/jobs", "/api/v1/jobs", Access::kAuthenticated,
+      [this](R req, B, W res, P who) { List(req, res, who); });
+  Add("GET", job, "/api/v1/jobs/{id}", Access::kAuthenticated, [this](R req, B, W res, P who) {
+    std::optional<JobRecord> j = VisibleJob(req, res, who);
+    if (!j) return;
+    // A broker's look at its job renews the job's federation lease, if it has one.
+    if (!who.via.empty()) api.controller_.OnLeaseRenewed(*j);
+    SendJson(res, 200, JobJson(*j, api.controller_));
+  });
+  Add("DELETE", job, "/api/v1/jobs/{id}", Access::kAuthenticated,
+      [this](R req, B, W res, P who) { Cancel(req, res, who); });
+  Add("POST", job + ":cancel", "/api/v1/jobs/{id}:cancel", Access::kAuthenticated,
+      [this](R req, B, W res, P who) { Cancel(req, res, who); });
+  Add("GET", job + "/events", "/api/v1/jobs/{id}/events", Access::kAuthenticated,
+      [this](R req, B, W res, P who) { Events(req, res, who); });
+  const std::string node = R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}))";
+  Add("GET", "/api/v1/nodes", "/api/v1/nodes", Access::kAdmin,
+      [this](R, B, W res, P) { Nodes(res, std::nullopt); });
+  Add("GET", node, "/api/v1/nodes/{node}", Access::kAdmin,
+      [this](R req, B, W res, P) { Nodes(res, req.matches[1].str()); });
+  Add("POST", node + "/telemetry", "/api/v1/nodes/{node}/telemetry", Access::kAdmin,
+      [this](R req, B body, W res, P) { NodeTelemetry(req, body, res); });
+  Add("POST", "/api/v1/telemetry/dcgm", "/api/v1/telemetry/dcgm", Access::kAdmin,
+      [this](R, B body, W res, P) { Dcgm(body, res); });
+  Add("GET", "/api/v1/topology", "/api/v1/topology", Access::kAuthenticated,
+      [this](R, B, W res, P) { Topology(res); });
+  Add("GET", "/api/v1/sites", "/api/v1/sites", Access::kAuthenticated,
+      [this](R, B, W res, P who) { Sites(res, who.role == Role::kAdmin); });
+  Add("POST", "/api/v1/plan/estimate", "/api/v1/plan/estimate", Access::kAuthenticated,
+      [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kEstimate); });
+  Add("POST", "/api/v1/plan/search", "/api/v1/plan/search", Access::kAuthenticated,
+      [this](R req, B body, W res, P) { Plan(req, body, res, perf::PlanQuestion::kSearch); });
+  Add("POST", "/api/v1/whatif", "/api/v1/whatif", Access::kAuthenticated,
+      [this](R req, B body, W res, P who) { WhatIf(req, body, res, who); });
+  Add("POST", R"(/api/v1/nodes/([A-Za-z0-9][A-Za-z0-9._-]{0,63}):(cordon|drain|uncordon))",
+      "/api/v1/nodes/{node}:{action}", Access::kAdmin,
+      [this](R req, B body, W res, P who) { SetNode(req, body, res, who); });
+}
 
 Api::Api(JobStore& store, const Authenticator& auth, Controller& controller, Registry& metrics,
          EventStreamLimits streams)

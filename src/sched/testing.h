@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sched/framework/job.h"
+#include "sched/framework/plugin.h"
 #include "sched/framework/types.h"
 #include "topology/builders/fabrics.h"
 
@@ -37,5 +38,16 @@ inline GangJob Job(std::uint64_t id, int gpus, int priority = 0) {
 }
 
 inline TimePoint At(double s) { return TimePoint{Seconds(s)}; }
+
+// A filter plugin ("even-nodes") that refuses the odd nodes; stateless. For tests that extend a
+// registry: registry["even-nodes"] = NoArgs<testing::EvenNodesOnly>().
+class EvenNodesOnly final : public Plugin, public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "even-nodes"; }
+  bool Stateless() const override { return true; }
+  PluginStatus Filter(const PluginContext&, const JobInfo&, topo::NodeId node) override {
+    return node.value() % 2 == 0 ? PluginStatus::Success() : PluginStatus::Unresolvable("odd node");
+  }
+};
 
 }  // namespace baton::sched::testing

@@ -468,21 +468,9 @@ TEST(WhatIfReuseTest, OneProjectionUntilTheNextCycle) {
 // A plugin outside the built-in set that declares itself stateless: the what-if may share its
 // projection. Regression (issue 31): the what-if knew the stateless plugins by a list of names,
 // so any new plugin, stateless or not, turned the sharing off.
-class EvenNodesOnly final : public Plugin, public FilterPlugin {
- public:
-  std::string_view Name() const override { return "even-nodes"; }
-  bool Stateless() const override { return true; }
-  PluginStatus Filter(const PluginContext&, const JobInfo&, topo::NodeId node) override {
-    return node.value() % 2 == 0 ? PluginStatus::Success() : PluginStatus::Unresolvable("odd node");
-  }
-};
-
 TEST(WhatIfReuseTest, APluginDeclaredStatelessKeepsTheSharedProjection) {
   PluginRegistry registry = BuiltinPlugins();
-  registry["even-nodes"] = [](const PluginArgs&,
-                              const PluginDeps&) -> Result<std::unique_ptr<Plugin>> {
-    return std::unique_ptr<Plugin>(new EvenNodesOnly());
-  };
+  registry["even-nodes"] = NoArgs<testing::EvenNodesOnly>();
   SchedulerConfig c = AllocateBackfill();
   c.plugins.push_back({"even-nodes", 1, {}});
   SchedulerOptions o;

@@ -81,21 +81,9 @@ TEST(SchedulerSeamsTest, ReplacementHonoursNodeRequirements) {
   EXPECT_EQ(d.replacements[0].new_node.value() % 2, 0u) << "moved into zone b";
 }
 
-// A filter plugin that refuses the odd nodes.
-class EvenNodesOnly final : public Plugin, public FilterPlugin {
- public:
-  std::string_view Name() const override { return "even-nodes"; }
-  PluginStatus Filter(const PluginContext&, const JobInfo&, topo::NodeId node) override {
-    return node.value() % 2 == 0 ? PluginStatus::Success() : PluginStatus::Unresolvable("odd node");
-  }
-};
-
 TEST(SchedulerSeamsTest, ReplacementGoesThroughTheFilterChain) {
   PluginRegistry registry = BuiltinPlugins();
-  registry["even-nodes"] = [](const PluginArgs&,
-                              const PluginDeps&) -> Result<std::unique_ptr<Plugin>> {
-    return std::unique_ptr<Plugin>(new EvenNodesOnly());
-  };
+  registry["even-nodes"] = NoArgs<testing::EvenNodesOnly>();
   SchedulerConfig c;
   c.plugins.push_back({"even-nodes", 1, {}});
   SchedulerOptions o;
@@ -126,9 +114,7 @@ class NotTenantX final : public Plugin, public FilterPlugin {
 // of that shape the first one's answer. A filter now says when its answer is the shape's.
 TEST(SchedulerSeamsTest, AFilterReadingMoreThanTheShapeIsAskedForEveryJob) {
   PluginRegistry registry = BuiltinPlugins();
-  registry["not-x"] = [](const PluginArgs&, const PluginDeps&) -> Result<std::unique_ptr<Plugin>> {
-    return std::unique_ptr<Plugin>(new NotTenantX());
-  };
+  registry["not-x"] = NoArgs<NotTenantX>();
   SchedulerConfig c;
   c.plugins.push_back({"not-x", 1, {}});
   SchedulerOptions o;

@@ -73,15 +73,6 @@ pods_say() {
   done
   echo "$v"
 }
-job_state() {  # job_state NAME SECONDS PATTERN: "ID STATE" of baton's job NAME
-  local v=""
-  for _ in $(seq $(($2 * 4))); do
-    v=$("$baton" jobs --all --json 2>&1 | /usr/bin/python3 -c "import json, sys; print(' '.join('%s %s' % (j['id'], j['state']) for j in json.load(sys.stdin)['jobs'] if j['name'] == '$1'))" 2>&1)
-    grep -qE -- "$3" <<<"$v" && break
-    sleep 0.25
-  done
-  echo "$v"
-}
 node_of='lambda n: pods[n]["spec"].get("nodeName", "-")'
 ann='lambda n, k: pods[n]["metadata"].get("annotations", {}).get("baton.io/" + k, "-")'
 

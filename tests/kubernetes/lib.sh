@@ -1,5 +1,6 @@
 # Sourced by the tests of tests/kubernetes/ after they started a control plane in $work/plane
-# (scripts/k8s-control-plane.sh start): requests to its apiserver with curl, and kwok's nodes.
+# (scripts/k8s-control-plane.sh start): requests to its apiserver with curl, kwok's nodes, and
+# baton's jobs by name (job_state, with $baton set).
 
 # api TOKEN METHOD PATH [BODY-FILE [CONTENT-TYPE]]: prints the HTTP status; the body is in $work/out.
 api() {
@@ -61,4 +62,15 @@ jobs_namespace() {
   echo '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jobs"}}' >"$work/ns.json"
   echo '{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}' >"$work/sa.json"
   echo "$(api "$admin" POST /api/v1/namespaces "$work/ns.json") $(api "$admin" POST /api/v1/namespaces/jobs/serviceaccounts "$work/sa.json")"
+}
+# job_state NAME SECONDS PATTERN: "ID STATE" of the job NAME that "$baton jobs --all" lists,
+# polled every 0.25 s until it matches PATTERN or SECONDS pass.
+job_state() {
+  local v=""
+  for _ in $(seq $(($2 * 4))); do
+    v=$("$baton" jobs --all --json 2>&1 | /usr/bin/python3 -c "import json, sys; print(' '.join('%s %s' % (j['id'], j['state']) for j in json.load(sys.stdin)['jobs'] if j['name'] == '$1'))" 2>&1)
+    grep -qE -- "$3" <<<"$v" && break
+    sleep 0.25
+  done
+  echo "$v"
 }

@@ -105,15 +105,6 @@ leaves() {
   local n
   for n in "$@"; do echo "leaf$(( (10#${n#n} - 1) / 16 + 1 ))"; done | sort -u | tr '\n' ' '
 }
-job_state() {  # job_state NAME SECONDS PATTERN: "ID STATE" of baton's job NAME
-  local v=""
-  for _ in $(seq $(($2 * 4))); do
-    v=$("$baton" jobs --all --json 2>&1 | /usr/bin/python3 -c "import json, sys; print(' '.join('%s %s' % (j['id'], j['state']) for j in json.load(sys.stdin)['jobs'] if j['name'] == '$1'))" 2>&1)
-    grep -qE -- "$3" <<<"$v" && break
-    sleep 0.25
-  done
-  echo "$v"
-}
 # placed NAME SIZE: waits (30 s) until every pod of the gang is bound; prints its nodes.
 placed() {
   local v=""

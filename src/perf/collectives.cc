@@ -296,12 +296,12 @@ class CollectivesCsvParser {
       }
       auto d = ParseDouble(v);
       if (!d) {
-        return InvalidArgumentError(
-            fmt::format("field '{}': '{}' is not a number", name, Printable(v)));
+        return InvalidFieldError(std::string(name),
+                                 fmt::format("'{}' is not a number", Printable(v)));
       }
       if (*d < lo || *d > hi) {
-        return InvalidArgumentError(
-            fmt::format("field '{}': {} is outside [{}, {}]", name, *d, lo, hi));
+        return InvalidFieldError(std::string(name),
+                                 fmt::format("{} is outside [{}, {}]", *d, lo, hi));
       }
       *out = *d;
       return Status::Ok();
@@ -329,7 +329,7 @@ class CollectivesCsvParser {
         {"gpus", gpus}, {"nodes", nodes}, {"gpus_per_node", gpn}};
     for (const auto& [name, v] : whole) {
       if (v != std::floor(v)) {
-        return InvalidArgumentError(fmt::format("field '{}': {} is not a whole number", name, v));
+        return InvalidFieldError(name, fmt::format("{} is not a whole number", v));
       }
     }
     r.gpus = static_cast<int>(gpus);

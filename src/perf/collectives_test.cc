@@ -311,6 +311,12 @@ TEST_P(CollectivesCsvHostileTest, Refused) {
   ASSERT_FALSE(rows.ok());
   EXPECT_NE(rows.status().message().find(GetParam().error), std::string::npos)
       << rows.status().ToString();
+  // A cell's refusal carries its column as the Status's field, not only in the text.
+  const std::string_view error = GetParam().error;
+  if (const auto at = error.find("field '"); at != std::string_view::npos) {
+    const std::string_view rest = error.substr(at + 7);
+    EXPECT_EQ(rows.status().field(), rest.substr(0, rest.find('\'')));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

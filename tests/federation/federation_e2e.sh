@@ -233,7 +233,14 @@ echo "dispatched: $(for id in "${ids[@]}"; do printf 'job %s -> %s (%s)  ' "$id"
 # them, since hefei denies cross-tenant preemption.
 alice_at_hefei=()
 for id in "${ids[@]}"; do
-  [[ ${first_site[$id]} == hefei && ${first_state[$id]} == running ]] && alice_at_hefei+=("$id")
+  [[ ${first_site[$id]} == hefei ]] || continue
+  # Dispatched as queued, it starts at hefei's next cycle (the broker's poll reports it).
+  for _ in $(seq 50); do
+    [[ $(api "$broker/api/v1/jobs/$id" | jq -r '.site_state // "-"') == running ]] && break
+    sleep 0.2
+  done
+  [[ $(api "$broker/api/v1/jobs/$id" | jq -r '.site_state // "-"') == running ]] &&
+    alice_at_hefei+=("$id")
 done
 out=$(curl -sS -m 10 -H "Authorization: Bearer $bob_token" -H 'Content-Type: application/json' \
   -d '{"name": "bob-big", "gpus": 128, "gpus_per_node": 8, "priority": 50,

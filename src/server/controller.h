@@ -136,8 +136,10 @@ class Controller {
   // Stops working; nothing is called on the store afterwards.
   virtual void Stop() {}
 
-  // A new job was stored in kQueued (not called for idempotent replays).
-  virtual void OnJobSubmitted(const JobRecord& job) = 0;
+  // A new job was stored in kQueued (not called for idempotent replays). `spec` is the job spec
+  // as the API parsed and admitted it (tenant set; `job.spec_json` is its canonical form): the
+  // controller takes it as it is and does not parse the stored text again.
+  virtual void OnJobSubmitted(const JobRecord& job, JobSpec spec) = 0;
 
   // A user cancelled a job. `job.state` is kCancelled when it was still queued (nothing to stop),
   // or kCancelling when it was running: the controller must stop it and then move it to
@@ -210,7 +212,7 @@ class Controller {
 // Does nothing: jobs stay queued. The daemon's default until a scheduler is wired in.
 class NullController final : public Controller {
  public:
-  void OnJobSubmitted(const JobRecord&) override {}
+  void OnJobSubmitted(const JobRecord&, JobSpec) override {}
   void OnJobCancelRequested(const JobRecord&) override {}
   void OnNodeAdminChanged(const NodeAdminState&) override {}
 };

@@ -321,7 +321,9 @@ void SchedulingController::Enqueue(Input input) {
   wake_.notify_one();
 }
 
-void SchedulingController::OnJobSubmitted(const JobRecord& job) { Enqueue(Submitted{job}); }
+void SchedulingController::OnJobSubmitted(const JobRecord& job, JobSpec spec) {
+  Enqueue(Submitted{job, std::move(spec)});
+}
 void SchedulingController::OnLeaseRenewed(const JobRecord& job) {
   Enqueue(LeaseRenewed{job.id, clock_.Now()});
 }
@@ -415,7 +417,7 @@ Status SchedulingController::Reload() {
           if (resubmitted.contains(job.id)) continue;
           if (job.checkpoint) checkpoints_[job.id] = *job.checkpoint;
           commands_[job.id] = {};
-          Submitted in{job};
+          Submitted in{job, *std::move(js)};
           Handle(in);
           ++queued;
           continue;
@@ -467,7 +469,7 @@ Status SchedulingController::Reload() {
           Record(r.status(), job.id, "fence");
           if (r.ok()) {
             resubmitted.insert(job.id);
-            Submitted in{*r};
+            Submitted in{*r, *js};
             Handle(in);  // held: no lease yet
             ++requeued;
           }
@@ -588,11 +590,10 @@ std::string SchedulingController::PlannerNote(const sched::GangJob& job,
 }
 
 void SchedulingController::Handle(Submitted& in) {
-  Result<JobSpec> js = ParseJobSpec(in.job.spec_json, BodyFormat::kJson);
-  Result<sched::GangJob> spec =
-      js.ok() ? GangJobFromSpec(in.job, *js, executor_->TimeScale(), &cluster()) : js.status();
+  const JobSpec& js = in.spec;
+  Result<sched::GangJob> spec = GangJobFromSpec(in.job, js, executor_->TimeScale(), &cluster());
   if (spec.ok()) {
-    if (Status planned = AttachPlan(*js, *spec); !planned.ok()) spec = planned;
+    if (Status planned = AttachPlan(js, *spec); !planned.ok()) spec = planned;
   }
   if (!spec.ok()) {
     Record(store_
@@ -604,14 +605,15 @@ void SchedulingController::Handle(Submitted& in) {
            in.job.id, "fail");
     return;
   }
-  commands_[in.job.id] = js->command;
-  if (!js->stage.empty()) stages_[in.job.id] = StageRequests(*js);
-  if (js->federation && js->federation->lease_s > 0) {
+  commands_[in.job.id] = js.command;
+  if (!js.stage.empty()) stages_[in.job.id] = StageRequests(js);
+  if (js.federation && js.federation->lease_s > 0) {
     // A leased job enters the queue only while its lease runs (none is granted at submission:
     // the broker's first look grants it).
     Lease& lease = leases_[in.job.id];
-    lease.length = Seconds(static_cast<double>(js->federation->lease_s));
+    lease.length = Seconds(static_cast<double>(js.federation->lease_s));
     if (lease.until <= clock_.Now()) {
+      lease.spec = js;
       if (!lease.held) {
         lease.held = true;
         Record(store_->AppendEvent(in.job.id, "held",
@@ -647,7 +649,7 @@ void SchedulingController::HandleSubmission(const Submission& submission) {
   if (!r.ok()) return refuse(UnavailableError(r.status().message()));
   executor_->Submitted(submission.key, r->job.id);
   if (r->created) {
-    Submitted in{r->job};
+    Submitted in{r->job, *std::move(spec)};
     Handle(in);
   }
 }
@@ -665,7 +667,7 @@ void SchedulingController::Handle(LeaseRenewed& in) {
   Record(store_->AppendEvent(in.job, "released",
                              "the federation broker renewed its lease: back in the queue"),
          in.job, "release");
-  Submitted again{*std::move(stored)};
+  Submitted again{*std::move(stored), std::move(lease.spec)};
   Handle(again);
 }
 

@@ -103,7 +103,7 @@ class SchedulingController final : public Controller {
   void SetLeaderEpoch(std::int64_t epoch) override { leader_epoch_ = epoch; }
   void Stop() override;
 
-  void OnJobSubmitted(const JobRecord& job) override;
+  void OnJobSubmitted(const JobRecord& job, JobSpec spec) override;
   void OnJobCancelRequested(const JobRecord& job) override;
   void OnNodeAdminChanged(const NodeAdminState& node) override;
   void OnLeaseRenewed(const JobRecord& job) override;
@@ -135,6 +135,7 @@ class SchedulingController final : public Controller {
  private:
   struct Submitted {
     JobRecord job;
+    JobSpec spec;  // parsed once: by the API, by HandleSubmission, or from the store at Start
   };
   struct CancelRequested {
     JobRecord job;
@@ -314,6 +315,7 @@ class SchedulingController final : public Controller {
     Seconds length{0};
     TimePoint until;
     bool held = false;  // out of the scheduler's queue, waiting for a renewal
+    JobSpec spec;       // while held: the job's spec, for its return to the queue
   };
   std::map<JobId, Lease> leases_;
   std::map<sched::JobId, sched::JobForecast> forecast_;  // pending jobs, latest cycle

@@ -39,7 +39,7 @@ constexpr const char* kBob = "Bearer bob-token-0123456789xx";    // tenant team-
 
 class RecordingController final : public Controller {
  public:
-  void OnJobSubmitted(const JobRecord& job) override {
+  void OnJobSubmitted(const JobRecord& job, JobSpec /*spec*/) override {
     std::lock_guard lock(mu);
     submitted.push_back(job.id);
   }

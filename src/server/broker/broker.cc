@@ -148,9 +148,12 @@ Status Broker::Admit(const JobSpec& spec) const {
   return Status::Ok();
 }
 
-void Broker::OnJobSubmitted(const JobRecord& job) {
+void Broker::OnJobSubmitted(const JobRecord& job, JobSpec spec) {
+  FedJob fed;
+  fed.record = job;
+  fed.spec = std::move(spec);
   std::lock_guard lock(inbox_mu_);
-  submitted_.push_back(job);
+  submitted_.push_back(std::move(fed));
   wake_.notify_one();
 }
 
@@ -294,19 +297,16 @@ void Broker::Loop() {
 }
 
 void Broker::Drain() {
-  std::vector<JobRecord> submitted, cancelled;
+  std::vector<FedJob> submitted;
+  std::vector<JobRecord> cancelled;
   {
     std::lock_guard lock(inbox_mu_);
     submitted.swap(submitted_);
     cancelled.swap(cancelled_);
   }
-  for (JobRecord& r : submitted) {
-    Result<JobSpec> spec = ParseJobSpec(r.spec_json, BodyFormat::kJson);
-    if (!spec.ok()) continue;  // the API stored what it parsed: not expected
-    FedJob job;
-    job.spec = std::move(spec).value();
-    job.record = std::move(r);
-    jobs_.emplace(job.record.id, std::move(job));
+  for (FedJob& job : submitted) {
+    const JobId id = job.record.id;
+    jobs_.emplace(id, std::move(job));
   }
   for (const JobRecord& r : cancelled) {
     auto it = jobs_.find(r.id);

@@ -95,7 +95,7 @@ class Broker final : public Controller {
 
   Status Start(JobStore& store, Registry& metrics) override;
   void Stop() override;
-  void OnJobSubmitted(const JobRecord& job) override;
+  void OnJobSubmitted(const JobRecord& job, JobSpec spec) override;
   void OnJobCancelRequested(const JobRecord& job) override;
   void OnNodeAdminChanged(const NodeAdminState&) override {}
   // The federation fields against the sites file (known datasets and sites, regions some site
@@ -196,7 +196,7 @@ class Broker final : public Controller {
 
   std::mutex inbox_mu_;
   std::condition_variable wake_;
-  std::vector<JobRecord> submitted_;
+  std::vector<FedJob> submitted_;  // with the spec the API parsed
   std::vector<JobRecord> cancelled_;
   bool stop_ = false;
 

@@ -337,7 +337,7 @@ struct RunningBroker {
     Result<SubmitResult> r = store->Submit({"team-a", spec->name, CanonicalJson(*spec), ""});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok()) return 0;
-    broker->OnJobSubmitted(r->job);
+    broker->OnJobSubmitted(r->job, *std::move(spec));
     return r->job.id;
   }
 };
@@ -544,7 +544,7 @@ TEST(BrokerRestartTest, AFreshDatabaseNeverCollidesWithAnEarlierBrokersKeys) {
     spec->tenant = "team-a";
     Result<SubmitResult> r = (*store)->Submit({"team-a", name, CanonicalJson(*spec), ""});
     EXPECT_TRUE(r.ok());
-    (*broker)->OnJobSubmitted(r->job);
+    (*broker)->OnJobSubmitted(r->job, *std::move(spec));
     std::string key;
     EXPECT_TRUE(testing::WaitFor(
         [&] {

@@ -197,7 +197,7 @@ void Api::Routes::Submit(const httplib::Request& req, std::string_view body, htt
   }
   if (!r->created) return Replay(r->job, job.spec_json, key, res);
   api.submissions_.WithLabels({job.tenant, "created"}).Increment();
-  api.controller_.OnJobSubmitted(r->job);
+  api.controller_.OnJobSubmitted(r->job, *std::move(spec));
   res.set_header("Location", "/api/v1/jobs/" + std::to_string(r->job.id));
   SendJson(res, 201, JobJson(r->job, api.controller_));
 }

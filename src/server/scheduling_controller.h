@@ -134,8 +134,10 @@ class SchedulingController final : public Controller {
 
  private:
   struct Submitted {
+    // Both, always: a job without its spec would be refused as an empty one.
+    Submitted(JobRecord j, JobSpec s) : job(std::move(j)), spec(std::move(s)) {}
     JobRecord job;
-    JobSpec spec;  // parsed once: by the API, by HandleSubmission, or from the store at Start
+    JobSpec spec;  // a new job's, parsed by the API or HandleSubmission; else Resubmit's
   };
   struct CancelRequested {
     JobRecord job;
@@ -167,8 +169,15 @@ class SchedulingController final : public Controller {
   Status Reload();
   // Handlers run on the controller thread; they append scheduler events to `events_`.
   void Handle(Submitted& in);
+  // A job back in the queue (requeued, preempted, released by its broker) is read again from
+  // what the store holds; a spec the store cannot parse fails the job.
+  void Resubmit(const JobRecord& job);
   void Handle(CancelRequested& in);
   void Handle(AdminChanged& in);
+  // A bind the store refused because a node is cordoned or draining: the store knew of an admin
+  // change this controller did not (another writer of the store). Adopts the store's cordons and
+  // drains, so that the next cycle does not place on the node again.
+  void AdoptStoredCordons();
   void Handle(TelemetryIn& in);
   void Handle(LeaseRenewed& in);
   // Fences every job whose federation lease lapsed by `now`: a running one is stopped (its
@@ -315,7 +324,6 @@ class SchedulingController final : public Controller {
     Seconds length{0};
     TimePoint until;
     bool held = false;  // out of the scheduler's queue, waiting for a renewal
-    JobSpec spec;       // while held: the job's spec, for its return to the queue
   };
   std::map<JobId, Lease> leases_;
   std::map<sched::JobId, sched::JobForecast> forecast_;  // pending jobs, latest cycle

@@ -720,6 +720,14 @@ tiers: [leaf]
     }
   }
   EXPECT_TRUE(refused) << events.dump();
+  // Back in the queue with its own spec (one of three nodes is healthy: it waits there). A
+  // requeue that lost the spec failed the job as one asking for 0 GPUs.
+  json view;
+  ASSERT_TRUE(WaitFor([&] {
+    view = api.Get("/api/v1/jobs/" + std::to_string(id));
+    return view.contains("waiting_reason") || view.value("state", "") != "queued";
+  })) << view.dump();
+  EXPECT_EQ(view.value("state", ""), "queued") << view.dump();
 }
 
 TEST(ControllerTest, LocalExecutorStartsRanksWithTheirEnvironment) {

@@ -21,6 +21,15 @@ class Action {
   // later jobs may pass only on its terms (backfill). allocate then stops at the first blocked
   // job and leaves who may pass it to this action.
   virtual bool ReservesForBlockedJobs() const { return false; }
+  // True when what this action does for a job depends only on the jobs ahead of it in the queue
+  // order and on the cluster, never on the jobs behind it (under `config`). The what-if then
+  // shares one projection of the queue among questions about jobs that sort last: each such job
+  // changes nothing for the others. An action that does not say so is taken not to (always
+  // correct, only slower).
+  virtual bool IgnoresLaterJobs(const SchedulerConfig& /*config*/) const { return false; }
+  // True when this action stops running jobs for pending ones. A what-if job that would outrank a
+  // victim is then asked about alone (its projection is not shared).
+  virtual bool Evicts() const { return false; }
 };
 
 // The built-in actions by name: admit, allocate, backfill, preempt, reclaim, resize (one file each

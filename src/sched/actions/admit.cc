@@ -9,6 +9,7 @@ namespace {
 class AdmitAction final : public Action {
  public:
   std::string_view Name() const override { return "admit"; }
+  bool IgnoresLaterJobs(const SchedulerConfig&) const override { return true; }
   void Execute(Session& s) override {
     if (s.plugins().pre_filters.empty()) return;  // nothing could reject
     std::vector<JobId> reject;

@@ -10,6 +10,7 @@ namespace {
 class AllocateAction final : public Action {
  public:
   std::string_view Name() const override { return "allocate"; }
+  bool IgnoresLaterJobs(const SchedulerConfig&) const override { return true; }
   void Execute(Session& s) override {
     // Strict order (head_of_line_blocking) or a reserving action: the first job blocked for
     // room stops allocate; otherwise every job that fits is placed (first-fit).

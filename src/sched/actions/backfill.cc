@@ -67,6 +67,7 @@ class ReservationFilter final : public NodeFilter {
 class BackfillAction final : public Action {
  public:
   std::string_view Name() const override { return "backfill"; }
+  bool IgnoresLaterJobs(const SchedulerConfig&) const override { return true; }
   bool ReservesForBlockedJobs() const override { return true; }
   void Execute(Session& s) override {
     ReservedNodes reserved(s.state().cluster().nodes().size());

@@ -16,6 +16,11 @@ namespace {
 class PreemptAction final : public Action {
  public:
   std::string_view Name() const override { return "preempt"; }
+  // Victims are chosen by priority only then: a later job never changes who is evicted.
+  bool IgnoresLaterJobs(const SchedulerConfig& config) const override {
+    return config.preempt_by == PreemptBy::kPriority;
+  }
+  bool Evicts() const override { return true; }
   void Execute(Session& s) override {
     if (s.plugins().victims.empty() || !s.lowest_victim_priority()) return;
     const int lowest = *s.lowest_victim_priority();

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "sched/actions/action.h"
 #include "sched/framework/scheduler.h"
 
 namespace baton::sched {
@@ -382,12 +383,12 @@ bool Scheduler::WhatIfReusable(const Scheduler& copy, JobId id) {
   }
   if (copy.plugins_.queue_sort.ext == nullptr || copy.plugins_.bands.ext != nullptr) return false;
   std::set<std::string_view> actions;
-  for (const std::string& a : copy.config_.actions) {
-    if (a != "admit" && a != "allocate" && a != "backfill" && a != "preempt") return false;
-    if (!actions.insert(a).second) return false;
+  bool preempt = false;
+  for (const auto& a : copy.actions_) {
+    if (!a->IgnoresLaterJobs(copy.config_)) return false;
+    if (!actions.insert(a->Name()).second) return false;
+    preempt |= a->Evicts();
   }
-  const bool preempt = actions.contains("preempt");
-  if (preempt && copy.config_.preempt_by != PreemptBy::kPriority) return false;
   // The job sorts behind every other job (queue sorts with fixed keys: so in every cycle), and
   // never outranks a victim.
   CycleState cycle;

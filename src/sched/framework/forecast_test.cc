@@ -486,5 +486,26 @@ TEST(WhatIfReuseTest, APluginDeclaredStatelessKeepsTheSharedProjection) {
   EXPECT_EQ(s->whatif_reused(), 2u);
 }
 
+// The actions say whether a job at the back of the queue can change what they do for the others
+// (Action::IgnoresLaterJobs): the projection is shared only when every configured one says not.
+TEST(WhatIfReuseTest, ActionsDeclareWhetherALaterJobMatters) {
+  auto reused_with = [](std::vector<std::string> actions, PreemptBy by) {
+    SchedulerConfig c;
+    c.actions = std::move(actions);
+    c.preempt_by = by;
+    auto made = Scheduler::Create(SmallTree(4), c);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    if (!made.ok()) return std::uint64_t{0};
+    std::unique_ptr<Scheduler> s = std::move(made).value();
+    // The running job fills the cluster: the asked job waits, so its projection is what runs.
+    s->RunCycle({At(0), std::vector<Event>{Event::Submit(Timed(1, 32, 100))}});
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(s->WhatIf(At(10), Timed(99, 8, 10)).ok());
+    return s->whatif_reused();
+  };
+  EXPECT_EQ(reused_with({"admit", "allocate", "backfill", "preempt"}, PreemptBy::kPriority), 2u);
+  // resize grows running jobs into room a later job's arrival changes.
+  EXPECT_EQ(reused_with({"admit", "allocate", "resize"}, PreemptBy::kPriority), 0u);
+}
+
 }  // namespace
 }  // namespace baton::sched

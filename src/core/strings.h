@@ -9,10 +9,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
+
 namespace baton {
 
 std::string_view Trim(std::string_view s);
 std::vector<std::string_view> Split(std::string_view s, char sep);
+// One CSV record on one line, RFC 4180 quoting: `"a ""b""",c` is [a "b"] and [c]; fields are not
+// trimmed. A line break inside a field is not supported (read line by line). Errors: an
+// unterminated quote.
+Result<std::vector<std::string>> SplitCsvLine(std::string_view line);
 std::string ToLower(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 

@@ -26,6 +26,14 @@ TEST(StringsTest, SplitTrimLower) {
   EXPECT_TRUE(EqualsIgnoreCase("NODES", "nodes"));
 }
 
+TEST(StringsTest, SplitCsvLineQuotes) {
+  Result<std::vector<std::string>> r = SplitCsvLine(R"(a,"b, c","say ""hi""",)");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, (std::vector<std::string>{"a", "b, c", "say \"hi\"", ""}));
+  EXPECT_EQ(SplitCsvLine("")->size(), 1u);
+  EXPECT_FALSE(SplitCsvLine(R"(a,"open)").ok());
+}
+
 TEST(StringsTest, Utf8Validity) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("python3 train.py"));

@@ -27,6 +27,10 @@ std::string_view CollectiveName(Collective op);
 // Those names, and the same without underscores or with "_perf" ("allreduce", "all_gather_perf").
 std::optional<Collective> ParseCollective(std::string_view name);
 
+// The NVLink domains of `domain_gpus` GPUs that `ranks` ranks packed onto them span (>= 1 for
+// ranks >= 1; domain_gpus > 0).
+inline int Domains(int ranks, int domain_gpus) { return (ranks + domain_gpus - 1) / domain_gpus; }
+
 // nccl-tests' bus-bandwidth factor, busbw = algbw x this (nccl-tests doc/PERFORMANCE.md):
 // 2 (n - 1) / n for all-reduce, (n - 1) / n for all-gather, reduce-scatter and all-to-all.
 double BusBandwidthFactor(Collective op, int ranks);

@@ -5,12 +5,13 @@
 
 reads runs-2024.csv and attention-kernels.csv from the first folder and writes
 runs-2024.csv (runs.csv's columns plus group, stack, ffn_kind, hbm_gib, fsdp_group, flops, mfu_peak,
-tp_overlap and assumptions) and attention.csv (FlashAttention-2 forward+backward kernel rates)
-into the second. Every blank the source leaves is either filled by a rule below, which the row's
+tp_overlap and assumptions), attention.csv (FlashAttention-2 forward+backward kernel rates) and
+attention-kernels.csv (every kernel of the charts, as published) into the second. Every blank the source leaves is either filled by a rule below, which the row's
 `assumptions` cell names, or left blank for the validation to search over (mbs, vp, recompute),
 or the row is skipped and listed on stderr with the reason. No value is tuned to the model.
 """
 import csv
+import shutil
 import re
 import sys
 
@@ -629,6 +630,9 @@ def main():
                 causal = "yes" if r["causal"] == "true" else "no"
                 g.write(f"{gpu},{r['head_dim']},{causal},{r['seq']},{r['tflops']}\n")
                 n += 1
+    # Every kernel of the charts, as published: the other kernels' rates are fitted as ratios to
+    # FlashAttention-2's (src/perf/attention_kernels.h).
+    shutil.copyfile(f"{SRC}/attention-kernels.csv", f"{DST}/attention-kernels.csv")
     for rid, why in skipped:
         print(f"skipped {rid}: {why}", file=sys.stderr)
     print(f"wrote {len(out)} runs ({len(skipped)} skipped) and {n} attention points", file=sys.stderr)

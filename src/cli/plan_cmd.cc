@@ -119,6 +119,10 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
                   "nccl-tests outputs, comma-separated, one run per file (OP=FILE names the "
                   "collective where the output does not): fit the fabric's collective terms "
                   "and print them with the error per size");
+  cal->add_option("--attention-kernels", cal_opts->attention_kernels,
+                  "Attention kernel charts (attention-kernels.csv's columns): fit each kernel's "
+                  "rate relative to FlashAttention-2, print the fit and write the profile "
+                  "(--out) with it");
   Bind(cal, exit_code, cal_opts, plan::RunCalibrate);
 
   auto launch_opts = std::make_shared<PlanOptions>();

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "perf/attention_kernels.h"
+
 namespace baton::perf {
 
 std::string_view RejectionName(Rejection r) {
@@ -331,7 +333,10 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
   // (sequence-parallel LayerNorm outputs), projection and fc2 inputs.
   double fp8_saved = fp8 ? 2 * tokens * h / sp_div + tokens * h / t + tokens * ffn / t : 0.0;
   double mlp_moe = (mats == 3 ? 6 : 4) * tokens * eff_ffn * active_experts / t + 4 * tokens * h;
-  double scores = flash ? 0.0 : (m.dropout ? 5.0 : 2.0) * plan.mbs * m.heads * sl * seq / t;
+  // Unfused attention keeps the s x s scores (and softmax output, dropout mask) for the backward:
+  // Megatron's fused-softmax path before FlashAttention, and PyTorch's math attention.
+  const bool keeps_scores = !flash || ctx.training.attention_kernel == AttentionKernel::kMath;
+  double scores = keeps_scores ? (m.dropout ? 5.0 : 2.0) * plan.mbs * m.heads * sl * seq / t : 0.0;
   double layer_act;
   switch (plan.recompute) {
     case Recompute::kFull:
@@ -414,12 +419,11 @@ void Evaluate(const EvalContext& ctx, const ParallelPlan& plan, int gpus, const 
     // The kernel-chart fit (Calibration::flash_*): a causal block of L tokens runs like a full
     // one of L / 2; an off-diagonal CP step is a full block of sl / 2 keys.
     const double hd = m.head_dim();
-    // cuDNN's fused attention (Transformer Engine on Hopper+) runs faster than the
-    // FlashAttention-2 kernels the flash_* constants fit (Calibration::cudnn_attention_speedup).
+    // Another kernel (cuDNN's, FlashAttention 1 or 3, ...) runs at FlashAttention-2's rate times
+    // its own ratio (attention_kernels.h); a training step's attention is causal.
     const double hd_eff =
         hd / (hd + c.flash_half_head_dim) *
-        (ctx.training.attention_kernel == AttentionKernel::kCudnn ? c.cudnn_attention_speedup
-                                                                  : 1.0);
+        AttentionKernelSpeedup(c, ctx.training.attention_kernel, hd, /*causal=*/true);
     auto flash_rate = [&](double len) {
       return ctx.attn_peak * c.flash_attention_fraction * len / (len + c.flash_half_length) *
              hd_eff;
@@ -904,14 +908,23 @@ std::string ExplainRejection(const EvalContext& ctx, const ParallelPlan& plan,
   return std::string(RejectionName(e.rejection));
 }
 
-Result<StepEstimate> Estimate(const ModelSpec& model, const ParallelPlan& plan,
-                              const TrainingSpec& training, const SystemSpec& system) {
-  RETURN_IF_ERROR(ValidateModel(model));
-  RETURN_IF_ERROR(ValidateTraining(training));
+Status CheckSystemRuns(const TrainingSpec& training, const SystemSpec& system) {
   if (system.gpu.Peak(training.dtype).value() <= 0) {
     return InvalidArgumentError(fmt::format("training.dtype: {} is not supported by {}",
                                             topo::DtypeName(training.dtype), system.gpu.name));
   }
+  if (training.flash_attention) {
+    RETURN_IF_ERROR(CheckAttentionKernel(system.calib, training.attention_kernel,
+                                         topo::GpuFamilyName(system.gpu.family), system.gpu.name));
+  }
+  return Status::Ok();
+}
+
+Result<StepEstimate> Estimate(const ModelSpec& model, const ParallelPlan& plan,
+                              const TrainingSpec& training, const SystemSpec& system) {
+  RETURN_IF_ERROR(ValidateModel(model));
+  RETURN_IF_ERROR(ValidateTraining(training));
+  RETURN_IF_ERROR(CheckSystemRuns(training, system));
   if (system.tier_count <= 0) return InvalidArgumentError("system: no network tiers");
   RETURN_IF_ERROR(ValidatePlan(model, plan, training, system.gpus));
   EvalContext ctx(model, training, system);

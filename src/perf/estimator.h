@@ -124,6 +124,9 @@ Rejection CheckPlan(const EvalContext& ctx, const ParallelPlan& plan, int gpus);
 
 // Validates the inputs (errors name the field) and runs the estimator; an infeasible plan is
 // still returned as a value (`rejection` set) with its numbers filled in as far as they go.
+// InvalidArgument, naming the field, when the system cannot run the training setup at all: a
+// dtype the GPU has no rate for, or an attention kernel without a measured rate on its family.
+Status CheckSystemRuns(const TrainingSpec& training, const SystemSpec& system);
 Result<StepEstimate> Estimate(const ModelSpec& model, const ParallelPlan& plan,
                               const TrainingSpec& training, const SystemSpec& system);
 

@@ -134,7 +134,27 @@ enum class GradAccum : std::uint8_t { kFused, kFp32, kAutograd };
 //          NVIDIA/NeMo pull request 9188, May 2024: "Transformer Engine prefers cuDNN flash
 //          attention on Hopper+ architectures"). Its rate is FlashAttention-2's times
 //          Calibration::cudnn_attention_speedup.
-enum class AttentionKernel : std::uint8_t { kFlash, kCudnn };
+// The others are priced from the flash-attention repository's kernel charts
+// (data/published/attention-kernels.csv) as FlashAttention-2's rate at the same shape times a
+// fitted ratio (Calibration::*_attention_rate, attention_kernels.h); a kernel without a chart on
+// the GPU's family is refused (FlashAttention-3 runs on Hopper only):
+//  kFlash1    FlashAttention (v1), 2022;
+//  kFlash3    FlashAttention-3 (Hopper: warp-specialised, asynchronous WGMMA), 2024;
+//  kTriton    the Triton tutorial's fused attention (OpenAI Triton);
+//  kXformers  xformers' memory-efficient attention (cutlass);
+//  kMath      PyTorch's unfused attention (SDPA's math backend, or the softmax(QK^T)V written out):
+//             the s x s scores are materialised and kept for the backward, and a causal mask
+//             saves no work.
+enum class AttentionKernel : std::uint8_t {
+  kFlash,
+  kCudnn,
+  kFlash1,
+  kFlash3,
+  kTriton,
+  kXformers,
+  kMath
+};
+inline constexpr int kAttentionKernelCount = 7;
 
 struct TrainingSpec {
   int global_batch = 0;  // sequences per optimizer step

@@ -41,7 +41,7 @@ namespace {
 // 0.3 (0.3-1.0 across stacks) and TP overlap 0.4 (0 without userbuffers to ~0.9 with them).
 // Hardware-specific (not pooled across families): the GEMM half points (they grow with a part's
 // SM count and rate) and NVLink efficiency (NVLink 3 / 4 / 5 and the NVL72 switch differ).
-constexpr std::array<CalibrationField, 28> kFields = {{
+constexpr std::array<CalibrationField, 43> kFields = {{
     {"gemm_peak_fraction", &Calibration::gemm_peak_fraction, 0.05, 1.0, true, 0.15, true, false},
     {"gemm_half_dim", &Calibration::gemm_half_dim, 0, 4096, true, 256, false, true},
     {"gemm_half_tokens", &Calibration::gemm_half_tokens, 0, 8192, true, 512, false, true},
@@ -87,6 +87,33 @@ constexpr std::array<CalibrationField, 28> kFields = {{
     // a kernel's speed on the part, so not pooled across families.
     {"cudnn_attention_speedup", &Calibration::cudnn_attention_speedup, 1.0, 2.0, true, 0, true,
      true},
+    // Fitted on the kernel charts, not on runs (system.h). Bounds: the charts' ratios to
+    // FlashAttention-2 span 0.06-2.3; exponents and causal factors within a factor 4 per
+    // doubling of the head and for the mask.
+    {"flash1_attention_rate", &Calibration::flash1_attention_rate, 0, 4, false},
+    {"flash1_attention_head_dim_exponent", &Calibration::flash1_attention_head_dim_exponent, -2, 2,
+     false},
+    {"flash1_attention_causal_factor", &Calibration::flash1_attention_causal_factor, 0.25, 4,
+     false},
+    {"flash3_attention_rate", &Calibration::flash3_attention_rate, 0, 4, false},
+    {"flash3_attention_head_dim_exponent", &Calibration::flash3_attention_head_dim_exponent, -2, 2,
+     false},
+    {"flash3_attention_causal_factor", &Calibration::flash3_attention_causal_factor, 0.25, 4,
+     false},
+    {"triton_attention_rate", &Calibration::triton_attention_rate, 0, 4, false},
+    {"triton_attention_head_dim_exponent", &Calibration::triton_attention_head_dim_exponent, -2, 2,
+     false},
+    {"triton_attention_causal_factor", &Calibration::triton_attention_causal_factor, 0.25, 4,
+     false},
+    {"xformers_attention_rate", &Calibration::xformers_attention_rate, 0, 4, false},
+    {"xformers_attention_head_dim_exponent", &Calibration::xformers_attention_head_dim_exponent, -2,
+     2, false},
+    {"xformers_attention_causal_factor", &Calibration::xformers_attention_causal_factor, 0.25, 4,
+     false},
+    {"math_attention_rate", &Calibration::math_attention_rate, 0, 4, false},
+    {"math_attention_head_dim_exponent", &Calibration::math_attention_head_dim_exponent, -2, 2,
+     false},
+    {"math_attention_causal_factor", &Calibration::math_attention_causal_factor, 0.25, 4, false},
 }};
 
 constexpr std::size_t kMaxProfileBytes = 1 << 16;

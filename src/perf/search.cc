@@ -107,10 +107,7 @@ Result<SearchResult> Search(const ModelSpec& model, const TrainingSpec& training
                             const SearchOptions& options) {
   RETURN_IF_ERROR(ValidateModel(model));
   RETURN_IF_ERROR(ValidateTraining(training));
-  if (system.gpu.Peak(training.dtype).value() <= 0) {
-    return InvalidArgumentError(fmt::format("training.dtype: {} is not supported by {}",
-                                            topo::DtypeName(training.dtype), system.gpu.name));
-  }
+  RETURN_IF_ERROR(CheckSystemRuns(training, system));
   RETURN_IF_ERROR(CheckList(space.gpus, "gpus", 1 << 22));
   RETURN_IF_ERROR(CheckList(space.tp, "tp", 1 << 16));
   RETURN_IF_ERROR(CheckList(space.pp, "pp", 1 << 16));

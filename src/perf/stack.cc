@@ -64,9 +64,11 @@ constexpr std::array<Setting, 8> kSettings{{
      false,  // the words are in GradAccum's order
      [](int w, TrainingSpec* t) { t->grad_accum = static_cast<GradAccum>(w); },
      [](const TrainingSpec& t) { return static_cast<int>(t.grad_accum); }},
-    {{"attn_kernel", "flash|cudnn",
-      "fused attention kernel: FlashAttention-2 (default; PyTorch SDPA, Transformer Engine before "
-      "mid-2024) or cuDNN's (Transformer Engine's choice on Hopper and later since mid-2024)"},
+    {{"attn_kernel", "flash|cudnn|flash1|flash3|triton|xformers|math",
+      "attention kernel: FlashAttention-2 (default; PyTorch SDPA, Transformer Engine before "
+      "mid-2024), cuDNN's (Transformer Engine's choice on Hopper and later since mid-2024), "
+      "FlashAttention 1 or 3 (Hopper only), Triton's, xformers' or PyTorch's unfused math "
+      "attention"},
      false,  // the words are in AttentionKernel's order
      [](int w, TrainingSpec* t) { t->attention_kernel = static_cast<AttentionKernel>(w); },
      [](const TrainingSpec& t) { return static_cast<int>(t.attention_kernel); }},

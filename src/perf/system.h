@@ -126,6 +126,28 @@ struct Calibration {
   // pass; its backward gains less. Fitted (bounds 1..2, per GPU family) on the rows whose stack
   // ran it (data/published/runs-2024.csv column attn_kernel); 1 before any fit.
   double cudnn_attention_speedup = 1.0;
+  // The kernels priced from the charts (AttentionKernel::kFlash1 ... kMath): FlashAttention-2's
+  // rate at the same shape times *_rate x (head_dim / 128)^*_head_dim_exponent, x
+  // *_causal_factor under a causal mask. Least squares on the log of the ratio to
+  // FlashAttention-2 at matching shapes in the flash-attention repository's charts
+  // (data/published/attention-kernels.csv; FitAttentionKernels, `baton plan calibrate
+  // --attention-kernels`). A rate of 0: no chart of the kernel on this family, and a plan asking
+  // for it is refused.
+  double flash1_attention_rate = 0;
+  double flash1_attention_head_dim_exponent = 0;
+  double flash1_attention_causal_factor = 1;
+  double flash3_attention_rate = 0;
+  double flash3_attention_head_dim_exponent = 0;
+  double flash3_attention_causal_factor = 1;
+  double triton_attention_rate = 0;
+  double triton_attention_head_dim_exponent = 0;
+  double triton_attention_causal_factor = 1;
+  double xformers_attention_rate = 0;
+  double xformers_attention_head_dim_exponent = 0;
+  double xformers_attention_causal_factor = 1;
+  double math_attention_rate = 0;
+  double math_attention_head_dim_exponent = 0;
+  double math_attention_causal_factor = 1;
 };
 // The built-in profile's constants for a GPU family (src/perf/profiles/builtin.yaml, compiled in),
 // or those of the profile installed with InstallProfile (profile.h); a profile without the

@@ -61,7 +61,8 @@ struct PlanOptions {
   std::string profile;
   std::string attention_file;
   std::string out_file;
-  std::string collectives;  // nccl-tests outputs for `calibrate --collectives`
+  std::string collectives;        // nccl-tests outputs for `calibrate --collectives`
+  std::string attention_kernels;  // kernel charts for `calibrate --attention-kernels`
   std::string families;
   bool no_bands = false;
   std::string placement = "compact";

@@ -6,6 +6,7 @@
 
 #include "cli/plan/options.h"
 #include "core/strings.h"
+#include "perf/attention_kernels.h"
 #include "perf/calibrate.h"
 #include "perf/collectives.h"
 #include "perf/report.h"
@@ -49,6 +50,23 @@ Status RunCalibrateCollectives(const PlanOptions& o) {
   const std::vector<perf::CollectiveSample> samples = perf::SamplesFromNcclTests(runs, "yours");
   ASSIGN_OR_RETURN(perf::FittedFabric fit, perf::FitFabric(samples, perf::CollectiveFabric{}));
   fmt::print("\n{}\n{}", perf::FormatFabric(fit), perf::FormatSampleErrors(fit, samples));
+  return Status::Ok();
+}
+
+// `calibrate --attention-kernels`: each kernel's rate relative to FlashAttention-2 fitted on the
+// charts, written into the start profile's families.
+Status RunCalibrateAttentionKernels(const PlanOptions& o) {
+  if (o.out_file.empty()) return InvalidArgumentError("out: --out FILE.yaml is required");
+  ASSIGN_OR_RETURN(std::vector<perf::AttentionKernelPoint> points,
+                   perf::LoadAttentionKernelTable(o.attention_kernels));
+  ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
+  ASSIGN_OR_RETURN(std::vector<perf::AttentionKernelFit> fits,
+                   perf::FitAttentionKernels(points, &profile));
+  fmt::print("{}", perf::FormatAttentionKernelFits(fits, profile));
+  std::ofstream out(o.out_file);
+  out << perf::ProfileToYaml(profile);
+  if (!out) return InvalidArgumentError(fmt::format("out: cannot write '{}'", o.out_file));
+  fmt::print("wrote {}\n", o.out_file);
   return Status::Ok();
 }
 
@@ -147,6 +165,7 @@ Status RunValidate(const PlanOptions& o) {
 
 Status RunCalibrate(const PlanOptions& o) {
   if (!o.collectives.empty()) return RunCalibrateCollectives(o);
+  if (!o.attention_kernels.empty()) return RunCalibrateAttentionKernels(o);
   if (o.out_file.empty()) return InvalidArgumentError("out: --out FILE.yaml is required");
   ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedTables(RunsFor(o)));
   ASSIGN_OR_RETURN(perf::SystemProfile start, ProfileFor(o));

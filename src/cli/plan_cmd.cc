@@ -91,7 +91,12 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
   val->add_option("--cv", val_opts->cv,
                   "'source', 'stack' or 'source,stack': leave-one-source-out or "
                   "leave-one-stack-out cross-validation of `plan calibrate`, with the band's "
-                  "coverage of the held-out rows");
+                  "coverage of the held-out rows; 'few-shot': each source with >= 20 rows left "
+                  "out, then calibrated on --shots of its rows and tested on the rest");
+  val->add_option("--shots", val_opts->shots, "Runs per draw for --cv few-shot (default 10)")
+      ->check(CLI::Range(1, 1000));
+  val->add_option("--draws", val_opts->draws, "Random draws per source for --cv few-shot (3)")
+      ->check(CLI::Range(1, 100));
   val->add_option("--attention", val_opts->attention_file,
                   "Attention kernel table for --cv (default: attention.csv in the data folder)");
   val->add_option("--profile", val_opts->profile, "System profile YAML (default: built-in)");

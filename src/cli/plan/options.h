@@ -63,6 +63,8 @@ struct PlanOptions {
   std::string out_file;
   std::string collectives;        // nccl-tests outputs for `calibrate --collectives`
   std::string attention_kernels;  // kernel charts for `calibrate --attention-kernels`
+  int shots = 10;                 // `validate --cv few-shot`: runs calibrated on per draw
+  int draws = 3;                  // ... and draws per source
   std::string families;
   bool no_bands = false;
   std::string placement = "compact";

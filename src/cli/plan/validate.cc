@@ -9,6 +9,7 @@
 #include "perf/attention_kernels.h"
 #include "perf/calibrate.h"
 #include "perf/collectives.h"
+#include "perf/few_shot.h"
 #include "perf/report.h"
 #include "perf/validation.h"
 
@@ -75,6 +76,24 @@ Status RunCalibrateAttentionKernels(const PlanOptions& o) {
 Status RunValidate(const PlanOptions& o) {
   ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedTables(RunsFor(o)));
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
+  if (Trim(o.cv) == "few-shot") {
+    std::vector<perf::AttentionPoint> attention;
+    std::string att = o.attention_file;
+    if (att.empty() && o.runs_file.empty()) {
+      att = (o.data_dir.empty() ? perf::DefaultDataDir() : o.data_dir) + "/attention.csv";
+    }
+    if (!att.empty()) {
+      ASSIGN_OR_RETURN(attention, perf::LoadAttentionTable(att));
+    }
+    perf::FewShotOptions few;
+    few.shots = o.shots;
+    few.draws = o.draws;
+    ASSIGN_OR_RETURN(perf::FewShotReport report,
+                     perf::FewShotValidate(runs, profile, att.empty() ? nullptr : &attention,
+                                           perf::CalibrateOptions{}, few));
+    fmt::print("{}", perf::FormatFewShotReport(report));
+    return Status::Ok();
+  }
   if (!o.cv.empty()) {
     bool want_source = false, want_stack = false;
     for (std::string_view u : Split(o.cv, ',')) {
@@ -83,8 +102,8 @@ Status RunValidate(const PlanOptions& o) {
       } else if (Trim(u) == "stack") {
         want_stack = true;
       } else {
-        return InvalidArgumentError(
-            fmt::format("cv: '{}' is not 'source', 'stack' or 'source,stack'", Printable(o.cv)));
+        return InvalidArgumentError(fmt::format(
+            "cv: '{}' is not 'source', 'stack', 'source,stack' or 'few-shot'", Printable(o.cv)));
       }
     }
     std::vector<perf::AttentionPoint> attention;

@@ -315,9 +315,18 @@ class RunsTableParser {
 
   Status Line(int line_no, std::string_view line) {
     if (Trim(line).empty()) return Status::Ok();
-    std::vector<std::string_view> cells = Split(line, ',');
+    // RFC 4180 quoting: a source cell may hold commas ("Figure 5a, image ...").
+    Result<std::vector<std::string>> split = SplitCsvLine(line);
+    if (!split.ok()) return split.status().WithPrefix(fmt::format("{}:{}", source_, line_no));
+    const std::vector<std::string>& cells = *split;
     if (header_.empty()) {
-      for (std::string_view c : cells) header_.emplace_back(Trim(c));
+      for (const std::string& c : cells) {
+        if (std::find(header_.begin(), header_.end(), Trim(c)) != header_.end()) {
+          return InvalidArgumentError(fmt::format("{}:{}: column '{}' appears twice", source_,
+                                                  line_no, Printable(Trim(c))));
+        }
+        header_.emplace_back(Trim(c));
+      }
       return Status::Ok();
     }
     if (cells.size() != header_.size()) {

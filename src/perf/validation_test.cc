@@ -166,6 +166,24 @@ TEST(ValidationTest, PipelineP2pColumn) {
   ExpectRefusedNaming(head + row + "async\n", "pp_p2p");
 }
 
+// A cell may be quoted and hold commas (the shared tables' `source` cells do); a header naming a
+// column twice is refused rather than letting the last one win.
+TEST(ValidationTest, QuotedCellsAndDuplicateColumns) {
+  std::string head =
+      "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"
+      "network,tp,pp,dp,cp,vp,recompute,seq_parallel,zero,dtype,metric,value,confidence,"
+      "flash_attention,dp_overlap\n";
+  std::string row =
+      "x,\"Figure 5a, image \"\"175b-trend\"\"\",GPT-3 175B,175,96,12288,96,96,49152,2048,51200,64,"
+      "1,64,A100-SXM4-80GB,DGX-A100 8xHDR200,8,8,1,1,1,full,no,0,fp16,iteration_time_s,18,"
+      "secondary,no,no\n";
+  const PublishedRun r = ParseOne(head + row);
+  EXPECT_EQ(r.source, "Figure 5a, image \"175b-trend\"");
+  EXPECT_EQ(r.value, 18);
+  ExpectRefusedNaming("id,id,source\nx,y,z\n", "column 'id' appears twice");
+  ExpectRefusedNaming(head + "x,\"unterminated,GPT-3 175B\n", "t.csv:2");
+}
+
 TEST(ValidationTest, MfuAttentionColumn) {
   std::string head =
       "id,source,model,params_b,layers,hidden,heads,kv_heads,ffn,seq,vocab,gbs,mbs,gpus,gpu,"

@@ -97,6 +97,10 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000));
   val->add_option("--draws", val_opts->draws, "Random draws per source for --cv few-shot (3)")
       ->check(CLI::Range(1, 100));
+  val->add_option("--prior-weight", val_opts->prior_weight,
+                  "For --cv few-shot: the prior weight of the calibration on the drawn runs "
+                  "(default: what `calibrate --runs` uses)")
+      ->check(CLI::Range(0.0, 100.0));
   val->add_option("--attention", val_opts->attention_file,
                   "Attention kernel table for --cv (default: attention.csv in the data folder)");
   val->add_option("--profile", val_opts->profile, "System profile YAML (default: built-in)");
@@ -124,6 +128,10 @@ void RegisterPlanCommand(CLI::App& app, int& exit_code) {
                   "nccl-tests outputs, comma-separated, one run per file (OP=FILE names the "
                   "collective where the output does not): fit the fabric's collective terms "
                   "and print them with the error per size");
+  cal->add_option("--prior-weight", cal_opts->prior_weight,
+                  "With --runs: how strongly the start profile holds the constants (0: plain "
+                  "least squares; default: the weight `plan validate --cv few-shot` chose)")
+      ->check(CLI::Range(0.0, 100.0));
   cal->add_option("--attention-kernels", cal_opts->attention_kernels,
                   "Attention kernel charts (attention-kernels.csv's columns): fit each kernel's "
                   "rate relative to FlashAttention-2, print the fit and write the profile "

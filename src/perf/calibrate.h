@@ -31,6 +31,15 @@ Result<std::vector<AttentionPoint>> LoadAttentionTable(const std::string& path);
 Result<double> FitAttention(const std::vector<AttentionPoint>& points, std::string_view family,
                             Calibration* calib);
 
+// The prior weight `plan calibrate --runs` puts on a user's handful of runs (CalibrateOptions::
+// prior_weight, centred on the start profile): without one, 5 runs of a stack pulled every
+// constant their few rows touch and made the stack's other runs worse (`plan validate --cv
+// few-shot --shots 5`: torchtitan 6.6 % -> 14.5 %). Chosen by that protocol's scan over 5 and
+// 10 shots, the lowest mean over both of the error after calibrating (0: 7.9 / 5.3 %; 0.001:
+// 6.5 / 5.5 %; 0.003: 6.4 / 5.7 %; 0.01: 6.4 / 5.9 %; 0.03: 6.1 / 6.0 %; docs/perf/
+// calibration-log.md, 2026-12-06).
+inline constexpr double kUserRunsPriorWeight = 0.001;
+
 struct CalibrateOptions {
   // Coordinate-descent sweeps over the fitted constants. From the priors (Calibration's defaults)
   // the dev tables need about 30 to settle (6 stopped 0.6 points of mean error short).

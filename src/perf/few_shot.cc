@@ -54,6 +54,7 @@ Result<FewShotReport> FewShotValidate(const std::vector<PublishedRun>& runs,
   CalibrateOptions user_opts = calibrate;
   user_opts.bands = false;
   user_opts.prior_is_start = true;
+  user_opts.prior_weight = options.user_prior_weight;
   for (const std::string& source : sources) {
     std::vector<PublishedRun> train, held;
     for (const PublishedRun& r : runs) {
@@ -101,9 +102,9 @@ std::string FormatFewShotReport(const FewShotReport& report) {
   const FewShotOptions& o = report.options;
   std::string out = fmt::format(
       "few-shot cross-validation: each source with >= {} rows left out of the fit, then the fit "
-      "calibrated on {} of its rows ({} random draws, as `plan calibrate --runs` does) and "
-      "tested on the rest:\n",
-      o.min_rows, o.shots, o.draws);
+      "calibrated on {} of its rows ({} random draws, prior weight {:g}, as `plan calibrate "
+      "--runs` does) and tested on the rest:\n",
+      o.min_rows, o.shots, o.draws, o.user_prior_weight);
   out += fmt::format("{:<18} {:>5} {:>10} {:>10} {:>17}\n", "held-out source", "rows", "before",
                      "after", "after, by draw");
   for (const FewShotSource& s : report.sources) {

@@ -17,6 +17,9 @@ struct FewShotOptions {
   int draws = 3;           // random draws of those runs per source
   int min_rows = 20;       // sources with fewer performance rows are not held out
   std::uint64_t seed = 1;  // the draws' (reproducible) random choice
+  // CalibrateOptions::prior_weight of the calibration on the drawn rows (what `plan calibrate
+  // --runs` uses: kUserRunsPriorWeight unless --prior-weight says).
+  double user_prior_weight = kUserRunsPriorWeight;
 };
 
 struct FewShotSource {

@@ -50,6 +50,24 @@ TEST(FewShotTest, EachLargeSourceIsHeldOutThenCalibratedOnAFewOfItsRows) {
   }
 }
 
+// The prior holds the constants at the profile fitted without the source: with a weight that
+// dwarfs a handful of rows, calibrating moves nothing.
+TEST(FewShotTest, AHeavyPriorKeepsTheFoldsConstants) {
+  const std::vector<PublishedRun> runs = DevRuns();
+  CalibrateOptions fit;
+  fit.max_sweeps = 2;
+  FewShotOptions few;
+  few.shots = 3;
+  few.draws = 2;
+  few.min_rows = 8;
+  few.user_prior_weight = 100;
+  auto r = FewShotValidate(runs, BuiltinProfile(), nullptr, fit, few);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const FewShotSource& s : r->sources) {
+    EXPECT_NEAR(s.mae_after, s.mae_before, 0.002) << FormatFewShotReport(*r);
+  }
+}
+
 TEST(FewShotTest, ImpossibleOptionsAreRefused) {
   const std::vector<PublishedRun> runs = DevRuns();
   FewShotOptions few;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,8 @@ struct PlanOptions {
   std::string attention_kernels;  // kernel charts for `calibrate --attention-kernels`
   int shots = 10;                 // `validate --cv few-shot`: runs calibrated on per draw
   int draws = 3;                  // ... and draws per source
+  // `calibrate --runs` and `validate --cv few-shot`: the prior's weight on a user's runs.
+  std::optional<double> prior_weight;
   std::string families;
   bool no_bands = false;
   std::string placement = "compact";

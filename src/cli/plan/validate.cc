@@ -88,6 +88,7 @@ Status RunValidate(const PlanOptions& o) {
     perf::FewShotOptions few;
     few.shots = o.shots;
     few.draws = o.draws;
+    few.user_prior_weight = o.prior_weight.value_or(perf::kUserRunsPriorWeight);
     ASSIGN_OR_RETURN(perf::FewShotReport report,
                      perf::FewShotValidate(runs, profile, att.empty() ? nullptr : &attention,
                                            perf::CalibrateOptions{}, few));
@@ -198,6 +199,9 @@ Status RunCalibrate(const PlanOptions& o) {
   // A user's own runs (--runs): the start profile has not seen them, so the fit's prior and every
   // CV fold start from it rather than from the defaults (the dev tables' built-in fit saw them).
   copts.prior_is_start = !o.runs_file.empty();
+  // ... and holds the constants near it unless the runs insist (kUserRunsPriorWeight).
+  if (copts.prior_is_start)
+    copts.prior_weight = o.prior_weight.value_or(perf::kUserRunsPriorWeight);
   for (std::string_view f : Split(o.families, ',')) {
     if (!Trim(f).empty()) copts.families.emplace_back(Trim(f));
   }

@@ -8,33 +8,10 @@
 set -uo pipefail
 baton=$1
 src=$2
-source "$src/tests/lib/e2e.sh"
-if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  echo "SKIP: /usr/bin/python3 has no torch (apt-get install python3-torch)"; exit 77
-fi
+source "$src/tests/realjob/lib.sh" realjob
+export BATON=$baton
 
-work=$(mktemp -d -t baton-realjob.XXXXXX)
-pid=""
-cleanup() {
-  [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-  for f in "$work"/logs/job-*/attempt-*.pids; do
-    [[ -f $f ]] && awk '{print $2}' "$f" | while read -r p; do kill -9 -- "-$p" 2>/dev/null; done
-  done
-  if ((failures > 0)) && [[ -n ${BATON_KEEP_WORK:-} ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-admin_token=$(new_token admin)
-printf 'principals:\n  - {name: ops, role: admin, token: "%s"}\n' "$admin_token" >"$work/auth.yaml"
-export BATON_TOKEN=$admin_token XDG_CONFIG_HOME="$work/config" BATON=$baton
-
-"$baton" serve --topology "$src/tests/realjob/cluster.yaml" --executor local \
-  --log-dir "$work/logs" --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" \
-  >"$work/serve.log" 2>&1 &
-pid=$!
-wait_listening "$work/serve.log" "$pid" || exit 1
-port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-export BATON_URL="http://127.0.0.1:$port"
+serve
 
 run=$("$src/scripts/collectives-bench/run.sh" -n 4 -g 2 -b 8 -e 16384 --iters 3 --warmup 1 \
   --backend gloo --no-nccl-tests --timeout 50 "$work/out" 2>&1)

@@ -13,53 +13,12 @@
 set -uo pipefail
 baton=$1
 src=$2
-source "$src/tests/lib/e2e.sh"
-if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  echo "SKIP: /usr/bin/python3 has no torch (apt-get install python3-torch)"; exit 77
-fi
+REALJOB_GRACEFUL=1
+source "$src/tests/realjob/lib.sh" elastic
 
-work=$(mktemp -d -t baton-elastic.XXXXXX)
-pid=""
-cleanup() {
-  [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  # Whatever ranks a failed run left behind.
-  for f in "$work"/logs/job-*/attempt-*.pids; do
-    [[ -f $f ]] && awk '{print $2}' "$f" | while read -r p; do kill -9 -- "-$p" 2>/dev/null; done
-  done
-  if ((failures > 0)) && [[ -n ${BATON_KEEP_WORK:-} ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-admin_token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-printf 'principals:\n  - {name: ops, role: admin, token: "%s"}\n' "$admin_token" >"$work/auth.yaml"
-export BATON_TOKEN=$admin_token XDG_CONFIG_HOME="$work/config"
+serve
 
-"$baton" serve --topology "$src/tests/realjob/cluster.yaml" --executor local \
-  --log-dir "$work/logs" --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" \
-  >>"$work/serve.log" 2>&1 &
-pid=$!
-port=""
-for _ in $(seq 300); do
-  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "the daemon did not start listening"; tail "$work/serve.log"; exit 1; }
-export BATON_URL="http://127.0.0.1:$port"
-
-state() { "$baton" job "$1" --json 2>/dev/null | sed -nE 's/^  "state": "(.*)",?$/\1/p'; }
 attempts() { "$baton" job "$1" --json 2>/dev/null | sed -nE 's/^  "attempts": ([0-9]+),?$/\1/p'; }
-# The last step baton recorded for job $1 ("checkpointed" events: "step N by attempt A").
-recorded_step() {
-  "$baton" job "$1" --json 2>/dev/null | sed -nE 's/.*"message": "step ([0-9]+) by attempt.*/\1/p' |
-    tail -1
-}
-wait_for() {  # wait_for SECONDS COMMAND...: until the command succeeds
-  local until=$((SECONDS + $1)); shift
-  while ((SECONDS < until)); do "$@" && return 0; sleep 0.2; done
-  return 1
-}
 submit() { "$baton" submit "$@" 2>&1 | sed -nE 's/^submitted job ([0-9]+).*/\1/p'; }
 running() { [[ $(state "$1") == running ]]; }
 succeeded() { [[ $(state "$1") == succeeded ]]; }

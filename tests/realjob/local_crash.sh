@@ -12,57 +12,9 @@
 set -uo pipefail
 baton=$1
 src=$2
-source "$src/tests/lib/e2e.sh"
-if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  echo "SKIP: /usr/bin/python3 has no torch (apt-get install python3-torch)"; exit 77
-fi
+source "$src/tests/realjob/lib.sh" realjob
 
-work=$(mktemp -d -t baton-realjob.XXXXXX)
-pid=""
-cleanup() {
-  [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-  # Whatever ranks a failed run left behind.
-  for f in "$work"/logs/job-*/attempt-*.pids; do
-    [[ -f $f ]] && awk '{print $2}' "$f" | while read -r p; do kill -9 -- "-$p" 2>/dev/null; done
-  done
-  if ((failures > 0)) && [[ -n ${BATON_KEEP_WORK:-} ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-admin_token="admin-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')"
-printf 'principals:\n  - {name: ops, role: admin, token: "%s"}\n' "$admin_token" >"$work/auth.yaml"
-export BATON_TOKEN=$admin_token XDG_CONFIG_HOME="$work/config"
-
-serve() {  # starts the daemon on the same database, log and checkpoint directories
-  "$baton" serve --topology "$src/tests/realjob/cluster.yaml" --executor local \
-    --log-dir "$work/logs" --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" \
-    >>"$work/serve.log" 2>&1 &
-  pid=$!
-  local before=$1
-  for _ in $(seq 300); do
-    port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" |
-      sed -n "$((before + 1))p")
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-    sleep 0.1
-  done
-  [[ -n $port ]] || { echo "the daemon did not start listening"; tail "$work/serve.log"; exit 1; }
-  export BATON_URL="http://127.0.0.1:$port"
-}
-
-state() { "$baton" job "$1" --json 2>/dev/null | sed -nE 's/^  "state": "(.*)",?$/\1/p'; }
-# The last step baton recorded for job $1 ("checkpointed" events: "step N by attempt A").
-recorded_step() {
-  "$baton" job "$1" --json 2>/dev/null | sed -nE 's/.*"message": "step ([0-9]+) by attempt.*/\1/p' |
-    tail -1
-}
-wait_for() {  # wait_for SECONDS COMMAND...: until the command succeeds
-  local until=$((SECONDS + $1)); shift
-  while ((SECONDS < until)); do "$@" && return 0; sleep 0.2; done
-  return 1
-}
-
-serve 0
+serve
 steps=60
 train=(/usr/bin/python3 "$src/examples/ddp_train.py" --steps $steps --checkpoint-every 10
   --step-seconds 0.15 --width 64)
@@ -88,8 +40,7 @@ check "job B's record carries its last checkpoint (the dashboard shows it)" 0 $?
 kill -9 "$pid"; wait "$pid" 2>/dev/null; pid=""
 b_step=$(sed -nE 's/.*"step": ([0-9]+).*/\1/p' "$work/logs/checkpoints/job-$b/baton-checkpoint.json")
 awk '{print $2}' "$work/logs/job-$b/attempt-1.pids" | while read -r p; do kill -9 -- "-$p"; done
-starts=$(grep -c "listening on" "$work/serve.log")
-serve "$starts"
+serve
 out=$(grep "running adopted" "$work/serve.log" | tail -1)
 check "the restarted daemon adopts job A and requeues job B" 0 0 "$out" \
   "1 running adopted, 1 requeued"

@@ -213,13 +213,7 @@ void SchedulingController::Handle(Submitted& in) {
     if (Status planned = AttachPlan(js, *spec); !planned.ok()) spec = planned;
   }
   if (!spec.ok()) {
-    Record(store_
-               ->Transition(in.job.id, {{JobState::kQueued},
-                                        JobState::kFailed,
-                                        "failed",
-                                        "cannot schedule: " + spec.status().message()})
-               .status(),
-           in.job.id, "fail");
+    FailUnschedulable(in.job.id, JobState::kQueued, spec.status().message());
     return;
   }
   commands_[in.job.id] = js.command;
@@ -249,17 +243,17 @@ void SchedulingController::Handle(Submitted& in) {
 void SchedulingController::Resubmit(const JobRecord& job) {
   Result<JobSpec> js = ParseJobSpec(job.spec_json, BodyFormat::kJson);
   if (!js.ok()) {
-    Record(store_
-               ->Transition(job.id, {{JobState::kQueued},
-                                     JobState::kFailed,
-                                     "failed",
-                                     "cannot schedule: stored spec: " + js.status().message()})
-               .status(),
-           job.id, "fail");
+    FailUnschedulable(job.id, JobState::kQueued, "stored spec: " + js.status().message());
     return;
   }
   Submitted in{job, *std::move(js)};
   Handle(in);
+}
+
+void SchedulingController::FailUnschedulable(JobId id, JobState from, const std::string& why) {
+  Record(store_->Transition(id, {{from}, JobState::kFailed, "failed", "cannot schedule: " + why})
+             .status(),
+         id, "fail");
 }
 
 void SchedulingController::HandleSubmission(const Submission& submission) {

@@ -172,6 +172,8 @@ class SchedulingController final : public Controller {
   // A job back in the queue (requeued, preempted, released by its broker) is read again from
   // what the store holds; a spec the store cannot parse fails the job.
   void Resubmit(const JobRecord& job);
+  // Fails a job (in state `from`) that cannot be scheduled: "cannot schedule: <why>".
+  void FailUnschedulable(JobId id, JobState from, const std::string& why);
   void Handle(CancelRequested& in);
   void Handle(AdminChanged& in);
   // A bind the store refused because a node is cordoned or draining: the store knew of an admin

@@ -78,13 +78,7 @@ Status SchedulingController::Reload() {
         Result<sched::GangJob> spec =
             js.ok() ? GangJobFromSpec(job, *js, executor_->TimeScale(), &cluster()) : js.status();
         if (!spec.ok()) {
-          Record(store_
-                     ->Transition(job.id, {{state},
-                                           JobState::kFailed,
-                                           "failed",
-                                           "cannot schedule: " + spec.status().message()})
-                     .status(),
-                 job.id, "fail");
+          FailUnschedulable(job.id, state, spec.status().message());
           continue;
         }
         if (state == JobState::kQueued) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <optional>
 
 #include "cli/plan/options.h"
 #include "core/strings.h"
@@ -71,26 +72,31 @@ Status RunCalibrateAttentionKernels(const PlanOptions& o) {
   return Status::Ok();
 }
 
+// The attention table the cross-validation refits the flash_* constants on: --attention, else
+// the data folder's attention.csv with the dev tables; none with a user's --runs.
+Result<std::optional<std::vector<perf::AttentionPoint>>> AttentionFor(const PlanOptions& o) {
+  std::string att = o.attention_file;
+  if (att.empty() && o.runs_file.empty()) {
+    att = (o.data_dir.empty() ? perf::DefaultDataDir() : o.data_dir) + "/attention.csv";
+  }
+  if (att.empty()) return std::optional<std::vector<perf::AttentionPoint>>();
+  ASSIGN_OR_RETURN(std::vector<perf::AttentionPoint> points, perf::LoadAttentionTable(att));
+  return std::optional<std::vector<perf::AttentionPoint>>(std::move(points));
+}
+
 }  // namespace
 
 Status RunValidate(const PlanOptions& o) {
   ASSIGN_OR_RETURN(std::vector<perf::PublishedRun> runs, perf::LoadPublishedTables(RunsFor(o)));
   ASSIGN_OR_RETURN(perf::SystemProfile profile, ProfileFor(o));
   if (Trim(o.cv) == "few-shot") {
-    std::vector<perf::AttentionPoint> attention;
-    std::string att = o.attention_file;
-    if (att.empty() && o.runs_file.empty()) {
-      att = (o.data_dir.empty() ? perf::DefaultDataDir() : o.data_dir) + "/attention.csv";
-    }
-    if (!att.empty()) {
-      ASSIGN_OR_RETURN(attention, perf::LoadAttentionTable(att));
-    }
+    ASSIGN_OR_RETURN(std::optional<std::vector<perf::AttentionPoint>> attention, AttentionFor(o));
     perf::FewShotOptions few;
     few.shots = o.shots;
     few.draws = o.draws;
     few.user_prior_weight = o.prior_weight.value_or(perf::kUserRunsPriorWeight);
     ASSIGN_OR_RETURN(perf::FewShotReport report,
-                     perf::FewShotValidate(runs, profile, att.empty() ? nullptr : &attention,
+                     perf::FewShotValidate(runs, profile, attention ? &*attention : nullptr,
                                            perf::CalibrateOptions{}, few));
     fmt::print("{}", perf::FormatFewShotReport(report));
     return Status::Ok();
@@ -107,16 +113,9 @@ Status RunValidate(const PlanOptions& o) {
             "cv: '{}' is not 'source', 'stack', 'source,stack' or 'few-shot'", Printable(o.cv)));
       }
     }
-    std::vector<perf::AttentionPoint> attention;
-    std::string att = o.attention_file;
-    if (att.empty() && o.runs_file.empty()) {
-      att = (o.data_dir.empty() ? perf::DefaultDataDir() : o.data_dir) + "/attention.csv";
-    }
-    if (!att.empty()) {
-      ASSIGN_OR_RETURN(attention, perf::LoadAttentionTable(att));
-    }
+    ASSIGN_OR_RETURN(std::optional<std::vector<perf::AttentionPoint>> attention, AttentionFor(o));
     perf::CalibrateOptions copts;
-    const std::vector<perf::AttentionPoint>* att_points = att.empty() ? nullptr : &attention;
+    const std::vector<perf::AttentionPoint>* att_points = attention ? &*attention : nullptr;
     // Both protocols are fitted whichever is printed: the band `plan calibrate` builds takes each
     // row's worse fold (WorseOfFolds), so its coverage on either needs both.
     ASSIGN_OR_RETURN(perf::CvReport by_source,

@@ -107,6 +107,15 @@ Status ValidatePlan(const ModelSpec& m, const ParallelPlan& p, const TrainingSpe
     if (f.value > (1 << 20)) return PlanError(f.name, fmt::format("{} is too large", f.value));
   }
   if (p.zero < 0 || p.zero > 3) return PlanError("zero", fmt::format("{} is not 0..3", p.zero));
+  if (p.fsdp_group < 0)
+    return PlanError("fsdp_group", fmt::format("{} must be >= 0", p.fsdp_group));
+  if (p.fsdp_group > 0 && p.zero != 3) {
+    return PlanError("fsdp_group", fmt::format("{} needs zero 3, not {}", p.fsdp_group, p.zero));
+  }
+  if (p.fsdp_group > 0 && (static_cast<long long>(p.dp) * p.cp) % p.fsdp_group != 0) {
+    return PlanError("fsdp_group", fmt::format("{} does not divide dp x cp = {}", p.fsdp_group,
+                                               static_cast<long long>(p.dp) * p.cp));
+  }
   if (static_cast<long long>(p.tp) * p.cp * p.pp * p.dp > (1 << 24)) {
     return PlanError("dp", "tp * cp * pp * dp is too large");
   }

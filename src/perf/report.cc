@@ -89,6 +89,7 @@ nlohmann::json PlanToJson(const ParallelPlan& p) {
           {"recompute", std::string(RecomputeName(p.recompute))},
           {"sequence_parallel", p.sequence_parallel},
           {"zero", p.zero},
+          {"fsdp_group", p.fsdp_group},
           {"overlap_dp_comm", p.overlap_dp_comm},
           {"uneven_pp", p.uneven_pp},
           {"batched_pp_p2p", p.batched_pp_p2p},

@@ -27,19 +27,11 @@ constexpr std::string_view kTrainingFields[] = {
     "price_per_gpu_hour", "flash_attention",     "grads",    "fp8_recipe",
     "compiled",           "cp_attention",        "async_tp", "tp_impl",
     "grad_accum",         "attn_kernel"};
-constexpr std::string_view kPlanFields[] = {"tp",
-                                            "pp",
-                                            "dp",
-                                            "cp",
-                                            "ep",
-                                            "mbs",
-                                            "vp",
-                                            "recompute",
-                                            "sequence_parallel",
-                                            "zero",
-                                            "overlap_dp_comm",
-                                            "uneven_pp",
-                                            "order"};
+constexpr std::string_view kPlanFields[] = {"tp",        "pp",         "dp",
+                                            "cp",        "ep",         "mbs",
+                                            "vp",        "recompute",  "sequence_parallel",
+                                            "zero",      "fsdp_group", "overlap_dp_comm",
+                                            "uneven_pp", "order"};
 
 bool In(std::span<const std::string_view> names, std::string_view key) {
   return std::find(names.begin(), names.end(), key) != names.end();
@@ -214,7 +206,8 @@ bool ReadPlan(Reader& r, const json& v, ParallelPlan* out, bool* has_dp) {
   for (IntField f :
        {IntField{"tp", &out->tp, 1}, IntField{"pp", &out->pp, 1}, IntField{"dp", &out->dp, 1},
         IntField{"cp", &out->cp, 1}, IntField{"ep", &out->ep, 1}, IntField{"mbs", &out->mbs, 1},
-        IntField{"vp", &out->vp, 1}, IntField{"zero", &out->zero, 0}}) {
+        IntField{"vp", &out->vp, 1}, IntField{"zero", &out->zero, 0},
+        IntField{"fsdp_group", &out->fsdp_group, 0}}) {
     if (v.contains(f.name) &&
         !r.Int(v[f.name], fmt::format("plan.{}", f.name), f.min, 1 << 22, f.value)) {
       return false;

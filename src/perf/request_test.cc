@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "perf/report.h"
 #include "perf/stack.h"
 
 namespace baton::perf {
@@ -26,6 +27,15 @@ TEST(PlanRequestTest, EstimateFillsDataParallelFromGpus) {
   EXPECT_EQ(r->plan.recompute, Recompute::kSelective);
   EXPECT_TRUE(r->plan.sequence_parallel);
   EXPECT_EQ(r->training.global_batch, 512);
+}
+
+TEST(PlanRequestTest, HybridShardingIsAPlanField) {
+  std::string field;
+  auto r = Parse(R"({"model": "llama3-8b", "gpus": 64, "plan": {"zero": 3, "fsdp_group": 8}})",
+                 PlanQuestion::kEstimate, &field);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->plan.fsdp_group, 8);
+  EXPECT_EQ(PlanToJson(r->plan)["fsdp_group"], 8);
 }
 
 TEST(PlanRequestTest, InlineModelAndTokenBatch) {
@@ -114,6 +124,12 @@ TEST(PlanRequestTest, BadRequestsNameTheField) {
        "plan.tp", "integer"},
       {R"({"model": "llama3-8b", "gpus": 8, "plan": {"zero": 4}})", PlanQuestion::kEstimate,
        "plan.zero", "0..3"},
+      {R"({"model": "llama3-8b", "gpus": 16, "plan": {"zero": 1, "fsdp_group": 8}})",
+       PlanQuestion::kEstimate, "plan", "fsdp_group: 8 needs zero 3"},
+      {R"({"model": "llama3-8b", "gpus": 16, "plan": {"zero": 3, "fsdp_group": 3}})",
+       PlanQuestion::kEstimate, "plan", "fsdp_group: 3 does not divide dp x cp = 16"},
+      {R"({"model": "llama3-8b", "gpus": 16, "plan": {"zero": 3, "fsdp_group": -1}})",
+       PlanQuestion::kEstimate, "plan.fsdp_group", "not in"},
       {R"({"model": "llama3-8b", "gpus": 8, "plan": {"recompute": "most"}})",
        PlanQuestion::kEstimate, "plan.recompute", "most"},
       {R"({"model": "llama3-8b", "gpus": 8, "plan": {"dp": 2}})", PlanQuestion::kEstimate, "plan",

@@ -160,6 +160,7 @@ Result<ParallelPlan> MakePlan(const PlanOptions& o, const perf::ModelSpec& m, in
   p.mbs = o.mbs;
   p.vp = o.vp;
   p.zero = o.zero;
+  p.fsdp_group = o.fsdp_group;
   p.sequence_parallel = o.sp;
   p.overlap_dp_comm = !o.no_overlap;
   p.uneven_pp = o.uneven_pp;
@@ -172,6 +173,7 @@ Result<ParallelPlan> MakePlan(const PlanOptions& o, const perf::ModelSpec& m, in
     // Name the model-shape conflicts before the GPU split they would also break.
     ParallelPlan shape = p;
     shape.dp = 1;
+    shape.fsdp_group = 0;  // checked against the real dp below
     perf::TrainingSpec any;
     any.global_batch = 1 << 20;
     Status st = perf::ValidatePlan(m, shape, any, 0);
@@ -247,6 +249,9 @@ void AddPlanOptions(CLI::App* c, PlanOptions* o) {
       ->capture_default_str();
   c->add_flag("--sp", o->sp, "Sequence parallelism");
   c->add_option("--zero", o->zero, "ZeRO stage 0..3")->capture_default_str();
+  c->add_option("--fsdp-group", o->fsdp_group,
+                "With --zero 3: HSDP, parameters sharded over groups of this many dp x cp ranks "
+                "(a node's GPUs, say) and replicated across them; 0 = shard over all");
   c->add_flag("--no-overlap", o->no_overlap, "Do not overlap DP communication with backward");
   c->add_flag("--uneven-pp", o->uneven_pp, "Allow pp not dividing the layers");
   c->add_option("--rank-order", o->order, "tp-cp-ep-dp-pp or tp-cp-ep-pp-dp")

@@ -45,7 +45,8 @@ struct PlanOptions {
   // plan
   // The API's defaults (perf::ParallelPlan, which the daemon's JSON reader starts from), so the
   // CLI and the API agree on a plan that leaves a field out.
-  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, mbs = 1, vp = 1, zero = ParallelPlan{}.zero;
+  int tp = 1, pp = 1, dp = 0, cp = 1, ep = 1, mbs = 1, vp = 1, zero = ParallelPlan{}.zero,
+      fsdp_group = 0;
   std::string recompute = "none";
   std::string order = "tp-cp-ep-dp-pp";
   bool sp = false, no_overlap = false, uneven_pp = false;

@@ -426,6 +426,7 @@ std::string_view OpenApiJson() {
             "ep": {"type": "integer"}, "mbs": {"type": "integer"}, "vp": {"type": "integer"},
             "recompute": {"type": "string", "enum": ["none", "selective", "full", "ops", "mlp"]}, "sequence_parallel": {"type": "boolean"},
             "zero": {"type": "integer", "minimum": 0, "maximum": 3}, "overlap_dp_comm": {"type": "boolean"},
+            "fsdp_group": {"type": "integer", "minimum": 0, "description": "zero 3 only: HSDP, parameters sharded over groups of this many dp x cp ranks and replicated across the groups; 0 (default) shards over all of them"},
             "uneven_pp": {"type": "boolean"}, "order": {"type": "string", "enum": ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"]}}},
           "search": {"type": "object", "description": "search only; lists restrict the default space", "additionalProperties": false, "properties": {
             "tp": {"type": "array", "items": {"type": "integer"}}, "pp": {"type": "array", "items": {"type": "integer"}},
@@ -499,6 +500,7 @@ std::string_view OpenApiJson() {
           "ep": {"type": "integer"}, "mbs": {"type": "integer"}, "vp": {"type": "integer"},
           "recompute": {"type": "string", "enum": ["none", "selective", "full", "ops", "mlp"]}, "sequence_parallel": {"type": "boolean"},
           "zero": {"type": "integer", "minimum": 0, "maximum": 3}, "overlap_dp_comm": {"type": "boolean"},
+            "fsdp_group": {"type": "integer", "minimum": 0, "description": "zero 3 only: HSDP, parameters sharded over groups of this many dp x cp ranks and replicated across the groups; 0 (default) shards over all of them"},
           "uneven_pp": {"type": "boolean"}, "order": {"type": "string", "enum": ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"]},
           "global_batch": {"type": "integer", "minimum": 1}, "global_batch_tokens": {"type": "number"},
           "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp8"]}, "tokens": {"type": "number", "minimum": 0},

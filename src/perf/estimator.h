@@ -1,7 +1,9 @@
 // The analytical performance and memory model of transformer training: for a model, a
 // parallel plan, a training spec and a system it gives the step time with a breakdown, tokens/s,
 // MFU/HFU and the memory per GPU. A pure, deterministic function; an infeasible plan is a value
-// (StepEstimate::rejection) with a reason, never an exception. Evaluate() does not allocate.
+// (StepEstimate::rejection) with a reason, never an exception. Evaluate() does not allocate; it
+// runs the stages of estimator_stages.h (shape, memory, compute, model-parallel communication,
+// pipeline, data parallelism, optimizer, rates) in that order.
 //
 // Thread safety: everything here is a pure function of its arguments.
 #pragma once

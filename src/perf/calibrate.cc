@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -410,8 +411,62 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
     if (!wanted(f.family)) continue;
     std::vector<const PublishedRun*> rows = performance_rows(f.family);
     if (!rows.empty()) SetMfuEnvelope(rows, &f);
+    // Every row ran, memory rows included: the reserve must let each fit.
+    std::vector<const PublishedRun*> ran;
+    for (const PublishedRun& r : runs) {
+      if (GpuFamilyOf(r) == f.family) ran.push_back(&r);
+    }
+    if (!ran.empty()) FitMemoryReserve(ran, &f.calib);
   }
   return p;
+}
+
+MemoryReserveFit FitMemoryReserve(const std::vector<const PublishedRun*>& ran, Calibration* c) {
+  MemoryReserveFit fit;
+  fit.reserved_gib_before = c->hbm_reserved_gib;
+  fit.fragmentation_before = c->hbm_fragmentation;
+  double reserved = c->hbm_reserved_gib, fragmentation = c->hbm_fragmentation;
+  // The tightest row: the least room (capacity less need, after the start's fragmentation).
+  double least_room = std::numeric_limits<double>::infinity();
+  std::vector<MemoryNeed> needs;
+  needs.reserve(ran.size());
+  for (const PublishedRun* r : ran) {
+    Result<MemoryNeed> need = LeastMemoryNeed(*r, *c);
+    if (!need.ok()) continue;  // a row no plan of which is valid informs nothing here
+    needs.push_back(*need);
+    const double room = need->capacity.value() - need->need.value() / (1 - fragmentation);
+    if (room < least_room) {
+      least_room = room;
+      fit.tightest_id = r->id;
+      fit.tightest = *need;
+    }
+  }
+  if (needs.empty()) return fit;
+  // (capacity - reserved) (1 - fragmentation) >= need for every row: the reserve first, down to
+  // 0, then the fragmentation share, down to 0.
+  reserved = std::clamp(least_room / static_cast<double>(GiB(1).value()), 0.0, reserved);
+  if (least_room < 0) {
+    for (const MemoryNeed& n : needs) {
+      fragmentation = std::min(fragmentation, 1 - n.need.value() / n.capacity.value());
+    }
+    fragmentation = std::max(fragmentation, 0.0);
+  }
+  // Down to whole MiB-ish steps a profile file prints exactly (ProfileToYaml: 6 digits), so the
+  // file read back keeps every run fitting.
+  if (reserved < c->hbm_reserved_gib)
+    reserved = std::max(0.0, std::floor(reserved * 1e3 - 1e-6) / 1e3);
+  if (fragmentation < c->hbm_fragmentation) {
+    fragmentation = std::max(0.0, std::floor(fragmentation * 1e4 - 1e-6) / 1e4);
+  }
+  for (const MemoryNeed& n : needs) {
+    const double usable = (n.capacity.value() - GiB(reserved).value()) * (1 - fragmentation);
+    if (n.need.value() > usable * (1 + 1e-12)) ++fit.still_out_of_memory;
+  }
+  c->hbm_reserved_gib = reserved;
+  c->hbm_fragmentation = fragmentation;
+  fit.reserved_gib = reserved;
+  fit.fragmentation = fragmentation;
+  return fit;
 }
 
 std::string_view CvUnitName(CvUnit unit) { return unit == CvUnit::kStack ? "stack" : "source"; }

@@ -87,6 +87,22 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
                                  const std::vector<AttentionPoint>* attention,
                                  const CalibrateOptions& options);
 
+// The memory reserve fitted to runs that ran (FitProfile runs it per family on all the family's
+// rows, memory rows included, after the performance fit). A run that ran says its plan fitted,
+// and no row says a plan did not, so the fit is one-sided: Calibration::hbm_reserved_gib is
+// lowered (down to 0) until the tightest row's least need (LeastMemoryNeed) fits, then
+// hbm_fragmentation (down to 0); neither is ever raised, so the start's values (system.cc names
+// their sources) are the prior and rows with room to spare leave them. Rows still over after both
+// reach 0 are counted: the memory model, not the reserve, overstates them.
+struct MemoryReserveFit {
+  double reserved_gib_before = 0, fragmentation_before = 0;
+  double reserved_gib = 0, fragmentation = 0;
+  std::string tightest_id;  // the row with the least room; empty when no row informed the fit
+  MemoryNeed tightest;
+  int still_out_of_memory = 0;
+};
+MemoryReserveFit FitMemoryReserve(const std::vector<const PublishedRun*>& ran, Calibration* c);
+
 // Sets f's runs, gpus_max, seq_max, params_max_b and kind_gpus_max from the runs of its family
 // among `runs` (every row, memory rows included).
 void SetEnvelope(const std::vector<PublishedRun>& runs, FamilyProfile* f);

@@ -312,6 +312,63 @@ TEST(CalibrateTest, BandCoverageHoldsEachStackOutOfTheWorseFolds) {
 // docs/perf/calibration.md's example: a user's runs with catalogue model names in place of
 // shapes parse, and `plan calibrate --runs` on them (the built-in profile as the start and
 // prior) fits them no worse than the built-in profile did.
+// A run that ran fitted: a reserve that calls it out of memory is lowered until it fits, first
+// the fixed part, then the fragmentation share; a reserve with room to spare is left alone.
+TEST(CalibrateTest, TheMemoryReserveMakesRoomForEveryRunThatRan) {
+  std::vector<PublishedRun> rows = Rows(DevRuns(), "nar-t1-", 1);
+  ASSERT_EQ(rows.size(), 1u);
+  const PublishedRun& run = rows[0];
+  const Calibration builtin = BuiltinProfile().Find("ampere")->calib;
+  auto need = LeastMemoryNeed(run, builtin);
+  ASSERT_TRUE(need.ok()) << need.status().ToString();
+  const double room_gib =
+      (need->capacity.value() - need->need.value() / (1 - builtin.hbm_fragmentation)) /
+      GiB(1).value();
+  ASSERT_GT(room_gib, builtin.hbm_reserved_gib);  // the built-in reserve lets it fit
+  std::vector<const PublishedRun*> ran = {&run};
+
+  Calibration c = builtin;
+  MemoryReserveFit untouched = FitMemoryReserve(ran, &c);
+  EXPECT_EQ(c.hbm_reserved_gib, builtin.hbm_reserved_gib);
+  EXPECT_EQ(c.hbm_fragmentation, builtin.hbm_fragmentation);
+  EXPECT_EQ(untouched.tightest_id, run.id);
+  EXPECT_EQ(untouched.still_out_of_memory, 0);
+
+  c = builtin;
+  c.hbm_reserved_gib = room_gib + 3;  // now the run does not fit
+  auto before = ValidateRun(run, &c);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->estimate.rejection, Rejection::kOutOfMemory);
+  MemoryReserveFit lowered = FitMemoryReserve(ran, &c);
+  EXPECT_NEAR(c.hbm_reserved_gib, room_gib, 1e-3);
+  EXPECT_LE(c.hbm_reserved_gib, room_gib);
+  EXPECT_EQ(c.hbm_fragmentation, builtin.hbm_fragmentation);
+  EXPECT_EQ(lowered.still_out_of_memory, 0);
+  auto after = ValidateRun(run, &c);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->estimate.rejection, Rejection::kOutOfMemory);
+
+  // Fragmentation so large that no reserve is enough: the reserve goes to 0, then the share.
+  c = builtin;
+  c.hbm_fragmentation = 1 - 0.5 * need->need.value() / need->capacity.value();
+  FitMemoryReserve(ran, &c);
+  EXPECT_EQ(c.hbm_reserved_gib, 0);
+  EXPECT_NEAR(c.hbm_fragmentation, 1 - need->need.value() / need->capacity.value(), 1e-4);
+
+  // FitProfile fits it per family after the performance fit.
+  SystemProfile start = BuiltinProfile();
+  start.FindMutable("ampere")->calib.hbm_reserved_gib = room_gib + 3;
+  CalibrateOptions opts;
+  opts.families = {"ampere"};
+  opts.max_sweeps = 1;
+  auto fitted = FitProfile(rows, start, nullptr, opts);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  EXPECT_LT(fitted->Find("ampere")->calib.hbm_reserved_gib, room_gib + 3);
+  auto v = ValidateRunWithProfile(run, *fitted);
+  ASSERT_TRUE(v.ok());
+  EXPECT_NE(v->estimate.rejection, Rejection::kOutOfMemory);
+}
+
 TEST(CalibrateTest, TheDocumentedExampleCalibrates) {
   const char* dir = std::getenv("BATON_SOURCE_DIR");
   auto runs =

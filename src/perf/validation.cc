@@ -435,6 +435,31 @@ double Predicted(const PublishedRun& run, const ParallelPlan& plan, const StepEs
   return 0;
 }
 
+// Calls fn with each plan the row allows: its published plan, with every micro-batch size,
+// interleaving and recomputation tried where the source did not say which ran.
+template <typename Fn>
+void ForEachPlanOption(const PublishedRun& run, Fn fn) {
+  std::vector<int> mbs_options = {run.plan.mbs};
+  if (!run.mbs_published) mbs_options = {1, 2, 4, 8};
+  std::vector<int> vp_options = {run.plan.vp};
+  if (!run.vp_published) vp_options = {1, 2, 3, 4, 5, 6, 8};
+  std::vector<Recompute> rc_options = {run.plan.recompute};
+  if (!run.recompute_published) {
+    rc_options = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  }
+  for (Recompute rc : rc_options) {
+    for (int mbs : mbs_options) {
+      for (int vp : vp_options) {
+        ParallelPlan plan = run.plan;
+        plan.mbs = mbs;
+        plan.vp = vp;
+        plan.recompute = rc;
+        fn(plan);
+      }
+    }
+  }
+}
+
 Result<ValidationRow> ValidateRunImpl(const PublishedRun& run, const Calibration* calibration,
                                       const SystemProfile* profile) {
   ASSIGN_OR_RETURN(SystemSpec system, SystemFromShort(run.system));
@@ -444,40 +469,24 @@ Result<ValidationRow> ValidateRunImpl(const PublishedRun& run, const Calibration
   ValidationRow row;
   row.run = run;
   bool memory = IsMemoryMetric(run.metric);
-  std::vector<int> mbs_options = {run.plan.mbs};
-  if (!run.mbs_published) mbs_options = {1, 2, 4, 8};
-  std::vector<int> vp_options = {run.plan.vp};
-  if (!run.vp_published) vp_options = {1, 2, 3, 4, 5, 6, 8};
-  std::vector<Recompute> rc_options = {run.plan.recompute};
-  if (!run.recompute_published) {
-    rc_options = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  }
   bool have = false;
-  for (Recompute rc : rc_options) {
-    for (int mbs : mbs_options) {
-      for (int vp : vp_options) {
-        ParallelPlan plan = run.plan;
-        plan.mbs = mbs;
-        plan.vp = vp;
-        plan.recompute = rc;
-        StepEstimate e;
-        Evaluate(ctx, plan, run.system.gpus, nullptr, &e, /*time_if_oom=*/true);
-        // The published plan ran, so a plan the memory model calls out-of-memory is still
-        // timed (and reported); Korthikanti's "none" memory baseline never fitted.
-        bool usable = e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory;
-        if (!usable) continue;
-        bool better =
-            !have ||
-            (!memory && ((e.feasible() && !row.estimate.feasible()) ||
-                         (e.feasible() == row.estimate.feasible() && e.step < row.estimate.step)));
-        if (better) {
-          row.plan = plan;
-          row.estimate = e;
-          have = true;
-        }
-      }
+  ForEachPlanOption(run, [&](const ParallelPlan& plan) {
+    StepEstimate e;
+    Evaluate(ctx, plan, run.system.gpus, nullptr, &e, /*time_if_oom=*/true);
+    // The published plan ran, so a plan the memory model calls out-of-memory is still
+    // timed (and reported); Korthikanti's "none" memory baseline never fitted.
+    bool usable = e.rejection == Rejection::kNone || e.rejection == Rejection::kOutOfMemory;
+    if (!usable) return;
+    bool better =
+        !have ||
+        (!memory && ((e.feasible() && !row.estimate.feasible()) ||
+                     (e.feasible() == row.estimate.feasible() && e.step < row.estimate.step)));
+    if (better) {
+      row.plan = plan;
+      row.estimate = e;
+      have = true;
     }
-  }
+  });
   if (!have) {
     StepEstimate e;
     Evaluate(ctx, run.plan, run.system.gpus, nullptr, &e);
@@ -494,6 +503,24 @@ Result<ValidationRow> ValidateRunImpl(const PublishedRun& run, const Calibration
 
 Result<ValidationRow> ValidateRun(const PublishedRun& run, const Calibration* calibration) {
   return ValidateRunImpl(run, calibration, nullptr);
+}
+
+Result<MemoryNeed> LeastMemoryNeed(const PublishedRun& run, const Calibration& calibration) {
+  ASSIGN_OR_RETURN(SystemSpec system, SystemFromShort(run.system));
+  system.calib = calibration;
+  EvalContext ctx(run.model, run.training, system);
+  MemoryNeed need;
+  bool have = false;
+  ForEachPlanOption(run, [&](const ParallelPlan& plan) {
+    StepEstimate e;
+    Evaluate(ctx, plan, run.system.gpus, nullptr, &e, /*time_if_oom=*/true);
+    if (e.rejection != Rejection::kNone && e.rejection != Rejection::kOutOfMemory) return;
+    if (!have || e.memory.total() < need.need) need.need = e.memory.total();
+    need.capacity = e.memory.capacity;
+    have = true;
+  });
+  if (!have) return FailedPreconditionError(fmt::format("{}: no plan the row allows", run.id));
+  return need;
 }
 
 Result<ValidationRow> ValidateRunWithProfile(const PublishedRun& run,

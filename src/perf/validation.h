@@ -149,6 +149,15 @@ Result<ShortSystem> SystemForRun(std::string_view gpu, std::string_view network,
 Result<ValidationRow> ValidateRun(const PublishedRun& run,
                                   const Calibration* calibration = nullptr);
 Result<ValidationRow> ValidateRunWithProfile(const PublishedRun& run, const SystemProfile& profile);
+
+// The least memory per GPU any plan the row allows needs (its unpublished micro-batch size,
+// interleaving and recomputation tried), and the GPU's HBM, under `calibration`. The row ran, so
+// at least that much fitted. FailedPrecondition when no plan the row allows is valid.
+struct MemoryNeed {
+  Bytes need;
+  Bytes capacity;
+};
+Result<MemoryNeed> LeastMemoryNeed(const PublishedRun& run, const Calibration& calibration);
 Result<ValidationReport> RunValidation(const std::vector<PublishedRun>& runs,
                                        const Calibration* calibration = nullptr);
 Result<ValidationReport> RunValidationWithProfile(const std::vector<PublishedRun>& runs,

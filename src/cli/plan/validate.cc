@@ -214,6 +214,25 @@ Status RunCalibrate(const PlanOptions& o) {
   if (!out) return InvalidArgumentError(fmt::format("out: cannot write '{}'", o.out_file));
   fmt::print("fitted {} runs; in-sample: mean |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%\n",
              rep.perf_rows, 100 * rep.perf_mae, 100 * rep.perf_p90, 100 * rep.perf_max);
+  // The memory reserve (perf::FitMemoryReserve): lowered only where a run that ran needs it.
+  for (const perf::FamilyProfile& f : fitted.families) {
+    const perf::FamilyProfile* before = start.Find(f.family);
+    if (before == nullptr || (before->calib.hbm_reserved_gib == f.calib.hbm_reserved_gib &&
+                              before->calib.hbm_fragmentation == f.calib.hbm_fragmentation)) {
+      continue;
+    }
+    fmt::print(
+        "memory reserve ({}): {:.2f} GiB + {:.1f} % -> {:.2f} GiB + {:.1f} %, lowered for the "
+        "runs that ran\n",
+        f.family, before->calib.hbm_reserved_gib, 100 * before->calib.hbm_fragmentation,
+        f.calib.hbm_reserved_gib, 100 * f.calib.hbm_fragmentation);
+  }
+  if (rep.oom_rows > 0) {
+    fmt::print(
+        "runs the memory model still calls out of memory: {} (it overstates them by more "
+        "than the whole reserve)\n",
+        rep.oom_rows);
+  }
   if (copts.bands) {
     fmt::print("{}", perf::FormatCvReport(cv));
     // A user's file without a stack column is one stack per source: the same folds again.

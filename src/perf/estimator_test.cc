@@ -548,6 +548,40 @@ TEST(EstimatorTest, SystemFromClusterReadsTheTiers) {
   EXPECT_NE(b.status().message().find("system.nic_gbits_per_gpu"), std::string::npos);
 }
 
+// GB200 NVL72: trays of 4 GPUs in one NVLink domain of 72. Data parallelism across trays stays on
+// NVLink inside the rack, where 4-GPU nodes would send it over the NICs.
+TEST(EstimatorTest, AnNvlinkDomainSpansSeveralNodes) {
+  ShortSystem s;
+  s.gpu = "GB200";
+  s.gpus = 144;
+  s.gpus_per_node = 4;
+  s.nvlink_domain_gpus = 72;
+  s.nodes_per_leaf = 72;
+  auto nvl = SystemFromShort(s);
+  ASSERT_TRUE(nvl.ok()) << nvl.status().ToString();
+  EXPECT_EQ(nvl->tiers[0].level, topo::Level::kNvlinkDomain);
+  EXPECT_EQ(nvl->tiers[0].gpus, 72);
+  EXPECT_EQ(nvl->tiers[1].gpus, 288);
+  s.nvlink_domain_gpus = 0;
+  auto trays = SystemFromShort(s);
+  ASSERT_TRUE(trays.ok());
+  EXPECT_EQ(trays->tiers[0].gpus, 4);
+  ModelSpec m = Model("llama3-8b");
+  TrainingSpec t = Training(144, topo::Dtype::kBf16);
+  ParallelPlan plan{.tp = 4, .dp = 36, .zero = 1};
+  StepEstimate in_rack = EstimateOf(m, plan, t, *nvl);
+  StepEstimate over_nics = EstimateOf(m, plan, t, *trays);
+  ASSERT_TRUE(in_rack.feasible());
+  ASSERT_TRUE(over_nics.feasible());
+  EXPECT_LT(in_rack.dp_comm, over_nics.dp_comm);
+  for (int bad : {-1, 70, 2048}) {
+    s.nvlink_domain_gpus = bad;
+    auto r = SystemFromShort(s);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("system.nvlink_domain_gpus"), std::string::npos);
+  }
+}
+
 TEST(EstimatorTest, CheckpointIntervalIsYoungDaly) {
   ModelSpec m = Model("gpt3-175b");
   TrainingSpec t = Training(1536);

@@ -227,10 +227,24 @@ Result<SystemSpec> SystemFromShort(const ShortSystem& d) {
   BytesPerSecond nvlink =
       d.nvlink_gbytes_per_s > 0 ? GBps(d.nvlink_gbytes_per_s) : gpu->nvlink_per_direction;
   BytesPerSecond nic = Gbps(d.nic_gbits_per_gpu);
-  s.tiers[0] = {
-      topo::Level::kNode, d.gpus_per_node, {nvlink, topo::DefaultLatency(topo::Level::kNode)}};
+  const bool domain = d.nvlink_domain_gpus > d.gpus_per_node;
+  if (d.nvlink_domain_gpus < 0 || d.nvlink_domain_gpus > 1024 ||
+      (d.nvlink_domain_gpus > 0 && d.nvlink_domain_gpus % d.gpus_per_node != 0)) {
+    return InvalidArgumentError(fmt::format(
+        "system.nvlink_domain_gpus: {} is not a multiple of gpus_per_node {} in 0..1024",
+        d.nvlink_domain_gpus, d.gpus_per_node));
+  }
+  // An NVLink domain over several nodes (NVL72) is the first tier: its GPUs reach each other at
+  // NVLink's rate through the NVLink switches, and a leaf holds nodes_per_leaf whole domains'
+  // worth of nodes, at least one domain.
+  const int tier0_gpus = domain ? d.nvlink_domain_gpus : d.gpus_per_node;
+  const topo::Level tier0 = domain ? topo::Level::kNvlinkDomain : topo::Level::kNode;
+  const long long leaf_gpus =
+      std::max<long long>(tier0_gpus, static_cast<long long>(d.gpus_per_node) * d.nodes_per_leaf /
+                                          tier0_gpus * tier0_gpus);
+  s.tiers[0] = {tier0, tier0_gpus, {nvlink, topo::DefaultLatency(tier0)}};
   s.tiers[1] = {topo::Level::kLeaf,
-                d.gpus_per_node * d.nodes_per_leaf,
+                static_cast<int>(std::min<long long>(leaf_gpus, std::numeric_limits<int>::max())),
                 {nic, topo::DefaultLatency(topo::Level::kLeaf)}};
   s.tiers[2] = {topo::Level::kSpine,
                 std::numeric_limits<int>::max(),

@@ -203,6 +203,9 @@ struct ShortSystem {
   std::string gpu = "H100-SXM";
   int gpus = 8;
   int gpus_per_node = 8;
+  // GPUs that share one NVLink domain across nodes (GB200 NVL72: 72 GPUs, 18 trays of 4); 0 or
+  // gpus_per_node = each node is its own domain. A multiple of gpus_per_node, at most 1,024.
+  int nvlink_domain_gpus = 0;
   double nvlink_gbytes_per_s = 0;
   double nic_gbits_per_gpu = 400;
   int nodes_per_leaf = 32;

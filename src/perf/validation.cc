@@ -48,11 +48,12 @@ Result<ShortSystem> SystemForRun(std::string_view gpu, std::string_view network,
   s.gpus_per_node = 8;
   std::string net = ToLower(network);
   if (net.find("nvl72") != std::string::npos) {
-    // GB200 NVL72: 72 GPUs share one NVLink domain; modelled as 64-GPU nodes (the short
-    // description's largest), with one 400G NIC per GPU beyond.
-    s.gpus_per_node = std::min(64, std::max(8, gpus));
+    // GB200 NVL72: 18 trays of 4 GPUs share one NVLink domain of 72, with one 400G NIC per
+    // GPU beyond; a leaf holds 4 racks.
+    s.gpus_per_node = 4;
+    s.nvlink_domain_gpus = 72;
     s.nic_gbits_per_gpu = 400;
-    s.nodes_per_leaf = 4;
+    s.nodes_per_leaf = 4 * 18;
   } else if (net.find("400g per node") != std::string::npos) {  // NOLINT(bugprone-branch-clone)
     // The same numbers as Jean Zay's below, for another fabric: kept apart, each with its source.
     s.nic_gbits_per_gpu = 50;  // IBM Vela-type Ethernet: 400 Gb/s per 8-GPU node

@@ -45,6 +45,7 @@ Result<perf::SystemSpec> MakeSystemNoProfile(const PlanOptions& o, int gpus) {
   s.gpu = o.gpu;
   s.gpus = gpus;
   s.gpus_per_node = o.gpus_per_node;
+  s.nvlink_domain_gpus = o.nvlink_domain;
   s.nvlink_gbytes_per_s = o.nvlink_gbytes;
   s.nic_gbits_per_gpu = o.nic_gbits > 0 ? o.nic_gbits : perf::DefaultNicGbps(o.gpu);
   s.nodes_per_leaf = o.nodes_per_leaf;
@@ -222,6 +223,9 @@ void AddSystemOptions(CLI::App* c, PlanOptions* o) {
   c->add_option("--gpus", o->gpus_arg, "GPU count (search: a comma list)")->required();
   c->add_option("--gpu", o->gpu, "GPU type (short description)")->capture_default_str();
   c->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node")->capture_default_str();
+  c->add_option("--nvlink-domain", o->nvlink_domain,
+                "GPUs per NVLink domain spanning several nodes (GB200 NVL72: --gpus-per-node 4 "
+                "--nvlink-domain 72); 0 = each node its own");
   c->add_option("--nvlink-gbps", o->nvlink_gbytes, "NVLink GB/s per direction (0 = GPU's)");
   c->add_option("--nic-gbps", o->nic_gbits,
                 "NIC Gb/s per GPU (default: the GPU's reference system, 200 for A100 (HDR), 400 "

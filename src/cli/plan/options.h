@@ -36,6 +36,7 @@ struct PlanOptions {
   std::string gpu = "H100-SXM";
   std::string gpus_arg;  // "N" or a list "1024,2048"
   int gpus_per_node = 8;
+  int nvlink_domain = 0;  // GPUs per NVLink domain across nodes (perf::ShortSystem)
   double nvlink_gbytes = 0;
   double nic_gbits = 0;  // 0: the GPU's reference system (perf::DefaultNicGbps)
   int nodes_per_leaf = 32;

@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
     if (std::size_t dot = key.find('.'); dot != std::string::npos) {
       family = key.substr(0, dot);
       for (const CalibrationField& f : CalibrationFields()) {
-        if (f.name == key.substr(dot + 1) && !f.fitted_on_runs) field = &f;
+        if (f.name == key.substr(dot + 1) && !FittedOn(f, /*user_runs=*/false)) field = &f;
       }
       if (field == nullptr || BuiltinProfile().Find(family) == nullptr) {
         fmt::print(stderr, "'{}' is not FAMILY.FIELD of a constant not fitted on runs\n", key);

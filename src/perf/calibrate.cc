@@ -91,10 +91,10 @@ namespace {
 bool IsPerf(const PublishedRun& r) { return !IsMemoryMetric(r.metric); }
 
 // The prior penalty: the sum over fitted constants with a prior of (deviation / sigma)^2.
-double PriorPenalty(const Calibration& c, const Calibration& center) {
+double PriorPenalty(const Calibration& c, const Calibration& center, bool user_runs) {
   double total = 0;
   for (const CalibrationField& f : CalibrationFields()) {
-    if (!f.fitted_on_runs || !(f.prior_sigma > 0)) continue;
+    if (!FittedOn(f, user_runs) || !(f.prior_sigma > 0)) continue;
     double v = c.*(f.member);
     double m = center.*(f.member);
     double d = f.prior_log ? std::log(std::max(v, 1e-12) / std::max(m, 1e-12)) : v - m;
@@ -128,7 +128,8 @@ double Loss(const std::vector<const PublishedRun*>& rows, const Calibration& c,
   }
   double total = 0;
   for (const auto& [name, g] : per_group) total += g.first / g.second;
-  if (options.prior_weight > 0) total += options.prior_weight * PriorPenalty(c, center);
+  if (options.prior_weight > 0)
+    total += options.prior_weight * PriorPenalty(c, center, options.prior_is_start);
   return total;
 }
 
@@ -138,7 +139,7 @@ Calibration FitFamily(const std::vector<const PublishedRun*>& rows, Calibration 
   for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
     bool improved = false;
     for (const CalibrationField& f : CalibrationFields()) {
-      if (!f.fitted_on_runs) continue;
+      if (!FittedOn(f, options.prior_is_start)) continue;
       double v = c.*(f.member);
       double span = f.max - f.min;
       std::vector<double> candidates = {v * 0.5,  v * 0.8,         v * 0.9,        v * 0.97,
@@ -183,7 +184,7 @@ void FitJoint(std::vector<JointFamily>& fams, const CalibrateOptions& options) {
   for (int sweep = 0; sweep < options.max_sweeps; ++sweep) {
     bool improved = false;
     for (const CalibrationField& f : CalibrationFields()) {
-      if (!f.fitted_on_runs) continue;
+      if (!FittedOn(f, /*user_runs=*/false)) continue;
       std::vector<std::vector<std::size_t>> sets;
       if (f.hardware_specific) {
         for (std::size_t i = 0; i < fams.size(); ++i) sets.push_back({i});
@@ -234,7 +235,8 @@ void FitJoint(std::vector<JointFamily>& fams, const CalibrateOptions& options) {
 // Copies the constants a family shares with others (fitted, not hardware_specific).
 void CopyPooled(const Calibration& from, Calibration* to) {
   for (const CalibrationField& f : CalibrationFields()) {
-    if (f.fitted_on_runs && !f.hardware_specific) to->*(f.member) = from.*(f.member);
+    if (FittedOn(f, /*user_runs=*/false) && !f.hardware_specific)
+      to->*(f.member) = from.*(f.member);
   }
 }
 
@@ -335,7 +337,7 @@ Result<SystemProfile> FitProfile(const std::vector<PublishedRun>& runs, const Sy
     Calibration c = f.calib;
     const Calibration defaults;
     for (const CalibrationField& field : CalibrationFields()) {
-      if (field.fitted_on_runs) c.*(field.member) = defaults.*(field.member);
+      if (FittedOn(field, /*user_runs=*/false)) c.*(field.member) = defaults.*(field.member);
     }
     return c;
   };
@@ -493,7 +495,7 @@ Result<CvReport> CrossValidate(const std::vector<PublishedRun>& runs, const Syst
   for (FamilyProfile& f : prior.families) {
     if (options.prior_is_start) break;  // `start` never saw these runs: folds keep it
     for (const CalibrationField& field : CalibrationFields()) {
-      if (field.fitted_on_runs) f.calib.*(field.member) = defaults.*(field.member);
+      if (FittedOn(field, /*user_runs=*/false)) f.calib.*(field.member) = defaults.*(field.member);
     }
   }
   for (const std::string& g : groups) {

@@ -35,7 +35,7 @@ SystemProfile PriorProfile() {
   const Calibration defaults;
   for (FamilyProfile& f : p.families) {
     for (const CalibrationField& field : CalibrationFields()) {
-      if (field.fitted_on_runs) f.calib.*(field.member) = defaults.*(field.member);
+      if (FittedOn(field, /*user_runs=*/false)) f.calib.*(field.member) = defaults.*(field.member);
     }
   }
   return p;
@@ -92,7 +92,7 @@ TEST(CalibrateTest, AFamilyWithNoRowsBorrowsTheReferenceFamilysPooledConstants) 
   const Calibration defaults;
   int moved = 0;
   for (const CalibrationField& f : CalibrationFields()) {
-    if (!f.fitted_on_runs) continue;
+    if (!FittedOn(f, /*user_runs=*/false)) continue;
     if (f.hardware_specific) {
       EXPECT_DOUBLE_EQ(blackwell.*(f.member), defaults.*(f.member)) << f.name;
     } else {
@@ -105,7 +105,7 @@ TEST(CalibrateTest, AFamilyWithNoRowsBorrowsTheReferenceFamilysPooledConstants) 
   auto separate = FitProfile(rows, PriorProfile(), nullptr, opts);
   ASSERT_TRUE(separate.ok()) << separate.status().ToString();
   for (const CalibrationField& f : CalibrationFields()) {
-    if (!f.fitted_on_runs) continue;
+    if (!FittedOn(f, /*user_runs=*/false)) continue;
     EXPECT_DOUBLE_EQ(separate->Find("blackwell")->calib.*(f.member), defaults.*(f.member))
         << f.name;
   }
@@ -129,7 +129,7 @@ TEST(CalibrateTest, PooledConstantsAreSharedByTheFamiliesWithRows) {
   ASSERT_TRUE(separate.ok()) << separate.status().ToString();
   int differ = 0;
   for (const CalibrationField& f : CalibrationFields()) {
-    if (!f.fitted_on_runs || f.hardware_specific) continue;
+    if (!FittedOn(f, /*user_runs=*/false) || f.hardware_specific) continue;
     EXPECT_DOUBLE_EQ(pooled->Find("ampere")->calib.*(f.member),
                      pooled->Find("hopper")->calib.*(f.member))
         << f.name;
@@ -312,6 +312,28 @@ TEST(CalibrateTest, BandCoverageHoldsEachStackOutOfTheWorseFolds) {
 // docs/perf/calibration.md's example: a user's runs with catalogue model names in place of
 // shapes parse, and `plan calibrate --runs` on them (the built-in profile as the start and
 // prior) fits them no worse than the built-in profile did.
+// Attention efficiency is set on the kernel charts for the built-in fit, but a user's runs move
+// it (CalibrationField::user_runs_only): long-sequence runs pull a rate set far too low back up.
+TEST(CalibrateTest, AUsersRunsMoveTheAttentionEfficiencyTheBuiltInFitLeaves) {
+  std::vector<PublishedRun> rows = Rows(DevRuns(), "nemo-longseq-h100-");
+  ASSERT_GE(rows.size(), 8u);
+  SystemProfile start = BuiltinProfile();
+  start.FindMutable("hopper")->calib.flash_attention_fraction = 0.2;
+  CalibrateOptions opts;
+  opts.families = {"hopper"};
+  opts.max_sweeps = 3;
+  opts.prior_is_start = false;
+  auto builtin_fit = FitProfile(rows, start, nullptr, opts);
+  ASSERT_TRUE(builtin_fit.ok()) << builtin_fit.status().ToString();
+  EXPECT_EQ(builtin_fit->Find("hopper")->calib.flash_attention_fraction, 0.2);
+  opts.prior_is_start = true;
+  opts.prior_weight = kUserRunsPriorWeight;
+  auto users_fit = FitProfile(rows, start, nullptr, opts);
+  ASSERT_TRUE(users_fit.ok()) << users_fit.status().ToString();
+  EXPECT_GT(users_fit->Find("hopper")->calib.flash_attention_fraction, 0.25);
+  EXPECT_LT(MeanAbsError(rows, *users_fit), MeanAbsError(rows, start));
+}
+
 // A run that ran fitted: a reserve that calls it out of memory is lowered until it fits, first
 // the fixed part, then the fragmentation share; a reserve with room to spare is left alone.
 TEST(CalibrateTest, TheMemoryReserveMakesRoomForEveryRunThatRan) {

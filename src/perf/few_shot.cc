@@ -44,7 +44,7 @@ Result<FewShotReport> FewShotValidate(const std::vector<PublishedRun>& runs,
   const Calibration defaults;
   for (FamilyProfile& f : prior.families) {
     for (const CalibrationField& field : CalibrationFields()) {
-      if (field.fitted_on_runs) f.calib.*(field.member) = defaults.*(field.member);
+      if (FittedOn(field, /*user_runs=*/false)) f.calib.*(field.member) = defaults.*(field.member);
     }
   }
   CalibrateOptions fold_opts = calibrate;

@@ -37,8 +37,17 @@ struct CalibrationField {
   // of the software stack (overheads, overlap shares): not pooled across families
   // (CalibrateOptions::pool_families).
   bool hardware_specific = false;
+  // Fitted only on a user's own runs (`plan calibrate --runs`, CalibrateOptions::prior_is_start),
+  // around the start's value: terms the published tables set elsewhere (the attention kernel
+  // charts, the single-node launch set) that a stack's handful of runs may still move.
+  bool user_runs_only = false;
 };
 std::span<const CalibrationField> CalibrationFields();
+
+// Whether a fit moves `f`: the built-in fit (user_runs false) or a fit to a user's runs (true).
+inline bool FittedOn(const CalibrationField& f, bool user_runs) {
+  return f.fitted_on_runs && (!f.user_runs_only || user_runs);
+}
 
 // Cross-validated mean |error| of the runs with seq in (previous seq_max, seq_max].
 struct SeqBand {

@@ -34,6 +34,11 @@ bool TorchaoFp8NoGain(Fp8Recipe recipe, double k, double n) {
 // bf16 for the output layer's GEMM (6): 14.
 constexpr double kLossFwdBytes = 38;
 constexpr double kLossBwdBytes = 14;
+// The fused loss (TrainingSpec::fused_loss; flash-attn's flash_attn/ops/triton/cross_entropy.py):
+// the forward kernel reads each 16-bit logit once, keeping the running max and log-sum-exp of a
+// row in fp32 registers (2); the backward reads it again and writes its 16-bit gradient (4).
+constexpr double kFusedLossFwdBytes = 2;
+constexpr double kFusedLossBwdBytes = 4;
 }  // namespace
 
 ComputeTimes ComputeOf(const EvalContext& ctx, const ParallelPlan& plan, const StageShape& s) {
@@ -46,6 +51,8 @@ ComputeTimes ComputeOf(const EvalContext& ctx, const ParallelPlan& plan, const S
   const double stage_layers = s.layers, ls_moe = s.moe_layers, ls_dense = s.dense_layers;
   const double active_experts = s.active_experts, eff_ffn = s.expert_ffn, sp_div = s.sp_div;
   const double stage_params = s.params;
+  const double loss_fwd_bytes = ctx.training.fused_loss ? kFusedLossFwdBytes : kLossFwdBytes;
+  const double loss_bwd_bytes = ctx.training.fused_loss ? kFusedLossBwdBytes : kLossBwdBytes;
 
   const double hbm = ctx.hbm_bytes_per_s;
   auto gemm_rate = [&](double dim) {
@@ -215,7 +222,7 @@ ComputeTimes ComputeOf(const EvalContext& ctx, const ParallelPlan& plan, const S
   const double logits_peak_ratio = ctx.attn_peak / ctx.gemm_peak;
   double logits_fwd =
       2 * tokens * h * vocab / t / (gemm_rate(std::min(h, vocab / t)) * logits_peak_ratio) +
-      kLossFwdBytes * tokens * vocab / t / hbm;
+      loss_fwd_bytes * tokens * vocab / t / hbm;
   double fwd = layers_fwd + logits_fwd;
   // The backward pass costs twice the forward for every GEMM; a fused attention kernel's costs
   // 2.5 times its forward (FlashAttention-2 recomputes Q K^T and the softmax: 5 matrix products
@@ -223,7 +230,7 @@ ComputeTimes ComputeOf(const EvalContext& ctx, const ParallelPlan& plan, const S
   // count forward+backward as 3.5 x the forward FLOPs, the rate the flash_* constants fit).
   const double attn_bwd = flash ? 2.5 : 2.0;
   double bwd = 2 * fwd + (attn_bwd - 2) * stage_layers * t_attn_core + cast_bwd_extra +
-               (kLossBwdBytes - 2 * kLossFwdBytes) * tokens * vocab / t / hbm;
+               (loss_bwd_bytes - 2 * loss_fwd_bytes) * tokens * vocab / t / hbm;
   // Gradient accumulation outside the weight-gradient GEMMs (TrainingSpec::grad_accum, plan.h):
   // an element-wise pass over the stage's gradients after each micro-batch's backward, 10 bytes
   // per parameter (fp32 main_grad += 16-bit grad) every micro-batch, or 6 (16-bit .grad +=) on
@@ -256,7 +263,7 @@ ComputeTimes ComputeOf(const EvalContext& ctx, const ParallelPlan& plan, const S
   out.recompute = Seconds(rc);
   // The output layer and the loss, forward and backward (the last pipeline stage's extra work).
   out.logits_pass =
-      Seconds(3 * logits_fwd + (kLossBwdBytes - 2 * kLossFwdBytes) * tokens * vocab / t / hbm);
+      Seconds(3 * logits_fwd + (loss_bwd_bytes - 2 * loss_fwd_bytes) * tokens * vocab / t / hbm);
   out.attn_core = Seconds(t_attn_core);
   out.attn_step_diag = Seconds(t_attn_step_diag);
   out.attn_step_off = Seconds(t_attn_step_off);

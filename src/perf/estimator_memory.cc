@@ -117,8 +117,11 @@ MemoryEstimate MemoryOf(const EvalContext& ctx, const ParallelPlan& plan, const 
   double in_flight = std::min(p, double(s.micro_batches));
   double interleave = plan.vp > 1 ? 1 + (p - 1) / (p * s.vp) : 1.0;
   mem.activations = Bytes(layer_act * first_layers * in_flight * interleave);
-  double buffers = 2 * tokens * h / sp_div * in_flight;   // embedding output
-  if (plan.pp == 1) buffers += 6 * tokens * s.vocab / t;  // fp16 logits + fp32 softmax
+  double buffers = 2 * tokens * h / sp_div * in_flight;  // embedding output
+  // The 16-bit logits and the fp32 softmax of the unfused loss, or the logits and their 16-bit
+  // gradient of the fused one (TrainingSpec::fused_loss).
+  const double loss_bytes = ctx.training.fused_loss ? 4.0 : 6.0;
+  if (plan.pp == 1) buffers += loss_bytes * tokens * s.vocab / t;
   // ZeRO-3: the unit in use and the prefetched one, gathered in bf16, and one unit's unsharded
   // fp32 gradients before its reduce-scatter.
   if (plan.zero >= 3) {

@@ -1230,5 +1230,26 @@ TEST(EstimatorTest, CudnnAttentionRunsAtItsSpeedupOverFlashAttention) {
                    EstimateOf(m, plan, flash, sys).step.value());
 }
 
+// The fused loss keeps the 16-bit logits and their gradient (4 bytes a logit) instead of the
+// logits and an fp32 softmax (6), and moves 2 + 4 bytes a logit instead of 38 + 14.
+TEST(EstimatorTest, AFusedLossHoldsAndMovesFewerBytesPerLogit) {
+  ModelSpec m = Model("llama3-8b");
+  SystemSpec sys = H100s(8);
+  ParallelPlan plan{.dp = 8, .mbs = 1, .zero = 3};
+  TrainingSpec unfused = FlashTraining(64);
+  TrainingSpec fused = unfused;
+  fused.fused_loss = true;
+  StepEstimate u = EstimateOf(m, plan, unfused, sys);
+  StepEstimate f = EstimateOf(m, plan, fused, sys);
+  ASSERT_TRUE(u.feasible());
+  ASSERT_TRUE(f.feasible());
+  const double logits = double(m.seq) * m.vocab;  // one sequence per micro-batch, tp 1
+  EXPECT_NEAR((u.memory.buffers - f.memory.buffers).value(), 2 * logits, 1e-6 * logits);
+  const double moved = (38 + 14 - 2 - 4) * logits * u.micro_batches;
+  EXPECT_NEAR((u.compute - f.compute).value(),
+              moved / (sys.gpu.hbm_bandwidth.value() * sys.calib.hbm_efficiency),
+              1e-6 * u.compute.value());
+}
+
 }  // namespace
 }  // namespace baton::perf

@@ -191,6 +191,12 @@ struct TrainingSpec {
   bool dtensor_tp = false;
   GradAccum grad_accum = GradAccum::kFused;                    // see GradAccum
   AttentionKernel attention_kernel = AttentionKernel::kFlash;  // see AttentionKernel
+  // The cross-entropy over the logits as one fused kernel on the 16-bit logits (flash-attn's
+  // Triton CrossEntropyLoss, which llm-foundry's loss_fn fused_crossentropy runs; Liger-Kernel's
+  // LigerCrossEntropyLoss): the log-sum-exp in registers, no fp32 copy of the logits, the
+  // gradient written as 16 bits. false: the unfused loss on an fp32 upcast (estimator_compute.cc,
+  // kLossFwdBytes), Megatron-Core's and torchtitan's default.
+  bool fused_loss = false;
   // Checkpointing: storage write bandwidth (aggregate) and mean time between job failures.
   BytesPerSecond checkpoint_bandwidth = GBps(100);
   Seconds mtbf = Hours(24);

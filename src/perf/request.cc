@@ -26,7 +26,7 @@ constexpr std::string_view kTrainingFields[] = {
     "global_batch",       "global_batch_tokens", "dtype",    "tokens",
     "price_per_gpu_hour", "flash_attention",     "grads",    "fp8_recipe",
     "compiled",           "cp_attention",        "async_tp", "tp_impl",
-    "grad_accum",         "attn_kernel"};
+    "grad_accum",         "attn_kernel",         "loss"};
 constexpr std::string_view kPlanFields[] = {"tp",        "pp",         "dp",
                                             "cp",        "ep",         "mbs",
                                             "vp",        "recompute",  "sequence_parallel",
@@ -425,12 +425,13 @@ Result<JobPlanRequest> ParseJobPlan(std::string_view object, int gpus, std::stri
     } else if (In(kPlanFields, key)) {
       plan[key] = v;
     } else {
-      return fail(fmt::format("plan.{}", Printable(key, 64)),
-                  "unknown field (expected model, a plan field: tp, pp, dp, cp, ep, mbs, vp, "
-                  "recompute, sequence_parallel, zero, overlap_dp_comm, uneven_pp, order; or a "
-                  "training field: global_batch, global_batch_tokens, dtype, tokens, "
-                  "price_per_gpu_hour, flash_attention, grads, fp8_recipe, compiled, "
-                  "cp_attention, async_tp, tp_impl, grad_accum, attn_kernel)");
+      return fail(
+          fmt::format("plan.{}", Printable(key, 64)),
+          "unknown field (expected model, a plan field: tp, pp, dp, cp, ep, mbs, vp, "
+          "recompute, sequence_parallel, zero, fsdp_group, overlap_dp_comm, uneven_pp, order; or a "
+          "training field: global_batch, global_batch_tokens, dtype, tokens, "
+          "price_per_gpu_hour, flash_attention, grads, fp8_recipe, compiled, "
+          "cp_attention, async_tp, tp_impl, grad_accum, attn_kernel, loss)");
     }
   }
   if (!root.contains("model")) return fail("plan.model", "required");

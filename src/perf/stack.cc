@@ -20,7 +20,7 @@ struct Setting {
   int (*get)(const TrainingSpec& t);
 };
 
-constexpr std::array<Setting, 8> kSettings{{
+constexpr std::array<Setting, 9> kSettings{{
     {{"grads", "fp32|bf16|bf16-adam",
       "gradients in fp32 (default), bf16 (Megatron-Core DDP), or bf16 with Adam state in bf16 "
       "(Apex DistributedFusedAdam)"},
@@ -72,6 +72,13 @@ constexpr std::array<Setting, 8> kSettings{{
      false,  // the words are in AttentionKernel's order
      [](int w, TrainingSpec* t) { t->attention_kernel = static_cast<AttentionKernel>(w); },
      [](const TrainingSpec& t) { return static_cast<int>(t.attention_kernel); }},
+    {{"loss", "unfused|fused",
+      "cross-entropy on an fp32 copy of the logits (default; Megatron-Core, torchtitan) or one "
+      "fused kernel on the 16-bit logits (flash-attn's, as llm-foundry's fused_crossentropy; "
+      "Liger-Kernel's)"},
+     false,
+     [](int w, TrainingSpec* t) { t->fused_loss = w == 1; },
+     [](const TrainingSpec& t) { return t.fused_loss ? 1 : 0; }},
 }};
 
 constexpr std::array<StackSetting, kSettings.size()> Infos() {

@@ -45,6 +45,8 @@ TEST(StackTest, SettingsReachTheTrainingSpec) {
   EXPECT_TRUE(t.async_tp);
   ASSERT_TRUE(ApplyStackSetting("attn_kernel", "cuDNN", "x", &t).ok());
   EXPECT_EQ(t.attention_kernel, AttentionKernel::kCudnn);
+  ASSERT_TRUE(ApplyStackSetting("loss", "fused", "x", &t).ok());
+  EXPECT_TRUE(t.fused_loss);
   t.dtype = topo::Dtype::kFp8;
   ASSERT_TRUE(ApplyStackSetting("fp8_recipe", "rowwise", "x", &t).ok());
   EXPECT_EQ(t.fp8_recipe, Fp8Recipe::kRowwise);

@@ -419,7 +419,7 @@ std::string_view OpenApiJson() {
             "grads": {"type": "string", "enum": ["fp32", "bf16", "bf16-adam"]},
             "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise", "jax"], "description": "fp8 runs only"},
             "compiled": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["yes", "no"]}]},
-            "cp_attention": {"type": "string", "enum": ["ring", "torch", "allgather"]}, "tp_impl": {"type": "string", "enum": ["megatron", "dtensor"]}, "grad_accum": {"type": "string", "enum": ["fused", "fp32", "autograd"]}, "attn_kernel": {"type": "string", "enum": ["flash", "cudnn", "flash1", "flash3", "triton", "xformers", "math"]},
+            "cp_attention": {"type": "string", "enum": ["ring", "torch", "allgather"]}, "tp_impl": {"type": "string", "enum": ["megatron", "dtensor"]}, "grad_accum": {"type": "string", "enum": ["fused", "fp32", "autograd"]}, "attn_kernel": {"type": "string", "enum": ["flash", "cudnn", "flash1", "flash3", "triton", "xformers", "math"]}, "loss": {"type": "string", "enum": ["unfused", "fused"]},
             "async_tp": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["no", "yes"]}]}}},
           "plan": {"type": "object", "description": "estimate only; dp defaults to gpus / (tp*pp*cp)", "additionalProperties": false, "properties": {
             "tp": {"type": "integer"}, "pp": {"type": "integer"}, "dp": {"type": "integer"}, "cp": {"type": "integer"},
@@ -508,7 +508,7 @@ std::string_view OpenApiJson() {
           "grads": {"type": "string", "enum": ["fp32", "bf16", "bf16-adam"]},
           "fp8_recipe": {"type": "string", "enum": ["delayed", "tensorwise", "rowwise", "jax"], "description": "fp8 runs only"},
           "compiled": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["yes", "no"]}]},
-          "cp_attention": {"type": "string", "enum": ["ring", "torch", "allgather"]}, "tp_impl": {"type": "string", "enum": ["megatron", "dtensor"]}, "grad_accum": {"type": "string", "enum": ["fused", "fp32", "autograd"]}, "attn_kernel": {"type": "string", "enum": ["flash", "cudnn", "flash1", "flash3", "triton", "xformers", "math"]},
+          "cp_attention": {"type": "string", "enum": ["ring", "torch", "allgather"]}, "tp_impl": {"type": "string", "enum": ["megatron", "dtensor"]}, "grad_accum": {"type": "string", "enum": ["fused", "fp32", "autograd"]}, "attn_kernel": {"type": "string", "enum": ["flash", "cudnn", "flash1", "flash3", "triton", "xformers", "math"]}, "loss": {"type": "string", "enum": ["unfused", "fused"]},
           "async_tp": {"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["no", "yes"]}]}}
       },
       "TopologyLevel": {"type": "string", "enum": ["node", "nvlink-domain", "leaf", "spine", "group", "core"]},

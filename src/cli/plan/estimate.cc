@@ -38,7 +38,7 @@ class ProgressBar {
 }  // namespace
 
 Status RunEstimate(const PlanOptions& o) {
-  ASSIGN_OR_RETURN(perf::ModelSpec model, perf::ResolveModel(o.model));
+  ASSIGN_OR_RETURN(perf::ModelSpec model, MakeModel(o));
   ASSIGN_OR_RETURN(std::vector<int> gpu_list, ParseGpuList(o.gpus_arg));
   if (gpu_list.size() != 1) return InvalidArgumentError("gpus: estimate takes one GPU count");
   ASSIGN_OR_RETURN(perf::TrainingSpec training, MakeTraining(o, model));
@@ -79,7 +79,7 @@ Status RunEstimate(const PlanOptions& o) {
 }
 
 Status RunSearch(const PlanOptions& o) {
-  ASSIGN_OR_RETURN(perf::ModelSpec model, perf::ResolveModel(o.model));
+  ASSIGN_OR_RETURN(perf::ModelSpec model, MakeModel(o));
   ASSIGN_OR_RETURN(std::vector<int> gpu_list, ParseGpuList(o.gpus_arg));
   ASSIGN_OR_RETURN(perf::TrainingSpec training, MakeTraining(o, model));
   int most = *std::max_element(gpu_list.begin(), gpu_list.end());

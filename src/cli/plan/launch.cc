@@ -15,7 +15,7 @@ Status RunLaunch(const PlanOptions& o) {
   if (o.preset.empty() && o.topology.empty()) {
     return InvalidArgumentError("topology: launch needs --preset or --topology");
   }
-  ASSIGN_OR_RETURN(perf::ModelSpec model, perf::ResolveModel(o.model));
+  ASSIGN_OR_RETURN(perf::ModelSpec model, MakeModel(o));
   ASSIGN_OR_RETURN(std::vector<int> gpu_list, ParseGpuList(o.gpus_arg));
   if (gpu_list.size() != 1) return InvalidArgumentError("gpus: launch takes one GPU count");
   ASSIGN_OR_RETURN(perf::TrainingSpec training, MakeTraining(o, model));

@@ -152,6 +152,16 @@ Result<perf::SystemSpec> MakeSystem(const PlanOptions& o, int gpus) {
   return s;
 }
 
+Result<perf::ModelSpec> MakeModel(const PlanOptions& o) {
+  ASSIGN_OR_RETURN(perf::ModelSpec m, perf::ResolveModel(o.model));
+  if (o.seq != 0) {
+    if (o.seq < 0) return InvalidArgumentError(fmt::format("seq: {} must be > 0", o.seq));
+    m.seq = o.seq;
+    RETURN_IF_ERROR(perf::ValidateModel(m));
+  }
+  return m;
+}
+
 Result<ParallelPlan> MakePlan(const PlanOptions& o, const perf::ModelSpec& m, int gpus) {
   ParallelPlan p;
   p.tp = o.tp;
@@ -202,6 +212,9 @@ void AddModelOptions(CLI::App* c, PlanOptions* o) {
                 "Catalogue name (gpt3-175b, llama3-405b, megatron-1t, mixtral-8x7b, ...) or a "
                 ".yaml/.json file")
       ->capture_default_str();
+  c->add_option("--seq", o->seq,
+                "Sequence length in tokens (default: the model's; a catalogue model at another "
+                "length)");
   c->add_option("--global-batch", o->global_batch,
                 "Global batch in sequences (default ~4M tokens)");
   c->add_option("--global-batch-tokens", o->global_batch_tokens, "Global batch in tokens");

@@ -21,6 +21,7 @@ using perf::ParallelPlan;
 struct PlanOptions {
   // model and training
   std::string model = "gpt3-175b";
+  int seq = 0;  // overrides the model's sequence length when > 0
   int global_batch = 0;
   double global_batch_tokens = 0;
   std::string dtype = "bf16";
@@ -91,6 +92,8 @@ Result<std::vector<int>> ParseGpuList(const std::string& s);
 // The search space narrowed by --tp/--pp/... lists; a bad list names its field.
 Status RestrictSpace(const PlanOptions& o, perf::SearchSpace& space);
 
+// The model from --model (a catalogue name or a file), at --seq tokens when given.
+Result<perf::ModelSpec> MakeModel(const PlanOptions& o);
 Result<perf::TrainingSpec> MakeTraining(const PlanOptions& o, const perf::ModelSpec& m);
 Result<topo::Cluster> LoadTopology(const PlanOptions& o);
 // --profile: the user's system profile replaces the built-in constants for this command.

@@ -35,9 +35,8 @@ serve() {  # serve LOG: starts baton serve as baton's ServiceAccount; sets serve
     --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" --log-dir "$work/logs" \
     >"$1" 2>&1 &
   serve_pid=$!
-  wait_listening "$1" "$serve_pid" || return 1
   local port
-  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$1" | head -1)
+  port=$(listening_port "$1" "$serve_pid") || return 1
   export BATON_URL="http://127.0.0.1:$port" BATON_TOKEN=$token
 }
 serve "$work/serve.log"

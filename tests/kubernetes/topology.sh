@@ -47,9 +47,8 @@ serve() {  # serve LOG EXECUTOR-FLAGS...: starts baton serve; sets serve_pid and
   "$baton" serve "$@" --scheduler-config "$work/scheduler.yaml" --listen 127.0.0.1:0 \
     --auth "$work/auth.yaml" --log-dir "$work/logs" >"$log" 2>&1 &
   serve_pid=$!
-  wait_listening "$log" "$serve_pid" || return 1
   local port
-  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$log" | head -1)
+  port=$(listening_port "$log" "$serve_pid") || return 1
   export BATON_URL="http://127.0.0.1:$port" BATON_TOKEN=$token
 }
 k8s=(--executor kubernetes --kubeconfig "$work/plane/kubeconfig-baton" --db "$work/k8s.db")

@@ -3,7 +3,8 @@
 # stops it on exit; after start_daemon BATON SRC, $work (a temp dir), $pid, $port, $BATON_URL,
 # $admin_token and $alice_token (tenant team-a) are set. check counts passes and failures, and
 # finish prints the closing "N passed, N failed" line and sets the exit status; new_token makes a
-# random token and wait_listening waits for a daemon started by the script itself.
+# random token, wait_listening waits for a daemon started by the script itself and
+# listening_port also says on which loopback port.
 failures=0
 passes=0
 check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT [OUTPUT PATTERN]
@@ -31,6 +32,20 @@ wait_listening() {  # wait_listening LOG PID: until the daemon logging to LOG li
   echo "not listening after 60 s:"; tail -20 "$1"; return 1
 }
 
+# listening_port LOG PID [NTH]: prints the loopback port of the NTH (default 1st) "listening on"
+# line of the daemon PID logging to LOG, once it is there (60 s at most); on failure says why on
+# stderr and returns 1. NTH lets a restarted daemon appending to the same log be told apart.
+listening_port() {
+  local log=$1 daemon=$2 nth=${3:-1} port=""
+  for _ in $(seq 600); do
+    port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$log" | sed -n "${nth}p")
+    [[ -n $port ]] && { echo "$port"; return 0; }
+    kill -0 "$daemon" 2>/dev/null || { echo "daemon exited:" >&2; tail -20 "$log" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "the daemon did not start listening in 60 s:" >&2; tail -20 "$log" >&2; return 1
+}
+
 finish() {
   echo "$passes passed, $failures failed"
   [[ $failures -eq 0 ]]
@@ -51,14 +66,7 @@ EOT
   "$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup 1 \
     --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
   pid=$!
-  port=""
-  for _ in $(seq 300); do
-    port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-    sleep 0.1
-  done
-  [[ -n $port ]] || { echo "the daemon did not start listening"; cat "$work/serve.log"; exit 1; }
+  port=$(listening_port "$work/serve.log" "$pid") || exit 1
   export BATON_URL="http://127.0.0.1:$port"
 }
 

@@ -31,7 +31,7 @@ export BATON_TOKEN=$admin_token XDG_CONFIG_HOME="$work/config"
 
 # Starts `baton serve --executor local` on tests/realjob/cluster.yaml with $work's database, log
 # and checkpoint directories (a restart finds them as the last run left them), waits until this
-# start listens (30 s at most) and exports BATON_URL.
+# start listens (60 s at most) and exports BATON_URL.
 serve() {
   local before port=""
   before=$(grep -c "listening on" "$work/serve.log" 2>/dev/null) || before=0
@@ -39,14 +39,7 @@ serve() {
     --log-dir "$work/logs" --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" \
     >>"$work/serve.log" 2>&1 &
   pid=$!
-  for _ in $(seq 300); do
-    port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" |
-      sed -n "$((before + 1))p")
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-    sleep 0.1
-  done
-  [[ -n $port ]] || { echo "the daemon did not start listening"; tail "$work/serve.log"; exit 1; }
+  port=$(listening_port "$work/serve.log" "$pid" $((before + 1))) || exit 1
   export BATON_URL="http://127.0.0.1:$port"
 }
 

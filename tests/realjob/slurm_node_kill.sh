@@ -13,7 +13,7 @@
 set -uo pipefail
 baton=$1
 src=$(realpath "$2")
-source "$src/tests/lib/e2e.sh"  # check, finish
+source "$src/tests/lib/e2e.sh"  # check, finish, listening_port
 cluster_sh="$src/scripts/slurm-fake-cluster.sh"
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -65,14 +65,7 @@ export BATON_TOKEN=$admin_token XDG_CONFIG_HOME="$work/config"
   --executor-option job-prefix=realjob --log-dir "$work/logs" --listen 127.0.0.1:0 \
   --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
 pid=$!
-port=""
-for _ in $(seq 300); do
-  port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "the daemon did not start listening"; tail "$work/serve.log"; exit 1; }
+port=$(listening_port "$work/serve.log" "$pid") || exit 1
 export BATON_URL="http://127.0.0.1:$port"
 
 job_json() { "$baton" job "$1" --json 2>/dev/null; }

@@ -35,14 +35,7 @@ start() {  # a daemon on the database; sets pid, port, url
   "$baton" serve --topology "$src/data/clusters/fake16.yaml" --executor dry-run --speedup "$speedup" \
     --listen 127.0.0.1:0 --db "$work/baton.db" --auth "$work/auth.yaml" >"$work/serve.log" 2>&1 &
   pid=$!
-  port=""
-  for _ in $(seq 300); do
-    port=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || { echo "daemon exited:"; cat "$work/serve.log"; exit 1; }
-    sleep 0.1
-  done
-  [[ -n $port ]] || { echo "the daemon did not start listening"; exit 1; }
+  port=$(listening_port "$work/serve.log" "$pid") || exit 1
   url="http://127.0.0.1:$port"
 }
 start

@@ -264,7 +264,6 @@ ComputeTimes ComputeOf(const EvalContext& ctx, const ParallelPlan& plan, const S
   // The output layer and the loss, forward and backward (the last pipeline stage's extra work).
   out.logits_pass =
       Seconds(3 * logits_fwd + (loss_bwd_bytes - 2 * loss_fwd_bytes) * tokens * vocab / t / hbm);
-  out.attn_core = Seconds(t_attn_core);
   out.attn_step_diag = Seconds(t_attn_step_diag);
   out.attn_step_off = Seconds(t_attn_step_off);
   out.attn_backward_ratio = attn_bwd;

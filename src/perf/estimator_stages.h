@@ -53,8 +53,8 @@ struct ComputeTimes {
   Seconds backward;     // the same, backward, with gradient accumulation outside the GEMMs
   Seconds recompute;    // what the plan's recomputation replays
   Seconds logits_pass;  // the output layer and the loss, forward and backward (the last stage's)
-  // Attention per layer: the whole core, and one CP ring step on the diagonal / off it.
-  Seconds attn_core, attn_step_diag, attn_step_off;
+  // Attention per layer: one CP ring step on the diagonal / off it (the whole core without CP).
+  Seconds attn_step_diag, attn_step_off;
   double attn_backward_ratio = 2;  // backward / forward of the attention kernel
   // The forward time of each of a layer's four TP-sharded GEMMs (QKV, the attention projection,
   // fc1 with SwiGLU's gate, fc2): what a TP collective fused beside it can hide behind.
@@ -67,7 +67,6 @@ struct ModelParallelComm {
   Seconds tp_forward, tp_backward, tp_recompute;
   Seconds cp_forward, cp_backward, cp_recompute;
   Seconds ep_forward, ep_backward, ep_recompute;
-  Seconds forward() const { return tp_forward + cp_forward + ep_forward; }
 };
 ModelParallelComm ModelParallelCommOf(const EvalContext& ctx, const ParallelPlan& plan,
                                       const StageShape& s, const ComputeTimes& compute,
@@ -86,10 +85,9 @@ struct MicroBatchTimes {
 MicroBatchTimes MicroBatchOf(const ComputeTimes& compute, const ModelParallelComm& comm);
 
 struct PipelineTimes {
-  Seconds micro_batch;  // one micro-batch on the busiest stage, host launch limit included
-  Seconds launch;       // per micro-batch, GPUs idle while the host dispatches
-  Seconds bubble;       // fill and drain, per step
-  Seconds p2p;          // pipeline sends and receives on the critical path, per step
+  Seconds launch;  // per micro-batch, GPUs idle while the host dispatches
+  Seconds bubble;  // fill and drain, per step
+  Seconds p2p;     // pipeline sends and receives on the critical path, per step
 };
 PipelineTimes PipelineOf(const EvalContext& ctx, const ParallelPlan& plan, const StageShape& s,
                          const ComputeTimes& compute, const MicroBatchTimes& mb,
